@@ -1,0 +1,1 @@
+#include "analysis/inspection_dump.h"

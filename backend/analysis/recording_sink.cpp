@@ -1,0 +1,1 @@
+#include "analysis/recording_sink.h"

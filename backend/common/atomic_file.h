@@ -1,0 +1,35 @@
+#pragma once
+// Any thread; one object per output file.
+
+#include <string>
+
+namespace outlierlens {
+
+/// Writes an output file without ever leaving a partial one behind: write to tempPath(), then
+/// commit() renames it over the final path. If commit() is not reached (error, cancel, Ctrl-C
+/// handled by unwinding) the destructor removes the temporary file.
+class AtomicFile
+{
+public:
+    explicit AtomicFile(std::string finalPath);
+    ~AtomicFile();
+    AtomicFile(const AtomicFile&) = delete;
+    AtomicFile& operator=(const AtomicFile&) = delete;
+
+    const std::string& tempPath() const { return m_tempPath; }
+    const std::string& finalPath() const { return m_finalPath; }
+    /// fsyncs and renames the temporary file to the final path. Throws Error on failure.
+    void commit();
+
+private:
+    std::string m_finalPath;
+    std::string m_tempPath;
+    bool m_committed = false;
+    int m_slot = -1;
+};
+
+/// Removes temporary files registered by live AtomicFile objects; safe to call from a signal
+/// handler (only unlink). Used by the command line's SIGINT handler.
+void removeUncommittedTempFiles();
+
+} // namespace outlierlens

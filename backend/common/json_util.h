@@ -1,0 +1,28 @@
+#pragma once
+// Any thread. Thin helpers over nlohmann::json that turn every type or range problem into an
+// outlierlens::Error naming the file and the field.
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <optional>
+#include <string>
+
+namespace outlierlens::jsonutil {
+
+/// Parses a whole JSON file. Errors name the file and the byte offset of a syntax error.
+nlohmann::json parseFile(const std::string& path);
+/// Parses JSON text; `what` names its origin in error messages.
+nlohmann::json parseText(const std::string& text, const std::string& what);
+
+/// Required (no default) or optional (default given) typed fields of an object. `where` is the
+/// file or object name for messages such as "config.json: field 'hidden_size' must be an integer".
+long long getInt(const nlohmann::json& obj, const std::string& key, const std::string& where,
+                 std::optional<long long> fallback = std::nullopt);
+double getNumber(const nlohmann::json& obj, const std::string& key, const std::string& where,
+                 std::optional<double> fallback = std::nullopt);
+std::string getString(const nlohmann::json& obj, const std::string& key, const std::string& where,
+                      std::optional<std::string> fallback = std::nullopt);
+bool getBool(const nlohmann::json& obj, const std::string& key, const std::string& where,
+             std::optional<bool> fallback = std::nullopt);
+
+} // namespace outlierlens::jsonutil

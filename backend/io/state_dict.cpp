@@ -1,0 +1,1 @@
+#include "io/state_dict.h"

@@ -1,0 +1,1 @@
+#include "io/torch_bin.h"

@@ -1,0 +1,1 @@
+#include "model/loading.h"

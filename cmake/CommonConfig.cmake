@@ -1,0 +1,23 @@
+# One INTERFACE target that carries the language standard, warnings and Qt defines for every
+# target of ours. Third-party headers come in as SYSTEM includes, so -Werror only bites our code.
+add_library(outlierlens_config INTERFACE)
+add_library(OutlierLens::config ALIAS outlierlens_config)
+
+target_compile_features(outlierlens_config INTERFACE cxx_std_17)
+set(CMAKE_CXX_EXTENSIONS OFF)
+
+target_compile_definitions(outlierlens_config INTERFACE
+    # Torch headers use `slots` as an identifier: Qt's keyword macros must stay off everywhere.
+    QT_NO_KEYWORDS
+    QT_USE_QSTRINGBUILDER
+    OUTLIERLENS_VERSION="${PROJECT_VERSION}")
+
+target_compile_options(outlierlens_config INTERFACE
+    -Wall -Wextra -Wpedantic -Wno-unused-parameter
+    $<$<BOOL:${OUTLIERLENS_WERROR}>:-Werror>)
+
+# Torch's imported target does not mark its include directories as SYSTEM; wrap it.
+add_library(outlierlens_torch INTERFACE)
+target_include_directories(outlierlens_torch SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
+target_link_libraries(outlierlens_torch INTERFACE ${TORCH_LIBRARIES})
+target_compile_options(outlierlens_torch INTERFACE ${TORCH_CXX_FLAGS})

@@ -1,0 +1,21 @@
+# outlierlens_add_test(<name> SOURCES <files...> LIBS <targets...> LABELS <labels...> [TIMEOUT s])
+# One Qt Test executable per tst_*.cpp, registered with CTest. Tests run from the source tree's
+# tests/ folder so fixtures resolve through OUTLIERLENS_TEST_DATA (tests never read outside the repo).
+function(outlierlens_add_test name)
+    cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+    add_executable(${name} ${T_SOURCES})
+    target_link_libraries(${name} PRIVATE outlierlens_config Qt6::Test ${T_LIBS})
+    target_compile_definitions(${name} PRIVATE
+        OUTLIERLENS_TEST_DATA="${PROJECT_SOURCE_DIR}/tests/fixtures"
+        OUTLIERLENS_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+        OUTLIERLENS_BINARY_DIR="${PROJECT_BINARY_DIR}")
+    set_target_properties(${name} PROPERTIES AUTOMOC ON)
+    add_test(NAME ${name} COMMAND ${name})
+    if(NOT T_TIMEOUT)
+        set(T_TIMEOUT 300)
+    endif()
+    set_tests_properties(${name} PROPERTIES
+        LABELS "${T_LABELS}"
+        TIMEOUT ${T_TIMEOUT}
+        ENVIRONMENT "QT_QPA_PLATFORM=offscreen")
+endfunction()
