@@ -9,7 +9,6 @@ set(CMAKE_CXX_EXTENSIONS OFF)
 target_compile_definitions(outlierlens_config INTERFACE
     # Torch headers use `slots` as an identifier: Qt's keyword macros must stay off everywhere.
     QT_NO_KEYWORDS
-    QT_USE_QSTRINGBUILDER
     OUTLIERLENS_VERSION="${PROJECT_VERSION}")
 
 target_compile_options(outlierlens_config INTERFACE

@@ -25,14 +25,12 @@ std::array<Slot, kMaxLive> g_slots;
 
 int registerTemp(const std::string& path)
 {
-    if (path.size() >= sizeof(Slot::path))
-        return -1;
+    if (path.size() >= sizeof(Slot::path)) return -1;
     for (int i = 0; i < kMaxLive; ++i) {
         bool expected = false;
         if (g_slots[i].used.load() == false) {
             std::memcpy(g_slots[i].path, path.c_str(), path.size() + 1);
-            if (g_slots[i].used.compare_exchange_strong(expected, true))
-                return i;
+            if (g_slots[i].used.compare_exchange_strong(expected, true)) return i;
         }
     }
     return -1;
@@ -51,10 +49,8 @@ AtomicFile::AtomicFile(std::string finalPath)
 
 AtomicFile::~AtomicFile()
 {
-    if (!m_committed)
-        std::remove(m_tempPath.c_str());
-    if (m_slot >= 0)
-        g_slots[m_slot].used.store(false);
+    if (!m_committed) std::remove(m_tempPath.c_str());
+    if (m_slot >= 0) g_slots[m_slot].used.store(false);
 }
 
 void AtomicFile::commit()
@@ -72,8 +68,7 @@ void AtomicFile::commit()
 void removeUncommittedTempFiles()
 {
     for (auto& slot : g_slots)
-        if (slot.used.load())
-            ::unlink(slot.path);
+        if (slot.used.load()) ::unlink(slot.path);
 }
 
 } // namespace outlierlens

@@ -11,14 +11,18 @@ namespace outlierlens {
 class Error : public std::runtime_error
 {
 public:
-    explicit Error(const std::string& message) : std::runtime_error(message) {}
+    explicit Error(const std::string& message)
+        : std::runtime_error(message)
+    {}
 };
 
 /// Thrown when a long operation stops because its cancel flag was set.
 class Cancelled : public Error
 {
 public:
-    Cancelled() : Error("cancelled") {}
+    Cancelled()
+        : Error("cancelled")
+    {}
 };
 
 } // namespace outlierlens

@@ -13,12 +13,10 @@ namespace {
 const nlohmann::json* field(const nlohmann::json& obj, const std::string& key, const std::string& where,
                             bool required)
 {
-    if (!obj.is_object())
-        throw Error(where + ": expected a JSON object");
+    if (!obj.is_object()) throw Error(where + ": expected a JSON object");
     const auto it = obj.find(key);
     if (it == obj.end() || it->is_null()) {
-        if (required)
-            throw Error(where + ": required field '" + key + "' is missing");
+        if (required) throw Error(where + ": required field '" + key + "' is missing");
         return nullptr;
     }
     return &*it;
@@ -29,8 +27,7 @@ const nlohmann::json* field(const nlohmann::json& obj, const std::string& key, c
 nlohmann::json parseFile(const std::string& path)
 {
     std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw Error(path + ": cannot open file");
+    if (!in) throw Error(path + ": cannot open file");
     std::ostringstream text;
     text << in.rdbuf();
     return parseText(text.str(), path);
@@ -49,14 +46,11 @@ long long getInt(const nlohmann::json& obj, const std::string& key, const std::s
                  std::optional<long long> fallback)
 {
     const nlohmann::json* v = field(obj, key, where, !fallback);
-    if (!v)
-        return *fallback;
-    if (v->is_number_integer())
-        return v->get<long long>();
+    if (!v) return *fallback;
+    if (v->is_number_integer()) return v->get<long long>();
     if (v->is_number_float()) {
         const double d = v->get<double>();
-        if (d == static_cast<double>(static_cast<long long>(d)))
-            return static_cast<long long>(d);
+        if (d == static_cast<double>(static_cast<long long>(d))) return static_cast<long long>(d);
     }
     throw Error(where + ": field '" + key + "' must be an integer, found " + v->dump());
 }
@@ -65,10 +59,8 @@ double getNumber(const nlohmann::json& obj, const std::string& key, const std::s
                  std::optional<double> fallback)
 {
     const nlohmann::json* v = field(obj, key, where, !fallback);
-    if (!v)
-        return *fallback;
-    if (!v->is_number())
-        throw Error(where + ": field '" + key + "' must be a number, found " + v->dump());
+    if (!v) return *fallback;
+    if (!v->is_number()) throw Error(where + ": field '" + key + "' must be a number, found " + v->dump());
     return v->get<double>();
 }
 
@@ -76,10 +68,8 @@ std::string getString(const nlohmann::json& obj, const std::string& key, const s
                       std::optional<std::string> fallback)
 {
     const nlohmann::json* v = field(obj, key, where, !fallback);
-    if (!v)
-        return *fallback;
-    if (!v->is_string())
-        throw Error(where + ": field '" + key + "' must be a string, found " + v->dump());
+    if (!v) return *fallback;
+    if (!v->is_string()) throw Error(where + ": field '" + key + "' must be a string, found " + v->dump());
     return v->get<std::string>();
 }
 
@@ -87,8 +77,7 @@ bool getBool(const nlohmann::json& obj, const std::string& key, const std::strin
              std::optional<bool> fallback)
 {
     const nlohmann::json* v = field(obj, key, where, !fallback);
-    if (!v)
-        return *fallback;
+    if (!v) return *fallback;
     if (!v->is_boolean())
         throw Error(where + ": field '" + key + "' must be true or false, found " + v->dump());
     return v->get<bool>();

@@ -20,14 +20,16 @@ constexpr std::uint32_t kRoundConstants[64] = {
     0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
     0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
 
-inline std::uint32_t rotr(std::uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+inline std::uint32_t rotr(std::uint32_t x, int n)
+{
+    return (x >> n) | (x << (32 - n));
+}
 
 } // namespace
 
 Sha256::Sha256()
     : m_state{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19}
-{
-}
+{}
 
 void Sha256::processBlock(const std::uint8_t* block)
 {
@@ -110,16 +112,14 @@ std::string Sha256::hexDigest()
 std::string sha256File(const std::string& path)
 {
     std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw Error(path + ": cannot open file for hashing");
+    if (!in) throw Error(path + ": cannot open file for hashing");
     Sha256 hash;
     std::vector<char> buffer(1 << 20);
     while (in) {
         in.read(buffer.data(), std::streamsize(buffer.size()));
         hash.update(buffer.data(), std::size_t(in.gcount()));
     }
-    if (in.bad())
-        throw Error(path + ": read error while hashing");
+    if (in.bad()) throw Error(path + ": read error while hashing");
     return hash.hexDigest();
 }
 
