@@ -1,1 +1,114 @@
 #include "model/attention.h"
+
+#include <torch/nn/init.h>
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <limits>
+
+namespace outlierlens {
+
+void AttentionGates::create(torch::nn::Module& owner, const AttentionVariant& variant, int numHeads,
+                            int headDim)
+{
+    m_kind = variant.gate;
+    m_numHeads = numHeads;
+    m_headDim = headDim;
+    const double initBias = std::log(variant.piInit / (1.0 - variant.piInit));
+    torch::NoGradGuard noGrad;
+    switch (m_kind) {
+    case GateKind::None:
+        return;
+    case GateKind::AllHeadsLinear:
+        m_allHeads = owner.register_module("alpha", torch::nn::Linear(numHeads * headDim, numHeads));
+        m_allHeads->bias.fill_(initBias);
+        return;
+    case GateKind::Linear:
+    case GateKind::Mlp:
+        break;
+    }
+    m_perHead = torch::nn::ModuleList();
+    for (int h = 0; h < numHeads; ++h) {
+        if (m_kind == GateKind::Linear) {
+            torch::nn::Linear fc(headDim, 1);
+            fc->bias.fill_(initBias);
+            m_perHead->push_back(fc);
+        } else {
+            torch::nn::Linear last(variant.nHid, 1);
+            last->bias.fill_(initBias);
+            m_perHead->push_back(
+                torch::nn::Sequential(torch::nn::Linear(headDim, variant.nHid), torch::nn::ReLU(), last));
+        }
+    }
+    owner.register_module("alpha", m_perHead);
+}
+
+torch::Tensor AttentionGates::forward(const torch::Tensor& x)
+{
+    const auto B = x.size(0), T = x.size(1);
+    if (m_kind == GateKind::AllHeadsLinear)
+        return torch::sigmoid(m_allHeads->forward(x)).permute({0, 2, 1}); // [B, H, T]
+    // Each head's gate sees that head's d_head slice of the block input.
+    const torch::Tensor heads = x.view({B, T, m_numHeads, m_headDim});
+    std::vector<torch::Tensor> logits;
+    logits.reserve(std::size_t(m_numHeads));
+    for (int h = 0; h < m_numHeads; ++h) {
+        const torch::Tensor slice = heads.select(2, h);
+        torch::Tensor out = m_kind == GateKind::Linear
+                                ? (*m_perHead)[std::size_t(h)]->as<torch::nn::Linear>()->forward(slice)
+                                : (*m_perHead)[std::size_t(h)]->as<torch::nn::Sequential>()->forward(slice);
+        logits.push_back(out.squeeze(-1)); // [B, T]
+    }
+    return torch::sigmoid(torch::stack(logits, 1)); // [B, H, T]
+}
+
+torch::Tensor attentionSoftmax(const torch::Tensor& scores, const AttentionVariant& variant)
+{
+    torch::Tensor probs = torch::softmax(scores, -1);
+    if (variant.softmax == SoftmaxKind::Clipped) {
+        const double gamma = variant.effectiveGamma();
+        probs = torch::clamp(probs * (variant.zeta - gamma) + gamma, 0.0, 1.0);
+    }
+    return probs;
+}
+
+torch::Tensor additiveAttentionMask(const torch::Tensor& attentionMask, torch::ScalarType dtype)
+{
+    if (!attentionMask.defined()) return {};
+    const double lowest = dtype == torch::kDouble ? std::numeric_limits<double>::lowest()
+                                                  : double(std::numeric_limits<float>::lowest());
+    const torch::Tensor m = attentionMask.to(dtype).unsqueeze(1).unsqueeze(2);
+    return (1.0 - m) * lowest;
+}
+
+torch::Tensor multiHeadAttention(const AttentionSpec& spec, const torch::Tensor& q, const torch::Tensor& k,
+                                 const torch::Tensor& v, const torch::Tensor& x,
+                                 const torch::Tensor& additiveMask, AttentionGates& gates,
+                                 torch::nn::Dropout& probsDropout, const CaptureScope& capture)
+{
+    const auto B = q.size(0), T = q.size(1);
+    const int H = spec.numHeads, dh = spec.headDim;
+    auto split = [&](const torch::Tensor& t) { return t.view({B, T, H, dh}).permute({0, 2, 1, 3}); };
+    const torch::Tensor qh = split(q), kh = split(k), vh = split(v);
+
+    torch::Tensor scores = torch::matmul(qh, kh.transpose(-1, -2)) / std::sqrt(double(dh));
+    capture.put(CapturePoint::AttnScores, scores);
+    if (additiveMask.defined()) scores = scores + additiveMask;
+    torch::Tensor probs = attentionSoftmax(scores, spec.variant);
+    capture.put(CapturePoint::AttnProbs, probs);
+    capture.put(CapturePoint::AttnValues, vh);
+    probs = probsDropout->forward(probs);
+
+    torch::Tensor context = torch::matmul(probs, vh); // [B, H, T, dh]
+    capture.put(CapturePoint::AttnContext, context);
+    if (gates.enabled()) {
+        const torch::Tensor pi = gates.forward(x); // [B, H, T]
+        capture.put(CapturePoint::AttnGate, pi);
+        context = context * pi.unsqueeze(-1);
+    }
+    return context.permute({0, 2, 1, 3}).reshape({B, T, H * dh});
+}
+
+} // namespace outlierlens

@@ -1,1 +1,82 @@
 #include "model/capture.h"
+
+#include <array>
+#include <cstdlib>
+
+namespace outlierlens {
+namespace {
+
+struct PointInfo
+{
+    CapturePoint point;
+    const char* name;
+    bool perLayer;
+};
+
+constexpr std::array<PointInfo, 11> kPoints = {{
+    {CapturePoint::Embeddings, "embeddings", false},
+    {CapturePoint::AttnScores, "attn_scores", true},
+    {CapturePoint::AttnProbs, "attn_probs", true},
+    {CapturePoint::AttnValues, "attn_values", true},
+    {CapturePoint::AttnContext, "attn_context", true},
+    {CapturePoint::AttnGate, "attn_gate", true},
+    {CapturePoint::AttnOut, "attn_out", true},
+    {CapturePoint::FfnOut, "ffn_out", true},
+    {CapturePoint::Residual, "residual", true},
+    {CapturePoint::Out, "out", true},
+    {CapturePoint::Logits, "logits", false},
+}};
+
+const PointInfo& info(CapturePoint point)
+{
+    return kPoints[std::size_t(point)];
+}
+
+} // namespace
+
+const std::vector<CapturePoint>& perLayerCapturePoints()
+{
+    static const std::vector<CapturePoint> points = [] {
+        std::vector<CapturePoint> out;
+        for (const auto& p : kPoints)
+            if (p.perLayer) out.push_back(p.point);
+        return out;
+    }();
+    return points;
+}
+
+bool isPerLayer(CapturePoint point)
+{
+    return info(point).perLayer;
+}
+
+std::string pointName(CapturePoint point)
+{
+    return info(point).name;
+}
+
+std::string captureName(CapturePoint point, int layer)
+{
+    if (!isPerLayer(point)) return info(point).name;
+    return "layer" + std::to_string(layer) + "/" + info(point).name;
+}
+
+std::optional<std::pair<CapturePoint, int>> parseCaptureName(const std::string& name)
+{
+    for (const auto& p : kPoints)
+        if (!p.perLayer && name == p.name) return std::make_pair(p.point, -1);
+    if (name.rfind("layer", 0) != 0) return std::nullopt;
+    const auto slash = name.find('/');
+    if (slash == std::string::npos || slash == 5) return std::nullopt;
+    const std::string digits = name.substr(5, slash - 5);
+    for (char c : digits)
+        if (c < '0' || c > '9') return std::nullopt;
+    if (digits.size() > 6) return std::nullopt;
+    const int layer = std::atoi(digits.c_str());
+    const std::string rest = name.substr(slash + 1);
+    for (const auto& p : kPoints)
+        if (p.perLayer && rest == p.name) return std::make_pair(p.point, layer);
+    return std::nullopt;
+}
+
+} // namespace outlierlens

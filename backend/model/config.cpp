@@ -1,1 +1,326 @@
 #include "model/config.h"
+
+#include "common/error.h"
+#include "common/json_util.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+namespace outlierlens {
+namespace {
+
+std::string formatNumber(double v)
+{
+    std::ostringstream out;
+    out << v;
+    return out.str();
+}
+
+AttentionVariant parseVariant(const nlohmann::json& block, const std::string& where)
+{
+    using namespace jsonutil;
+    AttentionVariant v;
+    if (!block.is_object()) throw Error(where + ": \"outlierlens\" must be an object");
+    try {
+        v.softmax = parseSoftmaxKind(getString(block, "softmax", where, std::string("vanilla")));
+        v.gate = parseGateKind(getString(block, "gate", where, std::string("none")));
+    } catch (const Error& e) {
+        const std::string message = e.what();
+        throw Error(message.rfind(where, 0) == 0 ? message : where + ": \"outlierlens\": " + message);
+    }
+    v.gamma = getNumber(block, "gamma", where, 0.0);
+    v.zeta = getNumber(block, "zeta", where, 1.0);
+    if (block.contains("alpha") && !block["alpha"].is_null()) v.alpha = getNumber(block, "alpha", where);
+    v.maxSeqLength = int(getInt(block, "max_seq_length", where, 0));
+    v.nHid = int(getInt(block, "n_hid", where, 0));
+    v.piInit = getNumber(block, "pi_init", where, 0.25);
+    if (v.alpha && block.contains("gamma") && std::abs(v.effectiveGamma() - v.gamma) > 1e-9)
+        throw Error(where + ": \"outlierlens\" gives both alpha " + formatNumber(*v.alpha) +
+                    " (gamma = -alpha/" + std::to_string(v.maxSeqLength) + " = " +
+                    formatNumber(v.effectiveGamma()) + ") and a different gamma " + formatNumber(v.gamma));
+    if (v.alpha) v.gamma = v.effectiveGamma();
+    v.validate(where);
+    return v;
+}
+
+nlohmann::json variantJson(const AttentionVariant& v)
+{
+    nlohmann::json j;
+    j["softmax"] = toString(v.softmax);
+    if (v.softmax == SoftmaxKind::Clipped) {
+        j["gamma"] = v.effectiveGamma();
+        j["zeta"] = v.zeta;
+        if (v.alpha) {
+            j["alpha"] = *v.alpha;
+            j["max_seq_length"] = v.maxSeqLength;
+        }
+    }
+    if (v.gate != GateKind::None) {
+        j["gate"] = toString(v.gate);
+        j["pi_init"] = v.piInit;
+        if (v.gate == GateKind::Mlp) j["n_hid"] = v.nHid;
+    }
+    return j;
+}
+
+} // namespace
+
+double AttentionVariant::effectiveGamma() const
+{
+    if (alpha && maxSeqLength > 0) return -*alpha / double(maxSeqLength);
+    return gamma;
+}
+
+void AttentionVariant::validate(const std::string& where) const
+{
+    if (softmax == SoftmaxKind::Clipped) {
+        if (alpha && maxSeqLength <= 0)
+            throw Error(where + ": clipped softmax with alpha needs max_seq_length (the training length T)");
+        if (alpha && *alpha < 0)
+            throw Error(where + ": clipped softmax alpha must be >= 0, found " + formatNumber(*alpha));
+        if (effectiveGamma() > 0)
+            throw Error(where + ": clipped softmax gamma must be <= 0, found " +
+                        formatNumber(effectiveGamma()));
+        if (zeta < 1) throw Error(where + ": clipped softmax zeta must be >= 1, found " + formatNumber(zeta));
+    }
+    if (gate == GateKind::Mlp && nHid <= 0) throw Error(where + ": the mlp gate needs n_hid > 0");
+    if (gate != GateKind::None && !(piInit > 0 && piInit < 1))
+        throw Error(where + ": pi_init must be in (0, 1), found " + formatNumber(piInit));
+}
+
+std::string AttentionVariant::describe() const
+{
+    std::string text;
+    if (softmax == SoftmaxKind::Clipped) {
+        text = "clipped softmax (gamma " + formatNumber(effectiveGamma()) + ", zeta " + formatNumber(zeta);
+        if (alpha) text += "; alpha " + formatNumber(*alpha) + ", T " + std::to_string(maxSeqLength);
+        text += ")";
+    }
+    if (gate != GateKind::None) {
+        if (!text.empty()) text += " + ";
+        text += "gated attention (" + toString(gate);
+        if (gate == GateKind::Mlp) text += ", n_hid " + std::to_string(nHid);
+        text += ")";
+    }
+    return text.empty() ? "vanilla softmax" : text;
+}
+
+std::string toString(SoftmaxKind kind)
+{
+    return kind == SoftmaxKind::Clipped ? "clipped" : "vanilla";
+}
+
+std::string toString(GateKind kind)
+{
+    switch (kind) {
+    case GateKind::None:
+        return "none";
+    case GateKind::Linear:
+        return "linear";
+    case GateKind::Mlp:
+        return "mlp";
+    case GateKind::AllHeadsLinear:
+        return "all_heads_linear";
+    }
+    return "none";
+}
+
+SoftmaxKind parseSoftmaxKind(const std::string& text)
+{
+    if (text == "vanilla" || text == "softmax") return SoftmaxKind::Vanilla;
+    if (text == "clipped" || text == "clipped_softmax") return SoftmaxKind::Clipped;
+    throw Error("unknown softmax '" + text + "' (expected vanilla or clipped)");
+}
+
+GateKind parseGateKind(const std::string& text)
+{
+    if (text == "none" || text.empty()) return GateKind::None;
+    if (text == "linear") return GateKind::Linear;
+    if (text == "mlp") return GateKind::Mlp;
+    if (text == "all_heads_linear") return GateKind::AllHeadsLinear;
+    throw Error("unknown gate '" + text + "' (expected none, linear, mlp or all_heads_linear)");
+}
+
+bool VariantOverride::empty() const
+{
+    return !softmax && !gamma && !zeta && !alpha && !maxSeqLength && !gate && !nHid && !piInit;
+}
+
+AttentionVariant VariantOverride::applyTo(AttentionVariant v) const
+{
+    if (softmax) v.softmax = parseSoftmaxKind(*softmax);
+    if (gamma) {
+        v.gamma = *gamma;
+        v.alpha.reset();
+    }
+    if (zeta) v.zeta = *zeta;
+    if (alpha) {
+        v.alpha = *alpha;
+        v.softmax = SoftmaxKind::Clipped;
+    }
+    if (maxSeqLength) v.maxSeqLength = *maxSeqLength;
+    if (gamma || zeta) v.softmax = SoftmaxKind::Clipped;
+    if (gate) v.gate = parseGateKind(*gate);
+    if (nHid) v.nHid = *nHid;
+    if (piInit) v.piInit = *piInit;
+    if (v.alpha) v.gamma = v.effectiveGamma();
+    v.validate("command-line variant");
+    return v;
+}
+
+BertConfig BertConfig::fromFile(const std::string& path)
+{
+    using namespace jsonutil;
+    const nlohmann::json j = parseFile(path);
+    if (!j.is_object()) throw Error(path + ": expected a JSON object");
+    BertConfig c;
+    c.vocabSize = int(getInt(j, "vocab_size", path));
+    c.hiddenSize = int(getInt(j, "hidden_size", path));
+    c.numLayers = int(getInt(j, "num_hidden_layers", path));
+    c.numHeads = int(getInt(j, "num_attention_heads", path));
+    c.intermediateSize = int(getInt(j, "intermediate_size", path));
+    c.maxPositions = int(getInt(j, "max_position_embeddings", path, 512));
+    c.typeVocabSize = int(getInt(j, "type_vocab_size", path, 2));
+    c.padTokenId = int(getInt(j, "pad_token_id", path, 0));
+    c.layerNormEps = getNumber(j, "layer_norm_eps", path, 1e-12);
+    c.hiddenAct = getString(j, "hidden_act", path, std::string("gelu"));
+    const std::string positionType = getString(j, "position_embedding_type", path, std::string("absolute"));
+    if (positionType != "absolute")
+        throw Error(path + ": position_embedding_type '" + positionType +
+                    "' is not supported (only absolute)");
+    if (j.contains("architectures") && j["architectures"].is_array())
+        for (const auto& a : j["architectures"])
+            if (a.is_string()) c.architectures.push_back(a.get<std::string>());
+    if (j.contains("id2label") && j["id2label"].is_object()) {
+        const auto& map = j["id2label"];
+        c.id2label.assign(map.size(), std::string());
+        for (auto it = map.begin(); it != map.end(); ++it) {
+            std::size_t pos = 0;
+            long index = -1;
+            try {
+                index = std::stol(it.key(), &pos);
+            } catch (const std::exception&) {
+            }
+            if (pos != it.key().size() || index < 0 || std::size_t(index) >= map.size() || !it->is_string())
+                throw Error(path + ": id2label must map 0..N-1 to strings, found key '" + it.key() + "'");
+            c.id2label[std::size_t(index)] = it->get<std::string>();
+        }
+    }
+    if (j.contains("outlierlens") && !j["outlierlens"].is_null())
+        c.variant = parseVariant(j["outlierlens"], path);
+    c.validate(path);
+    return c;
+}
+
+void BertConfig::validate(const std::string& where) const
+{
+    auto positive = [&](int value, const char* name) {
+        if (value <= 0)
+            throw Error(where + ": " + name + " must be positive, found " + std::to_string(value));
+    };
+    positive(vocabSize, "vocab_size");
+    positive(hiddenSize, "hidden_size");
+    positive(numLayers, "num_hidden_layers");
+    positive(numHeads, "num_attention_heads");
+    positive(intermediateSize, "intermediate_size");
+    positive(maxPositions, "max_position_embeddings");
+    positive(typeVocabSize, "type_vocab_size");
+    if (hiddenSize % numHeads != 0)
+        throw Error(where + ": hidden_size " + std::to_string(hiddenSize) +
+                    " is not a multiple of num_attention_heads " + std::to_string(numHeads));
+    if (hiddenAct != "gelu" && hiddenAct != "gelu_new" && hiddenAct != "gelu_pytorch_tanh" &&
+        hiddenAct != "relu")
+        throw Error(where + ": hidden_act '" + hiddenAct + "' is not supported (gelu, gelu_new, relu)");
+    if (!(layerNormEps > 0)) throw Error(where + ": layer_norm_eps must be positive");
+    if (variant.gate == GateKind::Mlp && variant.nHid <= 0) throw Error(where + ": the mlp gate needs n_hid");
+    // Generous sanity limits so that a hostile config cannot request terabytes.
+    if (double(vocabSize) * hiddenSize > 4e9 || double(numLayers) * hiddenSize * intermediateSize > 1e12 ||
+        numLayers > 1000 || maxPositions > 1 << 20)
+        throw Error(where + ": model dimensions are implausibly large");
+    variant.validate(where);
+}
+
+std::vector<std::string> BertConfig::presetNames()
+{
+    return {"bert-base", "bert-large", "bert-6l", "bert-small", "bert-mini", "bert-tiny"};
+}
+
+BertConfig BertConfig::preset(const std::string& name)
+{
+    BertConfig c; // defaults are bert-base-uncased
+    if (name == "bert-base") return c;
+    if (name == "bert-large") {
+        c.hiddenSize = 1024, c.numLayers = 24, c.numHeads = 16, c.intermediateSize = 4096;
+    } else if (name == "bert-6l") { // the paper's BERT-6L: bert-base width, 6 layers
+        c.numLayers = 6;
+    } else if (name == "bert-small") {
+        c.hiddenSize = 512, c.numLayers = 4, c.numHeads = 8, c.intermediateSize = 2048;
+    } else if (name == "bert-mini") {
+        c.hiddenSize = 256, c.numLayers = 4, c.numHeads = 4, c.intermediateSize = 1024;
+    } else if (name == "bert-tiny") {
+        c.hiddenSize = 128, c.numLayers = 2, c.numHeads = 2, c.intermediateSize = 512;
+    } else {
+        std::string names;
+        for (const auto& n : presetNames())
+            names += (names.empty() ? "" : ", ") + n;
+        throw Error("unknown model preset '" + name + "' (known: " + names + ")");
+    }
+    return c;
+}
+
+std::string BertConfig::toJson(const std::string& architecture) const
+{
+    nlohmann::json j;
+    j["architectures"] = nlohmann::json::array({architecture});
+    j["model_type"] = "bert";
+    j["vocab_size"] = vocabSize;
+    j["hidden_size"] = hiddenSize;
+    j["num_hidden_layers"] = numLayers;
+    j["num_attention_heads"] = numHeads;
+    j["intermediate_size"] = intermediateSize;
+    j["max_position_embeddings"] = maxPositions;
+    j["type_vocab_size"] = typeVocabSize;
+    j["pad_token_id"] = padTokenId;
+    j["layer_norm_eps"] = layerNormEps;
+    j["hidden_act"] = hiddenAct;
+    j["position_embedding_type"] = "absolute";
+    j["hidden_dropout_prob"] = 0.1;
+    j["attention_probs_dropout_prob"] = 0.1;
+    j["initializer_range"] = 0.02;
+    if (!id2label.empty()) {
+        nlohmann::json id2, label2;
+        for (std::size_t i = 0; i < id2label.size(); ++i) {
+            id2[std::to_string(i)] = id2label[i];
+            label2[id2label[i]] = i;
+        }
+        j["id2label"] = id2;
+        j["label2id"] = label2;
+    }
+    if (!variant.isVanilla()) j["outlierlens"] = variantJson(variant);
+    return j.dump(2) + "\n";
+}
+
+ModelFamily detectModelFamily(const std::string& modelDir)
+{
+    const std::string path = (std::filesystem::path(modelDir) / "config.json").string();
+    if (!std::filesystem::exists(path))
+        throw Error(modelDir +
+                    ": no config.json in this folder (expected a Hugging Face or timm model folder)");
+    const nlohmann::json j = jsonutil::parseFile(path);
+    if (!j.is_object()) throw Error(path + ": expected a JSON object");
+    const std::string type = jsonutil::getString(j, "model_type", path, std::string());
+    if (type == "bert") return ModelFamily::Bert;
+    if (type == "vit" || j.contains("architecture")) return ModelFamily::Vit;
+    if (j.contains("architectures") && j["architectures"].is_array())
+        for (const auto& a : j["architectures"]) {
+            const std::string name = a.is_string() ? a.get<std::string>() : std::string();
+            if (name.rfind("Bert", 0) == 0) return ModelFamily::Bert;
+            if (name.rfind("ViT", 0) == 0) return ModelFamily::Vit;
+        }
+    throw Error(path + ": cannot tell the model type (model_type '" + type + "'; expected bert or vit)");
+}
+
+} // namespace outlierlens

@@ -1,1 +1,89 @@
 #pragma once
+// Any thread: plain values.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace outlierlens {
+
+enum class SoftmaxKind { Vanilla, Clipped };
+enum class GateKind { None, Linear, Mlp, AllHeadsLinear };
+
+/// The attention variant of DESIGN.md, as recorded under "outlierlens" in config.json.
+struct AttentionVariant
+{
+    SoftmaxKind softmax = SoftmaxKind::Vanilla;
+    double gamma = 0.0;          ///< clipped softmax lower stretch, <= 0
+    double zeta = 1.0;           ///< clipped softmax upper stretch, >= 1
+    std::optional<double> alpha; ///< if set, gamma = -alpha / maxSeqLength
+    int maxSeqLength = 0;        ///< T of the alpha rule: the training sequence length, not the batch's
+    GateKind gate = GateKind::None;
+    int nHid = 0;         ///< hidden units of the "mlp" gate
+    double piInit = 0.25; ///< initial gate probability (bias = logit(pi_init)) for new models
+
+    bool isVanilla() const { return softmax == SoftmaxKind::Vanilla && gate == GateKind::None; }
+    /// The gamma actually used: -alpha / maxSeqLength when alpha is set, else gamma.
+    double effectiveGamma() const;
+    /// Throws Error (prefixed by `where`) for gamma > 0, zeta < 1, alpha without max_seq_length, ...
+    void validate(const std::string& where) const;
+    /// Short human description, e.g. "clipped softmax (gamma -0.025, zeta 1)" or "gated attention (linear)".
+    std::string describe() const;
+};
+
+std::string toString(SoftmaxKind kind);
+std::string toString(GateKind kind);
+/// Parses "vanilla"/"clipped" and "none"/"linear"/"mlp"/"all_heads_linear"; throws Error otherwise.
+SoftmaxKind parseSoftmaxKind(const std::string& text);
+GateKind parseGateKind(const std::string& text);
+
+/// Command-line overrides of a checkpoint's variant (for checkpoints trained elsewhere).
+struct VariantOverride
+{
+    std::optional<std::string> softmax;
+    std::optional<double> gamma, zeta, alpha;
+    std::optional<int> maxSeqLength;
+    std::optional<std::string> gate;
+    std::optional<int> nHid;
+    std::optional<double> piInit;
+
+    bool empty() const;
+    /// Returns `base` with the given fields replaced; the result is validated.
+    AttentionVariant applyTo(AttentionVariant base) const;
+};
+
+/// Hugging Face BertConfig fields we use (config.json), plus the "outlierlens" variant block.
+struct BertConfig
+{
+    int vocabSize = 30522;
+    int hiddenSize = 768;
+    int numLayers = 12;
+    int numHeads = 12;
+    int intermediateSize = 3072;
+    int maxPositions = 512;
+    int typeVocabSize = 2;
+    int padTokenId = 0;
+    double layerNormEps = 1e-12;
+    std::string hiddenAct = "gelu";
+    std::vector<std::string> id2label; ///< index = class id; empty for models without a classifier
+    std::vector<std::string> architectures;
+    AttentionVariant variant;
+
+    int headDim() const { return hiddenSize / numHeads; }
+    /// Reads and validates a Hugging Face config.json. Errors name the file and the field.
+    static BertConfig fromFile(const std::string& path);
+    /// Named sizes for benchmarks and new models: "bert-base", "bert-large", "bert-6l", "bert-small",
+    /// "bert-mini", "bert-tiny" (the Google BERT miniatures' shapes). Throws Error for unknown names.
+    static BertConfig preset(const std::string& name);
+    static std::vector<std::string> presetNames();
+    /// A config.json that Hugging Face's BertConfig reads back, with the variant block when not vanilla.
+    std::string toJson(const std::string& architecture) const;
+    void validate(const std::string& where) const;
+};
+
+/// What a model folder's config.json describes.
+enum class ModelFamily { Bert, Vit };
+/// Looks at <dir>/config.json ("model_type", "architectures", or timm's "architecture").
+ModelFamily detectModelFamily(const std::string& modelDir);
+
+} // namespace outlierlens

@@ -1,1 +1,91 @@
 #include "model/loading.h"
+
+#include "common/error.h"
+
+#include <torch/nn/module.h>
+#include <torch/torch.h>
+
+namespace outlierlens {
+namespace {
+
+std::string summarize(const std::vector<std::string>& problems)
+{
+    std::string message = problems.front();
+    if (problems.size() > 1)
+        message += " (and " + std::to_string(problems.size() - 1) + " more problem" +
+                   (problems.size() > 2 ? "s" : "") + ")";
+    return message;
+}
+
+bool endsWith(const std::string& s, const std::string& suffix)
+{
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+} // namespace
+
+void copyStrict(torch::nn::Module& module, const StateDict& tensors, const std::string& file)
+{
+    std::map<std::string, torch::Tensor> expected;
+    for (const auto& item : module.named_parameters(true))
+        expected.emplace(item.key(), item.value());
+    for (const auto& item : module.named_buffers(true))
+        expected.emplace(item.key(), item.value());
+
+    std::vector<std::string> problems;
+    for (const auto& [name, target] : expected) {
+        const auto it = tensors.find(name);
+        if (it == tensors.end()) {
+            problems.push_back(file + ": missing tensor '" + name + "' (expected " + shapeString(target) +
+                               ")");
+            continue;
+        }
+        const torch::Tensor& found = it->second;
+        if (found.sizes() != target.sizes())
+            problems.push_back(file + ": tensor '" + name + "' has shape " + shapeString(found) +
+                               ", expected " + shapeString(target));
+        else if (found.is_floating_point() != target.is_floating_point())
+            problems.push_back(file + ": tensor '" + name + "' has dtype " +
+                               std::string(c10::toString(found.scalar_type())) + ", expected " +
+                               std::string(c10::toString(target.scalar_type())));
+    }
+    for (const auto& [name, tensor] : tensors)
+        if (!expected.count(name))
+            problems.push_back(file + ": unexpected tensor '" + name + "' " + shapeString(tensor) +
+                               " (not part of this model)");
+    if (!problems.empty()) throw Error(summarize(problems));
+
+    torch::NoGradGuard noGrad;
+    for (auto& [name, target] : expected)
+        target.copy_(tensors.at(name));
+}
+
+StateDict moduleStateDict(torch::nn::Module& module)
+{
+    StateDict out;
+    for (const auto& item : module.named_parameters(true))
+        out.emplace(item.key(), item.value().detach());
+    for (const auto& item : module.named_buffers(true))
+        out.emplace(item.key(), item.value().detach());
+    return out;
+}
+
+StateDict renameLegacyLayerNorm(StateDict tensors, LoadReport& report)
+{
+    StateDict out;
+    for (auto& [name, tensor] : tensors) {
+        std::string mapped = name;
+        if (endsWith(name, ".gamma"))
+            mapped = name.substr(0, name.size() - 6) + ".weight";
+        else if (endsWith(name, ".beta"))
+            mapped = name.substr(0, name.size() - 5) + ".bias";
+        if (mapped != name) {
+            if (tensors.count(mapped)) throw Error("checkpoint has both '" + name + "' and '" + mapped + "'");
+            report.renamed.push_back(name + " -> " + mapped);
+        }
+        out.emplace(std::move(mapped), std::move(tensor));
+    }
+    return out;
+}
+
+} // namespace outlierlens

@@ -1,1 +1,36 @@
 #pragma once
+// Any thread (works on the module passed in, which the caller owns).
+
+#include "io/state_dict.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace torch::nn {
+class Module;
+}
+
+namespace outlierlens {
+
+/// What strict loading did besides copying: tensors it left out on purpose and names it mapped.
+struct LoadReport
+{
+    std::vector<std::string> ignored; ///< checkpoint tensors the model does not use, each with the reason
+    std::vector<std::string> renamed; ///< legacy names mapped, e.g. "LayerNorm.gamma -> LayerNorm.weight"
+};
+
+/// Copies `tensors` (already mapped to the module's own names) into every parameter and buffer of
+/// `module`. Strict: a missing tensor, an unexpected one, a wrong shape or a non-float tensor for
+/// a float parameter is an Error naming the file (`file`), the tensor, the expected and the found
+/// shape; when several are wrong the message names the first and counts the rest.
+void copyStrict(torch::nn::Module& module, const StateDict& tensors, const std::string& file);
+
+/// The tensors of `module` (parameters and buffers) by name, detached: what a checkpoint writer saves.
+StateDict moduleStateDict(torch::nn::Module& module);
+
+/// Maps legacy TensorFlow-era names (LayerNorm.gamma/beta) to weight/bias, as Hugging Face does
+/// when loading; records each rename in `report`.
+StateDict renameLegacyLayerNorm(StateDict tensors, LoadReport& report);
+
+} // namespace outlierlens
