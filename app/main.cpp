@@ -1,1 +1,71 @@
-int main() { return 0; }
+// The outlierlens executable: the desktop app without arguments, a command-line tool with a
+// subcommand (DESIGN.md, "Command line").
+
+#include "cli/command_line.h"
+#include "model/runtime.h"
+
+#include <QCoreApplication>
+#include <QStringList>
+
+#include <cstdio>
+#include <cstring>
+
+namespace {
+
+struct Subcommand
+{
+    const char* name;
+    const char* summary;
+    int (*run)(const QStringList& args);
+};
+
+const Subcommand kSubcommands[] = {
+    {"inspect", "run one input through a model, print the prediction, dump every activation",
+     outlierlens::cli::runInspect},
+    {"tokenize", "show how BertTokenizer splits a text (one JSON line)", outlierlens::cli::runTokenize},
+    {"bench", "time forward passes with and without activation capture", outlierlens::cli::runBench},
+    {"create-model", "write a randomly initialised BERT model folder", outlierlens::cli::runCreateModel},
+};
+
+void printUsage(std::FILE* out)
+{
+    std::fprintf(out, "OutlierLens %s: see why transformers grow activation outliers.\n\n",
+                 OUTLIERLENS_VERSION);
+    std::fprintf(
+        out, "Usage: outlierlens                  open the desktop app (not built yet in this version)\n");
+    std::fprintf(out, "       outlierlens <command> [options]\n\nCommands:\n");
+    for (const auto& c : kSubcommands)
+        std::fprintf(out, "  %-14s %s\n", c.name, c.summary);
+    std::fprintf(out, "\n'outlierlens <command> --help' describes a command's options.\n");
+}
+
+} // namespace
+
+int main(int argc, char* argv[])
+{
+    if (argc >= 2 && argv[1][0] != '-') {
+        for (const auto& c : kSubcommands) {
+            if (std::strcmp(argv[1], c.name) != 0) continue;
+            QCoreApplication app(argc, argv);
+            QCoreApplication::setApplicationName(QStringLiteral("outlierlens"));
+            QCoreApplication::setApplicationVersion(QStringLiteral(OUTLIERLENS_VERSION));
+            outlierlens::cli::installInterruptHandlers();
+            QStringList args = QCoreApplication::arguments();
+            args.erase(args.begin(), args.begin() + 2);
+            return c.run(args);
+        }
+        std::fprintf(stderr, "outlierlens: unknown command '%s'\n\n", argv[1]);
+        printUsage(stderr);
+        return outlierlens::cli::UsageError;
+    }
+    if (argc >= 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
+        printUsage(stdout);
+        return 0;
+    }
+    if (argc >= 2 && std::strcmp(argv[1], "--version") == 0) {
+        std::printf("outlierlens %s\n", OUTLIERLENS_VERSION);
+        return 0;
+    }
+    printUsage(argc >= 2 ? stderr : stdout);
+    return argc >= 2 ? outlierlens::cli::UsageError : 0;
+}

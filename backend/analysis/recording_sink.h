@@ -1,1 +1,45 @@
 #pragma once
+// Used by the thread that runs the forward pass; read afterwards by the same or another thread
+// once the pass is over.
+
+#include "model/capture.h"
+
+#include <torch/types.h>
+
+#include <map>
+#include <set>
+#include <string>
+
+namespace outlierlens {
+
+/// Keeps the activations of one forward pass by capture name ("layer3/attn_probs"). Tensors are
+/// kept by reference: the models never modify a tensor after handing it to the sink.
+class RecordingSink : public ActivationSink
+{
+public:
+    /// Records every capture point.
+    RecordingSink() = default;
+    /// Records only the named capture points (names as captureName() gives them).
+    explicit RecordingSink(std::set<std::string> names);
+
+    bool wants(CapturePoint point, int layer) const override;
+    void put(CapturePoint point, int layer, const at::Tensor& batched) override;
+
+    const std::map<std::string, torch::Tensor>& tensors() const { return m_tensors; }
+    bool contains(const std::string& name) const { return m_tensors.count(name) > 0; }
+    /// The batched tensor recorded under `name`; throws Error if it was not recorded.
+    const torch::Tensor& at(const std::string& name) const;
+    void clear() { m_tensors.clear(); }
+
+private:
+    bool m_all = true;
+    std::set<std::string> m_names;
+    std::map<std::string, torch::Tensor> m_tensors;
+};
+
+/// One sample of a batched capture with padding removed: `length` real tokens of sample `index`.
+/// Works for every capture point's shape ([B,H,T,T], [B,H,T,d], [B,H,T], [B,T,d], [B,C], [B,T,V]).
+torch::Tensor sampleOf(CapturePoint point, const torch::Tensor& batched, std::int64_t index,
+                       std::int64_t length);
+
+} // namespace outlierlens

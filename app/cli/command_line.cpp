@@ -1,0 +1,138 @@
+#include "cli/command_line.h"
+
+#include "common/atomic_file.h"
+#include "model/config.h"
+
+#include <csignal>
+#include <cstdio>
+#include <unistd.h>
+
+namespace outlierlens::cli {
+
+Command::Command(const QString& name, const QString& summary)
+    : m_name(name)
+    , m_summary(summary)
+{
+    m_parser.setApplicationDescription(summary);
+    m_parser.addHelpOption();
+    m_parser.setSingleDashWordOptionMode(QCommandLineParser::ParseAsLongOptions);
+}
+
+std::optional<int> Command::parse(const QStringList& args)
+{
+    QStringList argv = args;
+    argv.prepend(QStringLiteral("outlierlens ") + m_name);
+    if (!m_parser.parse(argv)) {
+        std::fprintf(stderr, "outlierlens %s: %s\nTry 'outlierlens %s --help'.\n", qPrintable(m_name),
+                     qPrintable(m_parser.errorText()), qPrintable(m_name));
+        return UsageError;
+    }
+    if (m_parser.isSet(QStringLiteral("help"))) {
+        QString help = m_parser.helpText();
+        const qsizetype end = help.indexOf(QLatin1Char('\n'));
+        help.replace(0, end, QStringLiteral("Usage: outlierlens ") + m_name + QStringLiteral(" [options]"));
+        std::fputs(qPrintable(help), stdout);
+        return Ok;
+    }
+    if (!m_parser.positionalArguments().isEmpty()) {
+        std::fprintf(stderr, "outlierlens %s: unexpected argument '%s'\nTry 'outlierlens %s --help'.\n",
+                     qPrintable(m_name), qPrintable(m_parser.positionalArguments().first()),
+                     qPrintable(m_name));
+        return UsageError;
+    }
+    return std::nullopt;
+}
+
+int Command::fail(const std::string& message, int code) const
+{
+    std::fprintf(stderr, "outlierlens %s: error: %s\n", qPrintable(m_name), message.c_str());
+    return code;
+}
+
+std::string Command::required(const QString& option) const
+{
+    if (!m_parser.isSet(option) || m_parser.value(option).isEmpty())
+        throw UsageException{"--" + option.toStdString() + " is required"};
+    return m_parser.value(option).toStdString();
+}
+
+int Command::intValue(const QString& option, int fallback, int min, int max) const
+{
+    if (!m_parser.isSet(option)) return fallback;
+    bool ok = false;
+    const long long v = m_parser.value(option).toLongLong(&ok);
+    if (!ok || v < min || v > max)
+        throw UsageException{"--" + option.toStdString() + " must be an integer in [" + std::to_string(min) +
+                             ", " + std::to_string(max) + "], found '" +
+                             m_parser.value(option).toStdString() + "'"};
+    return int(v);
+}
+
+double Command::doubleValue(const QString& option, double fallback) const
+{
+    if (!m_parser.isSet(option)) return fallback;
+    bool ok = false;
+    const double v = m_parser.value(option).toDouble(&ok);
+    if (!ok)
+        throw UsageException{"--" + option.toStdString() + " must be a number, found '" +
+                             m_parser.value(option).toStdString() + "'"};
+    return v;
+}
+
+void Command::addVariantOptions()
+{
+    m_parser.addOptions({
+        {"softmax", "Override the attention softmax: vanilla or clipped.", "kind"},
+        {"gamma", "Clipped softmax gamma (<= 0).", "g"},
+        {"zeta", "Clipped softmax zeta (>= 1).", "z"},
+        {"alpha", "Clipped softmax alpha: gamma = -alpha / T (needs --max-seq-length).", "a"},
+        {"max-seq-length", "T of the alpha rule (the training sequence length).", "T"},
+        {"gate", "Override the attention gate: none, linear, mlp or all_heads_linear.", "kind"},
+        {"n-hid", "Hidden units of the mlp gate.", "n"},
+        {"pi-init", "Initial gate probability (new models only).", "p"},
+    });
+}
+
+VariantOverride Command::variantOverride() const
+{
+    VariantOverride o;
+    if (isSet("softmax")) o.softmax = value("softmax");
+    if (isSet("gamma")) o.gamma = doubleValue("gamma", 0);
+    if (isSet("zeta")) o.zeta = doubleValue("zeta", 1);
+    if (isSet("alpha")) o.alpha = doubleValue("alpha", 0);
+    if (isSet("max-seq-length")) o.maxSeqLength = intValue("max-seq-length", 0, 1, 1 << 20);
+    if (isSet("gate")) o.gate = value("gate");
+    if (isSet("n-hid")) o.nHid = intValue("n-hid", 0, 1, 1 << 16);
+    if (isSet("pi-init")) o.piInit = doubleValue("pi-init", 0.25);
+    return o;
+}
+
+std::atomic<bool>& interruptFlag()
+{
+    static std::atomic<bool> flag{false};
+    return flag;
+}
+
+namespace {
+
+extern "C" void onInterrupt(int signal)
+{
+    if (interruptFlag().exchange(true)) {
+        // Second signal: the user insists. Leave nothing half-written and go.
+        removeUncommittedTempFiles();
+        _exit(128 + signal);
+    }
+}
+
+} // namespace
+
+void installInterruptHandlers()
+{
+    struct sigaction action = {};
+    action.sa_handler = onInterrupt;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, nullptr);
+    sigaction(SIGTERM, &action, nullptr);
+}
+
+} // namespace outlierlens::cli

@@ -1,0 +1,67 @@
+#pragma once
+// Main thread of the command-line process.
+
+#include <QCommandLineParser>
+#include <QString>
+#include <QStringList>
+
+#include <atomic>
+#include <optional>
+#include <string>
+
+namespace outlierlens {
+struct VariantOverride;
+}
+
+namespace outlierlens::cli {
+
+/// Exit codes shared by every subcommand.
+enum ExitCode { Ok = 0, Failure = 1, UsageError = 2, Interrupted = 130 };
+
+/// One subcommand's parser: --help, positional checks, one-line errors.
+class Command
+{
+public:
+    Command(const QString& name, const QString& summary);
+    QCommandLineParser& parser() { return m_parser; }
+    /// Parses args (argv without the program name and subcommand). Returns nullopt to continue,
+    /// or an exit code after printing --help (Ok) or a usage error (UsageError).
+    std::optional<int> parse(const QStringList& args);
+    /// Prints "outlierlens <name>: error: <message>" to stderr and returns `code`.
+    int fail(const std::string& message, int code = Failure) const;
+    /// The value of a required option, or a usage error naming it.
+    std::string required(const QString& option) const;
+    std::string value(const QString& option) const { return m_parser.value(option).toStdString(); }
+    bool isSet(const QString& option) const { return m_parser.isSet(option); }
+    /// An integer option within [min, max] (usage error otherwise); fallback when unset.
+    int intValue(const QString& option, int fallback, int min, int max) const;
+    double doubleValue(const QString& option, double fallback) const;
+    const QString& name() const { return m_name; }
+
+    /// Adds --softmax/--gamma/--zeta/--alpha/--max-seq-length/--gate/--n-hid/--pi-init.
+    void addVariantOptions();
+    VariantOverride variantOverride() const;
+
+private:
+    QString m_name;
+    QString m_summary;
+    QCommandLineParser m_parser;
+};
+
+/// Thrown by Command helpers for a bad option value; main turns it into exit code 2.
+struct UsageException
+{
+    std::string message;
+};
+
+/// Set by SIGINT/SIGTERM; long commands check it between batches.
+std::atomic<bool>& interruptFlag();
+/// Installs handlers that set interruptFlag() and, on a second signal, remove temp files and exit.
+void installInterruptHandlers();
+
+int runInspect(const QStringList& args);
+int runTokenize(const QStringList& args);
+int runBench(const QStringList& args);
+int runCreateModel(const QStringList& args);
+
+} // namespace outlierlens::cli

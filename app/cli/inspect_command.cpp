@@ -1,0 +1,111 @@
+// `outlierlens inspect`: one input through a model, prediction printed, every capture point dumped.
+
+#include "cli/command_line.h"
+
+#include "analysis/bert_inspection.h"
+#include "analysis/inspection_dump.h"
+#include "common/error.h"
+#include "model/config.h"
+#include "model/runtime.h"
+
+#include <cstdio>
+
+namespace outlierlens::cli {
+namespace {
+
+std::string joinTokens(const std::vector<std::string>& tokens)
+{
+    std::string out;
+    for (const auto& t : tokens)
+        out += (out.empty() ? "" : " ") + t;
+    return out;
+}
+
+int inspectBertModel(Command& cmd, const std::string& modelDir)
+{
+    const std::string text = cmd.required("text");
+    const std::optional<std::string> pair =
+        cmd.isSet("pair") ? std::optional<std::string>(cmd.value("pair")) : std::nullopt;
+    const int maxLength = cmd.intValue("max-length", 0, 2, 1 << 20);
+
+    BertNetwork network = BertNetwork::load(modelDir, cmd.variantOverride());
+    const BertTokenizer tokenizer = BertTokenizer::fromModelDir(modelDir);
+    if (tokenizer.vocabSize() != network.config().vocabSize)
+        throw Error(modelDir + "/vocab.txt has " + std::to_string(tokenizer.vocabSize()) +
+                    " tokens but the model's vocab_size is " + std::to_string(network.config().vocabSize));
+
+    const BertConfig& c = network.config();
+    std::printf("model: %s (%s, %d layers, %d heads, hidden %d; %s)\n", modelDir.c_str(),
+                toString(network.head()).c_str(), c.numLayers, c.numHeads, c.hiddenSize,
+                c.variant.describe().c_str());
+    for (const auto& note : network.loadReport().ignored)
+        std::printf("note: left out %s\n", note.c_str());
+
+    const BertInspection result = inspectBert(network, tokenizer, text, pair, maxLength);
+    std::printf("tokens (%zu): %s\n", result.encoding.tokens.size(),
+                joinTokens(result.encoding.tokens).c_str());
+    if (result.predicted >= 0) {
+        std::printf("prediction: %s (", c.id2label[std::size_t(result.predicted)].c_str());
+        for (std::size_t i = 0; i < result.probabilities.size(); ++i)
+            std::printf("%s%s %.4f", i ? ", " : "", c.id2label[i].c_str(), result.probabilities[i]);
+        std::printf(")\n");
+    } else if (network.head() == BertHead::MaskedLM) {
+        const torch::Tensor logits = result.activations.at("logits")[0];
+        for (std::size_t i = 0; i < result.encoding.inputIds.size(); ++i) {
+            if (result.encoding.inputIds[i] != tokenizer.maskId()) continue;
+            const auto top = torch::softmax(logits[std::int64_t(i)], -1).topk(5);
+            std::printf("[MASK] at %zu:", i);
+            for (int k = 0; k < 5; ++k)
+                std::printf(" %s %.3f", tokenizer.idToToken(std::get<1>(top)[k].item<std::int64_t>()).c_str(),
+                            std::get<0>(top)[k].item<double>());
+            std::printf("\n");
+        }
+    }
+
+    if (cmd.isSet("dump")) {
+        const std::string dumpPath = cmd.value("dump");
+        if (interruptFlag()) return Interrupted;
+        const std::string input = pair ? text + " ||| " + *pair : text;
+        writeInspectionDump(dumpPath, result.activations, 0, std::int64_t(result.encoding.tokens.size()),
+                            result.encoding.tokens, {modelDir, network.checkpointSha256(), input},
+                            c.id2label);
+        std::printf("dump: %s (%zu activations)\n", dumpPath.c_str(), result.activations.tensors().size());
+    }
+    return Ok;
+}
+
+} // namespace
+
+int runInspect(const QStringList& args)
+{
+    Command cmd("inspect", "Run one input through a model, print its prediction and dump every capture point "
+                           "(DESIGN.md) to an HDF5 file.");
+    cmd.parser().addOptions({
+        {"model", "Model folder (config.json, model.safetensors or pytorch_model.bin, vocab.txt).", "dir"},
+        {"text", "Text (BERT); the premise of a pair.", "text"},
+        {"pair", "Second segment (BERT): the hypothesis.", "text"},
+        {"image", "Image file (ViT).", "file"},
+        {"max-length", "Truncate the token sequence to N tokens (default: the model's maximum).", "N"},
+        {"dump", "Write every capture point to this HDF5 file.", "out.h5"},
+        {"threads", "LibTorch threads (default: all cores).", "N"},
+    });
+    cmd.addVariantOptions();
+    if (auto code = cmd.parse(args)) return *code;
+    try {
+        configureTorchThreads(cmd.intValue("threads", 0, 1, 1024));
+        const std::string modelDir = cmd.required("model");
+        const ModelFamily family = detectModelFamily(modelDir);
+        if (family == ModelFamily::Bert) {
+            if (cmd.isSet("image"))
+                throw UsageException{"--image needs a ViT model; " + modelDir + " is a BERT model"};
+            return inspectBertModel(cmd, modelDir);
+        }
+        return cmd.fail(modelDir + ": ViT models are not supported yet");
+    } catch (const UsageException& e) {
+        return cmd.fail(e.message, UsageError);
+    } catch (const std::exception& e) {
+        return cmd.fail(e.what());
+    }
+}
+
+} // namespace outlierlens::cli

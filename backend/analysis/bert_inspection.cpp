@@ -1,0 +1,42 @@
+#include "analysis/bert_inspection.h"
+
+#include "common/error.h"
+
+#include <torch/torch.h>
+
+namespace outlierlens {
+
+BertInspection inspectBert(BertNetwork& network, const BertTokenizer& tokenizer, const std::string& text,
+                           const std::optional<std::string>& pair, int maxLength,
+                           const std::set<std::string>& captureNames)
+{
+    const int limit = maxLength > 0 ? maxLength : network.config().maxPositions;
+    if (limit > network.config().maxPositions)
+        throw Error("--max-length " + std::to_string(limit) + " exceeds the model's " +
+                    std::to_string(network.config().maxPositions) + " positions");
+    BertInspection result{tokenizer.encode(text, pair, limit),
+                          captureNames.empty() ? RecordingSink() : RecordingSink(captureNames),
+                          {},
+                          -1};
+    for (std::int64_t id : result.encoding.inputIds)
+        if (id < 0 || id >= network.config().vocabSize)
+            throw Error("token id " + std::to_string(id) + " is outside the model's vocabulary of " +
+                        std::to_string(network.config().vocabSize) +
+                        " (does vocab.txt belong to this model?)");
+
+    const auto T = std::int64_t(result.encoding.inputIds.size());
+    const torch::Tensor ids = torch::tensor(result.encoding.inputIds, torch::kLong).view({1, T});
+    const torch::Tensor types = torch::tensor(result.encoding.tokenTypeIds, torch::kLong).view({1, T});
+    const torch::Tensor mask = torch::ones({1, T}, torch::kLong);
+
+    c10::InferenceMode guard;
+    const BertForward out = network.forward(ids, types, mask, &result.activations);
+    if (network.head() == BertHead::SequenceClassification) {
+        const torch::Tensor probs = torch::softmax(out.logits[0].to(torch::kDouble), -1).contiguous();
+        result.probabilities.assign(probs.data_ptr<double>(), probs.data_ptr<double>() + probs.numel());
+        result.predicted = int(probs.argmax().item<std::int64_t>());
+    }
+    return result;
+}
+
+} // namespace outlierlens
