@@ -1,1 +1,356 @@
 #include "io/safetensors.h"
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <set>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "safetensors data is little-endian; this reader assumes a little-endian host"
+#endif
+
+namespace outlierlens {
+namespace {
+
+// Hugging Face's own reader refuses headers above 100 MB; a real one is a few hundred KB.
+constexpr std::uint64_t kMaxHeaderBytes = 100ull << 20;
+constexpr std::size_t kMaxRank = 64;
+
+struct DtypeInfo
+{
+    const char* name;
+    torch::ScalarType stored; // how the bytes are read (BOOL as bytes, then normalised)
+    std::uint64_t size;
+    bool isBool;
+};
+
+const DtypeInfo kDtypes[] = {
+    {"F64", torch::kDouble, 8, false},    {"F32", torch::kFloat, 4, false}, {"F16", torch::kHalf, 2, false},
+    {"BF16", torch::kBFloat16, 2, false}, {"I64", torch::kLong, 8, false},  {"I32", torch::kInt, 4, false},
+    {"I16", torch::kShort, 2, false},     {"I8", torch::kChar, 1, false},   {"U8", torch::kByte, 1, false},
+    {"BOOL", torch::kByte, 1, true},
+};
+
+const DtypeInfo* findDtype(const std::string& name)
+{
+    for (const DtypeInfo& d : kDtypes)
+        if (name == d.name) return &d;
+    return nullptr;
+}
+
+// Read-only file with positioned reads, so tensors are read straight into their own memory.
+class InputFile
+{
+public:
+    explicit InputFile(const std::string& path)
+        : m_path(path)
+    {
+        m_fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (m_fd < 0) throw Error(path + ": cannot open file: " + std::strerror(errno));
+        struct stat st = {};
+        if (::fstat(m_fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+            ::close(m_fd);
+            throw Error(path + ": not a regular file");
+        }
+        m_size = std::uint64_t(st.st_size);
+    }
+    ~InputFile() { ::close(m_fd); }
+    InputFile(const InputFile&) = delete;
+    InputFile& operator=(const InputFile&) = delete;
+
+    std::uint64_t size() const { return m_size; }
+
+    void readAt(std::uint64_t offset, void* buffer, std::uint64_t n, const std::string& what) const
+    {
+        auto* out = static_cast<char*>(buffer);
+        while (n > 0) {
+            const std::size_t chunk = std::size_t(std::min<std::uint64_t>(n, 1ull << 30));
+            const ssize_t got = ::pread(m_fd, out, chunk, off_t(offset));
+            if (got < 0 && errno == EINTR) continue;
+            if (got < 0) throw Error(m_path + ": cannot read " + what + ": " + std::strerror(errno));
+            if (got == 0) throw Error(m_path + ": file ends while reading " + what);
+            out += got;
+            offset += std::uint64_t(got);
+            n -= std::uint64_t(got);
+        }
+    }
+
+private:
+    std::string m_path;
+    int m_fd = -1;
+    std::uint64_t m_size = 0;
+};
+
+struct Entry
+{
+    std::string name;
+    const DtypeInfo* dtype = nullptr;
+    std::vector<std::int64_t> shape;
+    std::uint64_t begin = 0;
+    std::uint64_t end = 0;
+};
+
+// Names from the file in a one-line message: control bytes escaped, at most 100 characters.
+std::string printable(const std::string& text)
+{
+    std::string out;
+    for (const char c : text) {
+        if (out.size() >= 100) {
+            out += "...";
+            break;
+        }
+        const auto u = static_cast<unsigned char>(c);
+        if (u < 0x20 || u == 0x7f) {
+            const char hex[] = "0123456789abcdef";
+            out += std::string("\\x") + hex[u >> 4] + hex[u & 15];
+        } else {
+            out.push_back(c);
+        }
+    }
+    return out;
+}
+
+std::string describe(const nlohmann::json& v)
+{
+    std::string s = v.dump();
+    if (s.size() > 40) s = s.substr(0, 37) + "...";
+    return s;
+}
+
+// Whether a JSON value is a non-negative integer (not negative, fractional or a string); sets out.
+bool asUInt(const nlohmann::json& v, std::uint64_t& out)
+{
+    if (v.is_number_unsigned()) {
+        out = v.get<std::uint64_t>();
+        return true;
+    }
+    if (v.is_number_integer() && v.get<std::int64_t>() >= 0) {
+        out = std::uint64_t(v.get<std::int64_t>());
+        return true;
+    }
+    return false;
+}
+
+Entry parseEntry(const std::string& path, const std::string& name, const nlohmann::json& info,
+                 std::uint64_t dataSize)
+{
+    const std::string where = path + ": tensor '" + printable(name) + "'";
+    if (!info.is_object())
+        throw Error(where + ": expected an object with dtype, shape and data_offsets, found " +
+                    describe(info));
+    Entry e;
+    e.name = name;
+
+    const auto dtype = info.find("dtype");
+    if (dtype == info.end() || !dtype->is_string()) throw Error(where + ": missing or non-string 'dtype'");
+    e.dtype = findDtype(dtype->get<std::string>());
+    if (!e.dtype)
+        throw Error(where + ": unsupported dtype '" + printable(dtype->get<std::string>()) +
+                    "' (expected F64, F32, F16, BF16, I64, I32, I16, I8, U8 or BOOL)");
+
+    const auto shape = info.find("shape");
+    if (shape == info.end() || !shape->is_array()) throw Error(where + ": missing or non-array 'shape'");
+    if (shape->size() > kMaxRank)
+        throw Error(where + ": shape has " + std::to_string(shape->size()) + " dimensions, more than " +
+                    std::to_string(kMaxRank));
+    std::uint64_t numel = 1;
+    bool overflow = false;
+    for (const auto& dim : *shape) {
+        std::uint64_t d = 0;
+        if (!asUInt(dim, d) || d > std::uint64_t(INT64_MAX))
+            throw Error(where + ": shape entry " + describe(dim) + " is not a non-negative integer");
+        e.shape.push_back(std::int64_t(d));
+        overflow = overflow || __builtin_mul_overflow(numel, d, &numel);
+    }
+    std::uint64_t nbytes = 0;
+    overflow = overflow || __builtin_mul_overflow(numel, e.dtype->size, &nbytes);
+
+    const auto offsets = info.find("data_offsets");
+    if (offsets == info.end() || !offsets->is_array() || offsets->size() != 2 ||
+        !asUInt((*offsets)[0], e.begin) || !asUInt((*offsets)[1], e.end))
+        throw Error(where + ": 'data_offsets' must be two non-negative integers [begin, end]");
+    if (e.begin > e.end)
+        throw Error(where + ": data_offsets begin " + std::to_string(e.begin) + " is after end " +
+                    std::to_string(e.end));
+    if (e.end > dataSize)
+        throw Error(where + ": data_offsets end " + std::to_string(e.end) + " is beyond the " +
+                    std::to_string(dataSize) + " data bytes of the file (truncated?)");
+    if (overflow || nbytes != e.end - e.begin)
+        throw Error(where + ": shape " + describe(*shape) + " of " + e.dtype->name + " needs " +
+                    (overflow ? std::string("more than 2^64") : std::to_string(nbytes)) + " bytes, found " +
+                    std::to_string(e.end - e.begin));
+    return e;
+}
+
+torch::ScalarType targetType(const DtypeInfo& d)
+{
+    if (d.isBool) return torch::kBool;
+    return c10::isFloatingType(d.stored) ? torch::kFloat : torch::kLong;
+}
+
+} // namespace
+
+StateDict readSafetensors(const std::string& path, std::map<std::string, std::string>* metadata)
+{
+    InputFile file(path);
+    if (file.size() < 8)
+        throw Error(path + ": file of " + std::to_string(file.size()) +
+                    " bytes is too short for a safetensors header (expected at least 8)");
+    unsigned char lengthBytes[8];
+    file.readAt(0, lengthBytes, 8, "the header length");
+    std::uint64_t headerSize = 0;
+    for (int i = 7; i >= 0; --i)
+        headerSize = (headerSize << 8) | lengthBytes[i];
+    if (headerSize > file.size() - 8)
+        throw Error(path + ": safetensors header length " + std::to_string(headerSize) + " exceeds the " +
+                    std::to_string(file.size() - 8) +
+                    " bytes after it (truncated or not a safetensors file)");
+    if (headerSize > kMaxHeaderBytes)
+        throw Error(path + ": safetensors header length " + std::to_string(headerSize) +
+                    " is larger than the limit of " + std::to_string(kMaxHeaderBytes));
+
+    std::string headerText(std::size_t(headerSize), '\0');
+    file.readAt(8, headerText.data(), headerSize, "the header");
+
+    // Track top-level keys while parsing: nlohmann keeps only the last of duplicate keys.
+    std::set<std::string> seen;
+    std::string duplicate;
+    const auto callback = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+        if (depth == 1 && event == nlohmann::json::parse_event_t::key && parsed.is_string()) {
+            const std::string& key = parsed.get_ref<const std::string&>();
+            if (!seen.insert(key).second && duplicate.empty()) duplicate = key;
+        }
+        return true;
+    };
+    nlohmann::json header;
+    try {
+        header = nlohmann::json::parse(headerText, callback);
+    } catch (const nlohmann::json::exception& e) {
+        const auto* pe = dynamic_cast<const nlohmann::json::parse_error*>(&e);
+        throw Error(path + ": malformed safetensors header JSON" +
+                    (pe ? " at byte " + std::to_string(pe->byte) : std::string()));
+    }
+    if (!header.is_object()) throw Error(path + ": safetensors header is not a JSON object");
+    if (!duplicate.empty())
+        throw Error(path + ": tensor '" + printable(duplicate) + "' appears more than once in the header");
+
+    const std::uint64_t dataStart = 8 + headerSize;
+    const std::uint64_t dataSize = file.size() - dataStart;
+    std::vector<Entry> entries;
+    if (metadata) metadata->clear();
+    for (const auto& [name, info] : header.items()) {
+        if (name == "__metadata__") {
+            if (!info.is_object()) throw Error(path + ": __metadata__ must be an object of strings");
+            for (const auto& [key, value] : info.items()) {
+                if (!value.is_string())
+                    throw Error(path + ": __metadata__ '" + printable(key) + "' must be a string, found " +
+                                describe(value));
+                if (metadata) (*metadata)[key] = value.get<std::string>();
+            }
+            continue;
+        }
+        entries.push_back(parseEntry(path, name, info, dataSize));
+    }
+
+    // Overlapping ranges would let a small file claim many copies of its data in memory.
+    std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+        return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+    });
+    for (std::size_t i = 1; i < entries.size(); ++i)
+        if (entries[i].begin < entries[i - 1].end)
+            throw Error(path + ": data of tensors '" + printable(entries[i - 1].name) + "' and '" +
+                        printable(entries[i].name) + "' overlap");
+
+    StateDict result;
+    for (const Entry& e : entries) {
+        torch::Tensor raw = torch::empty(e.shape, torch::dtype(e.dtype->stored));
+        file.readAt(dataStart + e.begin, raw.data_ptr(), e.end - e.begin,
+                    "tensor '" + printable(e.name) + "'");
+        if (e.dtype->isBool)
+            raw = raw.ne(0); // any non-zero byte is true; torch requires bools to be 0 or 1
+        else if (raw.scalar_type() != targetType(*e.dtype))
+            raw = raw.to(targetType(*e.dtype));
+        result.emplace(e.name, std::move(raw));
+    }
+    return result;
+}
+
+void writeSafetensors(const std::string& path, const StateDict& tensors, SafetensorsDtype dtype,
+                      const std::map<std::string, std::string>& metadata)
+{
+    struct Planned
+    {
+        const torch::Tensor* tensor;
+        torch::ScalarType stored;
+    };
+    std::vector<Planned> planned;
+    nlohmann::json header = nlohmann::json::object();
+    std::uint64_t offset = 0;
+    for (const auto& [name, t] : tensors) {
+        const std::string where = path + ": tensor '" + printable(name) + "'";
+        if (name == "__metadata__") throw Error(where + ": the name is reserved for metadata");
+        if (!t.defined()) throw Error(where + ": tensor is undefined");
+        torch::ScalarType stored;
+        const char* dtypeName;
+        if (c10::isFloatingType(t.scalar_type())) {
+            stored = dtype == SafetensorsDtype::Float16 ? torch::kHalf : torch::kFloat;
+            dtypeName = dtype == SafetensorsDtype::Float16 ? "F16" : "F32";
+        } else if (t.scalar_type() == torch::kBool) {
+            stored = torch::kBool;
+            dtypeName = "BOOL";
+        } else if (c10::isIntegralType(t.scalar_type(), /*includeBool=*/false)) {
+            stored = torch::kLong;
+            dtypeName = "I64";
+        } else {
+            throw Error(where + ": unsupported dtype " + std::string(c10::toString(t.scalar_type())) +
+                        " (expected a floating, integer or bool tensor)");
+        }
+        const std::uint64_t nbytes = std::uint64_t(t.numel()) * c10::elementSize(stored);
+        header[name] = {{"dtype", dtypeName},
+                        {"shape", t.sizes().vec()},
+                        {"data_offsets", nlohmann::json::array({offset, offset + nbytes})}};
+        offset += nbytes;
+        planned.push_back({&t, stored});
+    }
+    if (!metadata.empty()) header["__metadata__"] = metadata;
+
+    std::string headerText;
+    try {
+        headerText = header.dump();
+    } catch (const nlohmann::json::exception&) {
+        throw Error(path + ": a tensor name or metadata string is not valid UTF-8");
+    }
+    // Pad so the data starts 8-byte aligned, as Hugging Face's writer does.
+    headerText.append((8 - headerText.size() % 8) % 8, ' ');
+
+    AtomicFile file(path);
+    std::ofstream out(file.tempPath(), std::ios::binary | std::ios::trunc);
+    if (!out)
+        throw Error(path + ": cannot create temporary file " + file.tempPath() + ": " + std::strerror(errno));
+    unsigned char lengthBytes[8];
+    for (int i = 0; i < 8; ++i)
+        lengthBytes[i] = static_cast<unsigned char>(std::uint64_t(headerText.size()) >> (8 * i));
+    out.write(reinterpret_cast<const char*>(lengthBytes), 8);
+    out.write(headerText.data(), std::streamsize(headerText.size()));
+    for (const Planned& p : planned) {
+        const torch::Tensor data = p.tensor->detach().to(torch::kCPU, p.stored).contiguous();
+        out.write(static_cast<const char*>(data.data_ptr()), std::streamsize(data.nbytes()));
+        if (!out) break;
+    }
+    out.close();
+    if (!out) throw Error(path + ": cannot write " + file.tempPath() + " (disk full?)");
+    file.commit();
+}
+
+} // namespace outlierlens

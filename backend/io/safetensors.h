@@ -1,1 +1,28 @@
 #pragma once
+// Any thread; the functions are reentrant (each call opens its own file).
+
+#include "io/state_dict.h"
+
+#include <map>
+#include <string>
+
+namespace outlierlens {
+
+/// Reads every tensor of a .safetensors file (u64 little-endian header length, JSON header, data).
+/// F32/F16/BF16/F64 become float32, I64/I32/I16/I8/U8 int64, BOOL bool; shapes as stored.
+/// If `metadata` is given it receives the header's "__metadata__" strings (cleared first).
+/// Throws Error naming the file (and tensor) for any malformed or truncated input.
+StateDict readSafetensors(const std::string& path, std::map<std::string, std::string>* metadata = nullptr);
+
+/// Storage type of floating tensors written by writeSafetensors().
+enum class SafetensorsDtype { Float32, Float16 };
+
+/// Writes a .safetensors file atomically (temp file + rename): floating tensors as `dtype`
+/// (F32 or F16, rounded to nearest), integer tensors as I64, bool as BOOL; tensors in name order.
+/// The header is padded with spaces to a multiple of 8 bytes as Hugging Face does. Throws Error
+/// naming the file and tensor for unsupported dtypes or I/O failures; then no file is left.
+void writeSafetensors(const std::string& path, const StateDict& tensors,
+                      SafetensorsDtype dtype = SafetensorsDtype::Float32,
+                      const std::map<std::string, std::string>& metadata = {});
+
+} // namespace outlierlens
