@@ -1,0 +1,284 @@
+// The command line as a user meets it: the real executable, real model folders, exit codes,
+// one-line errors, nothing partial left behind, and dumps that hold Hugging Face's numbers.
+
+#include "../common/tensor_compare.h"
+
+#include "io/hdf5_store.h"
+#include "model/capture.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace outlierlens;
+using outlierlens::test::fixture;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Run
+{
+    int exitCode = -1;
+    QString out, err;
+};
+
+Run runApp(const QStringList& args)
+{
+    QProcess p;
+    p.start(QStringLiteral(OUTLIERLENS_BINARY_DIR "/app/outlierlens"), args);
+    if (!p.waitForFinished(300000)) p.kill();
+    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
+            QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
+}
+
+QString fx(const char* relative)
+{
+    return QString::fromStdString(fixture(relative));
+}
+
+/// A model folder holding the fixture's config and vocab and `weights` as its weight file.
+void makeModel(const QString& dir, const QByteArray& weights, const char* weightsName = "model.safetensors")
+{
+    fs::copy_file(fixture("bert/hf/config.json"), (dir + "/config.json").toStdString());
+    fs::copy_file(fixture("bert/hf/vocab.txt"), (dir + "/vocab.txt").toStdString());
+    std::ofstream out((dir + "/" + weightsName).toStdString(), std::ios::binary);
+    out.write(weights.constData(), weights.size());
+}
+
+QByteArray readFile(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    return QByteArray::fromStdString(std::string(std::istreambuf_iterator<char>(in), {}));
+}
+
+QByteArray le64(quint64 v)
+{
+    QByteArray b(8, '\0');
+    for (int i = 0; i < 8; ++i)
+        b[i] = char((v >> (8 * i)) & 0xff);
+    return b;
+}
+
+} // namespace
+
+class TstCli : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void inspectDumpsHuggingFaceNumbers()
+    {
+        // Sample 0 of the reference inputs is this pair ([CLS] the to of a . [SEP] the and , in . [SEP]).
+        QTemporaryDir dir;
+        const QString dump = dir.path() + "/out.h5";
+        const Run r = runApp({"inspect", "--model", fx("bert/hf"), "--text", "the to of a.", "--pair",
+                              "the and, in.", "--dump", dump});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QVERIFY2(r.out.contains("tokens (13): [CLS] the to of a . [SEP] the and , in . [SEP]"),
+                 qPrintable(r.out));
+        QVERIFY2(r.out.contains("prediction: "), qPrintable(r.out));
+
+        Hdf5Reader got(dump.toStdString());
+        Hdf5Reader ref(fixture("bert/reference.h5"));
+        const std::int64_t T = 13;
+        using torch::indexing::Slice;
+        QCOMPARE(got.readStrings("tokens").size(), std::size_t(T));
+        QCOMPARE(got.readStrings("tokens")[5], std::string("."));
+        QVERIFY(got.stringAttribute("/", "checkpoint_sha256").size() == 64);
+        QVERIFY(got.stringAttribute("/", "input").find("the to of a.") != std::string::npos);
+        QVERIFY(!got.stringAttribute("/", "app_version").empty());
+        QVERIFY(!got.stringAttribute("/", "model").empty());
+        // Every capture point of DESIGN.md is there, unpadded.
+        QCOMPARE(got.shape("embeddings"), (std::vector<std::int64_t>{T, 128}));
+        for (int layer = 0; layer < 2; ++layer)
+            for (CapturePoint p : perLayerCapturePoints()) {
+                if (p == CapturePoint::AttnGate) continue; // vanilla model
+                QVERIFY2(got.exists(captureName(p, layer)), captureName(p, layer).c_str());
+            }
+        QCOMPARE(got.shape("layer1/attn_probs"), (std::vector<std::int64_t>{2, T, T}));
+        QCOMPARE(got.shape("layer1/attn_values"), (std::vector<std::int64_t>{2, T, 64}));
+        QCOMPARE(got.shape("logits"), (std::vector<std::int64_t>{3}));
+        // The numbers are Hugging Face's (reference sample 0, real tokens only).
+        OL_COMPARE_TENSORS("embeddings", got.readTensor("embeddings"),
+                           ref.readTensor("embeddings")[0].index({Slice(0, T)}), 1e-4);
+        OL_COMPARE_TENSORS("attn_probs", got.readTensor("layer1/attn_probs"),
+                           ref.readTensor("attentions")[1][0].index({Slice(), Slice(0, T), Slice(0, T)}),
+                           1e-5);
+        OL_COMPARE_TENSORS("out", got.readTensor("layer1/out"),
+                           ref.readTensor("hidden_states")[2][0].index({Slice(0, T)}), 1e-4);
+        OL_COMPARE_TENSORS("logits", got.readTensor("logits"), ref.readTensor("outputs/logits")[0], 1e-4);
+    }
+
+    void inspectGatedModelDumpsGates()
+    {
+        QTemporaryDir dir;
+        const QString dump = dir.path() + "/gated.h5";
+        const Run r = runApp({"inspect", "--model", fx("variants/bert-gated-mlp/hf"), "--text",
+                              "the to of a.", "--pair", "the and, in.", "--dump", dump});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QVERIFY(r.out.contains("gated attention (mlp"));
+        Hdf5Reader got(dump.toStdString());
+        QCOMPARE(got.shape("layer0/attn_gate"), (std::vector<std::int64_t>{2, 13}));
+        using torch::indexing::Slice;
+        Hdf5Reader ref(fixture("variants/bert-gated-mlp/reference.h5"));
+        OL_COMPARE_TENSORS("attn_gate", got.readTensor("layer1/attn_gate"),
+                           ref.readTensor("layers/gate")[1][0].index({Slice(), Slice(0, 13)}), 1e-5);
+    }
+
+    void tokenizeMatchesHuggingFace()
+    {
+        QTemporaryDir dir;
+        fs::copy_file(OUTLIERLENS_SOURCE_DIR "/sample_data/bert/vocab.txt",
+                      (dir.path() + "/vocab.txt").toStdString());
+        const Run r = runApp({"tokenize", "--model", dir.path(), "--text", "How old are you?", "--pair",
+                              "I am 25 years old."});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        const QJsonObject j = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        // tokenizer_cases.jsonl, case pair_qa.
+        const QList<int> expected{101,  2129, 2214, 2024, 2017, 1029, 102,
+                                  1045, 2572, 2423, 2086, 2214, 1012, 102};
+        QList<int> ids;
+        for (const auto& v : j["input_ids"].toArray())
+            ids << v.toInt();
+        QCOMPARE(ids, expected);
+        QCOMPARE(j["tokens"].toArray().size(), expected.size());
+        QCOMPARE(j["token_type_ids"].toArray().last().toInt(), 1);
+    }
+
+    void maxLengthTruncates()
+    {
+        const Run r = runApp({"inspect", "--model", fx("bert/hf"), "--text", "the to of a the to of a",
+                              "--pair", "the and in the and in", "--max-length", "8"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QVERIFY2(r.out.contains("tokens (8):"), qPrintable(r.out));
+    }
+
+    void badCheckpointsFailWithOneLine_data()
+    {
+        QTest::addColumn<QByteArray>("weights");
+        QTest::addColumn<QString>("weightsName");
+        QTest::addColumn<QString>("mustMention");
+        const QByteArray good = readFile(fixture("bert/hf/model.safetensors"));
+        QTest::newRow("truncated safetensors") << good.left(good.size() / 2) << "model.safetensors"
+                                               << "model.safetensors";
+        QTest::newRow("header larger than file") << le64(1ull << 40) + QByteArray("{}") << "model.safetensors"
+                                                 << "model.safetensors";
+        QTest::newRow("malformed header") << le64(10) + QByteArray("{\"a\": [1,") << "model.safetensors"
+                                          << "model.safetensors";
+        QTest::newRow("unknown dtype")
+            << le64(64) +
+                   QByteArray("{\"x\":{\"dtype\":\"F7\",\"shape\":[1],\"data_offsets\":[0,4]}}")
+                       .leftJustified(64, ' ') +
+                   QByteArray(4, '\0')
+            << "model.safetensors"
+            << "F7";
+        QTest::newRow("random bytes") << QByteArray(4096, '\x5a') << "model.safetensors"
+                                      << "model.safetensors";
+        QTest::newRow("empty") << QByteArray() << "model.safetensors"
+                               << "model.safetensors";
+        QTest::newRow("disallowed pickle global")
+            << readFile(fixture("io/disallowed_global.bin")) << "pytorch_model.bin"
+            << "not allowed";
+        QTest::newRow("legacy torch.save") << readFile(fixture("io/legacy.bin")) << "pytorch_model.bin"
+                                           << "pytorch_model.bin";
+        QTest::newRow("truncated bin")
+            << readFile(fixture("bert/hf/pytorch_model.bin")).left(100000) << "pytorch_model.bin"
+            << "pytorch_model.bin";
+    }
+    void badCheckpointsFailWithOneLine()
+    {
+        QFETCH(QByteArray, weights);
+        QFETCH(QString, weightsName);
+        QFETCH(QString, mustMention);
+        QTemporaryDir dir;
+        makeModel(dir.path(), weights, qPrintable(weightsName));
+        const QString dump = dir.path() + "/never.h5";
+        const Run r = runApp({"inspect", "--model", dir.path(), "--text", "the", "--dump", dump});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.startsWith("outlierlens inspect: error: "), qPrintable(r.err));
+        QVERIFY2(r.err.count('\n') == 1, qPrintable(r.err));
+        QVERIFY2(r.err.contains(mustMention), qPrintable(r.err));
+        QVERIFY(!QFile::exists(dump));
+        QCOMPARE(QDir(dir.path()).entryList({"*.tmp*"}).size(), 0);
+    }
+
+    void usageErrors_data()
+    {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<int>("exitCode");
+        QTest::newRow("no model") << QStringList{"inspect", "--text", "a"} << 2;
+        QTest::newRow("unknown option") << QStringList{"inspect", "--frobnicate"} << 2;
+        QTest::newRow("unknown command") << QStringList{"frobnicate"} << 2;
+        QTest::newRow("bad number") << QStringList{"inspect",      "--model", fx("bert/hf"), "--text", "a",
+                                                   "--max-length", "x"}
+                                    << 2;
+        QTest::newRow("bad variant") << QStringList{"inspect", "--model", fx("bert/hf"), "--text",
+                                                    "a",       "--gamma", "0.5"}
+                                     << 1;
+        QTest::newRow("image on BERT")
+            << QStringList{"inspect", "--model", fx("bert/hf"), "--image", "x.png"} << 2;
+    }
+    void usageErrors()
+    {
+        QFETCH(QStringList, args);
+        QFETCH(int, exitCode);
+        const Run r = runApp(args);
+        QCOMPARE(r.exitCode, exitCode);
+        QVERIFY2(!r.err.isEmpty(), "an error must say why");
+    }
+
+    void helpForEveryCommand()
+    {
+        for (const char* c : {"inspect", "tokenize", "bench", "create-model"}) {
+            const Run r = runApp({c, "--help"});
+            QCOMPARE(r.exitCode, 0);
+            QVERIFY2(r.out.startsWith(QStringLiteral("Usage: outlierlens %1 [options]").arg(c)),
+                     qPrintable(r.out));
+        }
+        QCOMPARE(runApp({"--help"}).exitCode, 0);
+    }
+
+    void dumpToUnwritablePlace()
+    {
+        const Run r =
+            runApp({"inspect", "--model", fx("bert/hf"), "--text", "a", "--dump", "/nonexistent/dir/out.h5"});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("/nonexistent/dir/out.h5"), qPrintable(r.err));
+    }
+
+    void createdModelLoads()
+    {
+        QTemporaryDir dir;
+        const QString model = dir.path() + "/m";
+        Run r = runApp({"create-model", "--preset", "bert-tiny", "--vocab", fx("bert/hf/vocab.txt"), "--gate",
+                        "linear", "--out", model});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QVERIFY(QFile::exists(model + "/README.md"));
+        r = runApp({"inspect", "--model", model, "--text", "the to of a."});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QVERIFY(r.out.contains("gated attention (linear)"));
+        // Refuses to overwrite.
+        QCOMPARE(runApp({"create-model", "--vocab", fx("bert/hf/vocab.txt"), "--out", model}).exitCode, 1);
+    }
+
+    void benchPrintsJson()
+    {
+        const Run r =
+            runApp({"bench", "--config", "bert-tiny", "--seq", "32", "--runs", "2", "--warmup", "0"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        const QJsonObject j = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        QVERIFY(j["no_capture_ms"].toObject()["median"].toDouble() > 0);
+        QVERIFY(j["capture_all_ms"].toObject()["median"].toDouble() > 0);
+        QCOMPARE(j["seq"].toInt(), 32);
+        QVERIFY(j["captured_mb"].toDouble() > 0);
+    }
+};
+
+QTEST_GUILESS_MAIN(TstCli)
+#include "tst_cli.moc"
