@@ -62,13 +62,13 @@ class Layer(nn.Module):
 class Bert(nn.Module):
     def __init__(self, hidden, layers, heads, ffn, vocab=30522):
         super().__init__()
-        self.word, self.pos, self.type = nn.Embedding(vocab, hidden), nn.Embedding(512, hidden), nn.Embedding(2, hidden)
+        self.word, self.pos, self.token_type = nn.Embedding(vocab, hidden), nn.Embedding(512, hidden), nn.Embedding(2, hidden)
         self.ln = nn.LayerNorm(hidden, eps=1e-12)
         self.layers = nn.ModuleList([Layer(hidden, heads, ffn) for _ in range(layers)])
 
     def forward(self, ids, types, attention_mask, rec=None):
         t = ids.shape[1]
-        h = self.ln(self.word(ids) + self.type(types) + self.pos(torch.arange(t)).unsqueeze(0))
+        h = self.ln(self.word(ids) + self.token_type(types) + self.pos(torch.arange(t)).unsqueeze(0))
         if rec is not None:
             rec["embeddings"] = h
         mask = (1.0 - attention_mask[:, None, None, :].float()) * torch.finfo(torch.float32).min
