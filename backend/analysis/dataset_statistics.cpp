@@ -1,0 +1,608 @@
+#include "analysis/dataset_statistics.h"
+
+#include "common/error.h"
+#include "io/hdf5_store.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+namespace outlierlens {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::string shapeText(c10::IntArrayRef shape)
+{
+    std::string s = "[";
+    for (std::size_t i = 0; i < shape.size(); ++i)
+        s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + "]";
+}
+
+void checkShape(const torch::Tensor& t, const std::string& name, const std::vector<std::int64_t>& expected)
+{
+    if (t.sizes() != c10::IntArrayRef(expected))
+        throw Error(name + ": expected shape " + shapeText(expected) + ", found " + shapeText(t.sizes()));
+}
+
+torch::Tensor asDouble(const torch::Tensor& t)
+{
+    return t.detach().to(torch::kCPU, torch::kDouble).contiguous();
+}
+
+std::vector<std::int64_t> longValues(const torch::Tensor& t)
+{
+    const torch::Tensor c = t.to(torch::kCPU, torch::kLong).contiguous();
+    return std::vector<std::int64_t>(c.data_ptr<std::int64_t>(), c.data_ptr<std::int64_t>() + c.numel());
+}
+
+std::vector<double> doubleValues(const torch::Tensor& t)
+{
+    const torch::Tensor c = asDouble(t);
+    return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+}
+
+double ratio(double numerator, std::int64_t denominator)
+{
+    return denominator > 0 ? numerator / double(denominator) : kNaN;
+}
+
+template<typename T>
+T valueAt(const std::vector<T>& values, std::size_t index)
+{
+    return index < values.size() ? values[index] : T(0);
+}
+
+template<typename T>
+void addInto(std::vector<T>& into, const std::vector<T>& from)
+{
+    for (std::size_t i = 0; i < from.size() && i < into.size(); ++i)
+        into[i] += from[i];
+}
+
+void writeScalar(Hdf5Writer& writer, const std::string& path, std::int64_t value)
+{
+    writer.writeInt64(path, &value, {});
+}
+
+void writeScalar(Hdf5Writer& writer, const std::string& path, double value)
+{
+    writer.writeFloat64(path, &value, {});
+}
+
+std::string joined(const std::vector<std::string>& parts)
+{
+    std::string s;
+    for (const auto& p : parts)
+        s += (s.empty() ? "" : ",") + p;
+    return s;
+}
+
+/// The tensor behind the model's "max inf norm" and the ones averaged into "avg kurtosis".
+CapturePoint infNormPoint(InputKind kind)
+{
+    return kind == InputKind::Text ? CapturePoint::FfnOut : CapturePoint::Out;
+}
+
+std::vector<CapturePoint> kurtosisPoints(InputKind kind)
+{
+    if (kind == InputKind::Text) return {CapturePoint::FfnOut, CapturePoint::Out};
+    return {CapturePoint::Out};
+}
+
+std::size_t tensorSlot(CapturePoint point)
+{
+    const auto& points = statisticsTensorPoints();
+    return std::size_t(std::find(points.begin(), points.end(), point) - points.begin());
+}
+
+std::string previousOutputName(int layer)
+{
+    return layer == 0 ? captureName(CapturePoint::Embeddings) : captureName(CapturePoint::Out, layer - 1);
+}
+
+} // namespace
+
+const std::vector<CapturePoint>& statisticsTensorPoints()
+{
+    static const std::vector<CapturePoint> points = {CapturePoint::AttnOut, CapturePoint::FfnOut,
+                                                     CapturePoint::Residual, CapturePoint::Out};
+    return points;
+}
+
+std::set<std::string> requiredCaptures(const StatisticsOptions& options)
+{
+    std::set<std::string> names;
+    for (int layer : options.layers) {
+        for (CapturePoint point : statisticsTensorPoints())
+            names.insert(captureName(point, layer));
+        names.insert(captureName(CapturePoint::AttnProbs, layer));
+        names.insert(captureName(CapturePoint::AttnValues, layer));
+        names.insert(captureName(CapturePoint::AttnGate, layer));
+        names.insert(previousOutputName(layer));
+    }
+    return names;
+}
+
+// ---------------------------------------------------------------------------------------------
+DatasetStatistics::DatasetStatistics(StatisticsOptions options)
+    : m_options(std::move(options))
+{
+    const StatisticsOptions& o = m_options;
+    if (o.numLayers <= 0 || o.numHeads <= 0 || o.hiddenSize <= 0 || o.headDim <= 0)
+        throw Error("statistics options: layers, heads, hidden size and head size must be positive, found " +
+                    std::to_string(o.numLayers) + ", " + std::to_string(o.numHeads) + ", " +
+                    std::to_string(o.hiddenSize) + ", " + std::to_string(o.headDim));
+    if (o.layers.empty()) throw Error("statistics options: no layers selected");
+    for (int layer : o.layers)
+        if (layer < 0 || layer >= o.numLayers)
+            throw Error("statistics options: layer " + std::to_string(layer) + " (0-based) is outside 0.." +
+                        std::to_string(o.numLayers - 1));
+    if (o.kind == InputKind::Image && (o.gridRows <= 0 || o.gridCols <= 0))
+        throw Error("statistics options: an image model needs a patch grid, found " +
+                    std::to_string(o.gridRows) + " x " + std::to_string(o.gridCols));
+    if (!(o.criterion.k > 0) || !(o.criterion.tau > 0) || !(o.attentionFraction >= 0))
+        throw Error("statistics options: k and tau must be positive and the attention fraction non-negative");
+
+    std::sort(m_options.layers.begin(), m_options.layers.end());
+    m_options.layers.erase(std::unique(m_options.layers.begin(), m_options.layers.end()),
+                           m_options.layers.end());
+    std::vector<std::string> delimiters;
+    for (const auto& d : m_options.delimiters)
+        if (std::find(delimiters.begin(), delimiters.end(), d) == delimiters.end()) delimiters.push_back(d);
+    m_options.delimiters = delimiters;
+
+    const std::size_t heads = std::size_t(o.numHeads);
+    for (int layer : m_options.layers) {
+        LayerAccumulator acc;
+        acc.layer = layer;
+        acc.tensors.resize(statisticsTensorPoints().size());
+        for (auto& t : acc.tensors)
+            t.outliersPerDim.assign(std::size_t(o.hiddenSize), 0);
+        acc.heads.attentionOutliers.assign(heads, 0);
+        acc.heads.absValueOutlierKeys.assign(heads, 0.0);
+        acc.heads.absValueOtherKeys.assign(heads, 0.0);
+        acc.heads.gateSum.assign(heads, 0.0);
+        m_layers.push_back(std::move(acc));
+    }
+    growKeys();
+}
+
+std::size_t DatasetStatistics::keyCount() const
+{
+    if (m_options.kind == InputKind::Image) return std::size_t(1 + m_options.gridRows * m_options.gridCols);
+    return m_keyNames.size();
+}
+
+std::size_t DatasetStatistics::distinctKeys() const
+{
+    return keyCount();
+}
+
+std::int64_t DatasetStatistics::keyOccurrences(std::size_t key) const
+{
+    return m_options.kind == InputKind::Image ? m_samples : valueAt(m_keyOccurrences, key);
+}
+
+std::int64_t DatasetStatistics::keyOf(const std::string& token)
+{
+    const auto it = m_keyIndex.find(token);
+    if (it != m_keyIndex.end()) return it->second;
+    const auto id = std::int64_t(m_keyNames.size());
+    m_keyIndex.emplace(token, id);
+    m_keyNames.push_back(token);
+    m_keyOccurrences.push_back(0);
+    return id;
+}
+
+void DatasetStatistics::growKeys()
+{
+    const std::size_t keys = keyCount();
+    const std::size_t heads = std::size_t(m_options.numHeads);
+    for (auto& layer : m_layers) {
+        for (auto& t : layer.tensors) {
+            t.keyOutliers.resize(keys, 0);
+            t.keyOutlierTokens.resize(keys, 0);
+        }
+        layer.heads.cumulativeAttention.resize(keys * heads, 0.0);
+        layer.heads.attentionOutliersByKey.resize(keys * heads, 0);
+    }
+}
+
+void DatasetStatistics::addSample(const std::map<std::string, torch::Tensor>& captures,
+                                  const std::vector<std::string>& tokens)
+{
+    const StatisticsOptions& o = m_options;
+    const std::int64_t heads = o.numHeads;
+    const std::int64_t d = o.hiddenSize;
+    auto fetch = [&](const std::string& name) -> const torch::Tensor& {
+        const auto it = captures.find(name);
+        if (it == captures.end() || !it->second.defined())
+            throw Error("statistics: capture '" + name + "' is missing (sample " + std::to_string(m_samples) +
+                        " of this accumulator)");
+        return it->second;
+    };
+
+    // Find and check everything before touching an accumulator, so an error leaves them unchanged.
+    const std::string firstName = captureName(CapturePoint::Out, o.layers.front());
+    const torch::Tensor& first = fetch(firstName);
+    if (first.dim() != 2 || first.size(0) < 1)
+        throw Error(firstName + ": expected shape [T, " + std::to_string(d) + "] with T >= 1, found " +
+                    shapeText(first.sizes()));
+    const std::int64_t T = first.size(0);
+    if (o.kind == InputKind::Text && std::int64_t(tokens.size()) != T)
+        throw Error("statistics: " + std::to_string(tokens.size()) + " token strings for " + firstName +
+                    " with T = " + std::to_string(T));
+    if (o.kind == InputKind::Image && T != std::int64_t(keyCount()))
+        throw Error(firstName + ": expected 1 + " + std::to_string(o.gridRows) + " x " +
+                    std::to_string(o.gridCols) + " = " + std::to_string(keyCount()) + " tokens, found " +
+                    std::to_string(T));
+
+    struct LayerInputs
+    {
+        std::vector<torch::Tensor> tensors;
+        torch::Tensor probs, values, gate, previous;
+    };
+    std::vector<LayerInputs> inputs;
+    for (const auto& layer : m_layers) {
+        LayerInputs in;
+        for (CapturePoint point : statisticsTensorPoints()) {
+            const std::string name = captureName(point, layer.layer);
+            in.tensors.push_back(fetch(name));
+            checkShape(in.tensors.back(), name, {T, d});
+        }
+        const std::string previous = previousOutputName(layer.layer);
+        in.previous = fetch(previous);
+        checkShape(in.previous, previous, {T, d});
+        const std::string probs = captureName(CapturePoint::AttnProbs, layer.layer);
+        in.probs = fetch(probs);
+        checkShape(in.probs, probs, {heads, T, T});
+        const std::string values = captureName(CapturePoint::AttnValues, layer.layer);
+        in.values = fetch(values);
+        checkShape(in.values, values, {heads, T, o.headDim});
+        const std::string gate = captureName(CapturePoint::AttnGate, layer.layer);
+        const auto gateIt = captures.find(gate);
+        if (gateIt != captures.end() && gateIt->second.defined()) {
+            in.gate = gateIt->second;
+            checkShape(in.gate, gate, {heads, T});
+        }
+        inputs.push_back(std::move(in));
+    }
+
+    // Keys of the T tokens: interned token strings (text) or positions (image, 0 = CLS).
+    std::vector<std::size_t> keys(static_cast<std::size_t>(T));
+    for (std::int64_t t = 0; t < T; ++t) {
+        if (o.kind == InputKind::Text) {
+            const std::int64_t id = keyOf(tokens[std::size_t(t)]);
+            ++m_keyOccurrences[std::size_t(id)];
+            keys[std::size_t(t)] = std::size_t(id);
+        } else {
+            keys[std::size_t(t)] = std::size_t(t);
+        }
+    }
+    growKeys();
+
+    const auto H = std::size_t(heads);
+    for (std::size_t li = 0; li < m_layers.size(); ++li) {
+        LayerAccumulator& layer = m_layers[li];
+        const LayerInputs& in = inputs[li];
+        for (std::size_t ti = 0; ti < in.tensors.size(); ++ti) {
+            TensorAccumulator& acc = layer.tensors[ti];
+            const torch::Tensor x = asDouble(in.tensors[ti]);
+            const torch::Tensor mask = outlierMask(x, o.criterion);
+            addInto(acc.outliersPerDim, longValues(mask.sum(0)));
+            const std::vector<std::int64_t> perToken = longValues(mask.sum(1));
+            for (std::size_t t = 0; t < perToken.size(); ++t) {
+                acc.outliers += perToken[t];
+                acc.keyOutliers[keys[t]] += perToken[t];
+                if (perToken[t] > 0) ++acc.keyOutlierTokens[keys[t]];
+            }
+            acc.valuesExamined += T * d;
+            acc.sumMaxInfNorm += maxInfNorm(x);
+            acc.sumKurtosis += pearsonKurtosis(x);
+        }
+
+        HeadAccumulator& h = layer.heads;
+        const torch::Tensor probs = asDouble(in.probs);
+        const std::vector<double> cumulative = doubleValues(probs.sum(1)); // [H, T]
+        const std::vector<std::int64_t> attnOutliers =
+            longValues(attentionOutlierKeys(probs, o.attentionFraction)); // [H, T]
+        for (std::size_t head = 0; head < H; ++head) {
+            for (std::size_t t = 0; t < keys.size(); ++t) {
+                const std::size_t at = head * keys.size() + t;
+                h.cumulativeAttention[keys[t] * H + head] += cumulative[at];
+                if (attnOutliers[at]) {
+                    ++h.attentionOutliersByKey[keys[t] * H + head];
+                    ++h.attentionOutliers[head];
+                }
+            }
+        }
+        h.keysExamined += T;
+
+        // Figure 3e: mean |v| of keys with / without an outlier in the previous layer's output.
+        const torch::Tensor withOutlier = outlierMask(in.previous, o.criterion).any(1).to(torch::kDouble);
+        const torch::Tensor absValue = asDouble(in.values).abs().mean(-1); // [H, T]
+        addInto(h.absValueOutlierKeys, doubleValues((absValue * withOutlier).sum(1)));
+        addInto(h.absValueOtherKeys, doubleValues((absValue * (1.0 - withOutlier)).sum(1)));
+        const auto outlierKeys = std::int64_t(withOutlier.sum().item<double>());
+        h.outlierKeys += outlierKeys;
+        h.otherKeys += T - outlierKeys;
+
+        if (in.gate.defined()) {
+            addInto(h.gateSum, doubleValues(asDouble(in.gate).sum(1)));
+            h.gateTokens += T;
+        }
+    }
+    ++m_samples;
+}
+
+void DatasetStatistics::merge(const DatasetStatistics& other)
+{
+    if (&other == this) {
+        const DatasetStatistics copy = other;
+        merge(copy);
+        return;
+    }
+    const StatisticsOptions& a = m_options;
+    const StatisticsOptions& b = other.m_options;
+    if (a.kind != b.kind || a.layers != b.layers || a.numLayers != b.numLayers || a.numHeads != b.numHeads ||
+        a.hiddenSize != b.hiddenSize || a.headDim != b.headDim || a.gridRows != b.gridRows ||
+        a.gridCols != b.gridCols || a.criterion != b.criterion ||
+        a.attentionFraction != b.attentionFraction || a.delimiters != b.delimiters)
+        throw Error("statistics merge: the two accumulators were built with different options");
+
+    // Map the other's keys onto ours.
+    std::vector<std::size_t> keyMap(other.keyCount());
+    for (std::size_t i = 0; i < keyMap.size(); ++i) {
+        if (a.kind == InputKind::Image) {
+            keyMap[i] = i;
+        } else {
+            const std::int64_t id = keyOf(other.m_keyNames[i]);
+            m_keyOccurrences[std::size_t(id)] += other.m_keyOccurrences[i];
+            keyMap[i] = std::size_t(id);
+        }
+    }
+    growKeys();
+
+    const auto H = std::size_t(a.numHeads);
+    for (std::size_t li = 0; li < m_layers.size(); ++li) {
+        LayerAccumulator& mine = m_layers[li];
+        const LayerAccumulator& theirs = other.m_layers[li];
+        for (std::size_t ti = 0; ti < mine.tensors.size(); ++ti) {
+            TensorAccumulator& x = mine.tensors[ti];
+            const TensorAccumulator& y = theirs.tensors[ti];
+            addInto(x.outliersPerDim, y.outliersPerDim);
+            x.valuesExamined += y.valuesExamined;
+            x.outliers += y.outliers;
+            x.sumMaxInfNorm += y.sumMaxInfNorm;
+            x.sumKurtosis += y.sumKurtosis;
+            for (std::size_t k = 0; k < keyMap.size(); ++k) {
+                x.keyOutliers[keyMap[k]] += valueAt(y.keyOutliers, k);
+                x.keyOutlierTokens[keyMap[k]] += valueAt(y.keyOutlierTokens, k);
+            }
+        }
+        HeadAccumulator& x = mine.heads;
+        const HeadAccumulator& y = theirs.heads;
+        for (std::size_t k = 0; k < keyMap.size(); ++k) {
+            for (std::size_t head = 0; head < H; ++head) {
+                x.cumulativeAttention[keyMap[k] * H + head] += valueAt(y.cumulativeAttention, k * H + head);
+                x.attentionOutliersByKey[keyMap[k] * H + head] +=
+                    valueAt(y.attentionOutliersByKey, k * H + head);
+            }
+        }
+        addInto(x.attentionOutliers, y.attentionOutliers);
+        x.keysExamined += y.keysExamined;
+        addInto(x.absValueOutlierKeys, y.absValueOutlierKeys);
+        addInto(x.absValueOtherKeys, y.absValueOtherKeys);
+        x.outlierKeys += y.outlierKeys;
+        x.otherKeys += y.otherKeys;
+        addInto(x.gateSum, y.gateSum);
+        x.gateTokens += y.gateTokens;
+    }
+    m_samples += other.m_samples;
+}
+
+// ---------------------------------------------------------------------------------------------
+void DatasetStatistics::write(Hdf5Writer& writer) const
+{
+    const StatisticsOptions& o = m_options;
+    if (m_samples == 0) throw Error("statistics: no samples were added, nothing to write");
+
+    // Text keys in a deterministic order (most frequent first, ties by string), so that files do
+    // not depend on the order in which samples or workers arrived.
+    std::vector<std::size_t> order(keyCount());
+    std::iota(order.begin(), order.end(), std::size_t(0));
+    if (o.kind == InputKind::Text) {
+        std::sort(order.begin(), order.end(), [this](std::size_t x, std::size_t y) {
+            if (m_keyOccurrences[x] != m_keyOccurrences[y]) return m_keyOccurrences[x] > m_keyOccurrences[y];
+            return m_keyNames[x] < m_keyNames[y];
+        });
+        std::vector<std::string> names;
+        std::vector<std::int64_t> occurrences;
+        for (std::size_t k : order) {
+            names.push_back(m_keyNames[k]);
+            occurrences.push_back(m_keyOccurrences[k]);
+        }
+        writer.writeStrings("tokens", names);
+        writer.writeInt64("token_occurrences", occurrences.data(), {std::int64_t(occurrences.size())});
+        writer.writeStrings("delimiters", o.delimiters);
+    }
+
+    for (const auto& layer : m_layers) {
+        const std::string group = "layer" + std::to_string(layer.layer);
+        for (std::size_t ti = 0; ti < layer.tensors.size(); ++ti)
+            writeTensor(writer, group + "/" + pointName(statisticsTensorPoints()[ti]), layer.tensors[ti],
+                        order);
+        writeHeads(writer, group + "/heads", layer.heads, order);
+        writer.setAttribute(group + "/heads", "previous_output", previousOutputName(layer.layer));
+    }
+    writeSummary(writer);
+
+    writer.setAttribute("/", "format", std::string("outlierlens-stats"));
+    writer.setAttribute("/", "format_version", std::int64_t(1));
+    writer.setAttribute("/", "kind", std::string(o.kind == InputKind::Text ? "text" : "image"));
+    writer.setAttribute("/", "samples", m_samples);
+    writer.setAttribute("/", "layers", std::vector<std::int64_t>(o.layers.begin(), o.layers.end()));
+    writer.setAttribute("/", "num_layers", std::int64_t(o.numLayers));
+    writer.setAttribute("/", "num_heads", std::int64_t(o.numHeads));
+    writer.setAttribute("/", "hidden_size", std::int64_t(o.hiddenSize));
+    writer.setAttribute("/", "head_dim", std::int64_t(o.headDim));
+    if (o.kind == InputKind::Image)
+        writer.setAttribute("/", "grid", std::vector<std::int64_t>{o.gridRows, o.gridCols});
+    writer.setAttribute("/", "rule", outlierRuleName(o.criterion.rule));
+    writer.setAttribute("/", "k", o.criterion.k);
+    writer.setAttribute("/", "tau", o.criterion.tau);
+    writer.setAttribute("/", "attention_fraction", o.attentionFraction);
+    writer.setAttribute("/", "criterion", o.criterion.describe());
+    writer.setAttribute("/", "indexing",
+                        std::string("0-based layers, heads, hidden dimensions and patch rows/columns"));
+}
+
+void DatasetStatistics::writeTensor(Hdf5Writer& writer, const std::string& group,
+                                    const TensorAccumulator& acc, const std::vector<std::size_t>& order) const
+{
+    const StatisticsOptions& o = m_options;
+    writer.writeInt64(group + "/outliers_per_dim", acc.outliersPerDim.data(), {o.hiddenSize});
+    writeScalar(writer, group + "/values_examined", acc.valuesExamined);
+    writeScalar(writer, group + "/outliers", acc.outliers);
+    writeScalar(writer, group + "/mean_max_inf_norm", acc.sumMaxInfNorm / double(m_samples));
+    writeScalar(writer, group + "/mean_kurtosis", acc.sumKurtosis / double(m_samples));
+
+    if (o.kind == InputKind::Text) {
+        std::vector<std::int64_t> outliers, occurrences;
+        for (std::size_t k : order) {
+            outliers.push_back(valueAt(acc.keyOutliers, k));
+            occurrences.push_back(valueAt(acc.keyOutlierTokens, k));
+        }
+        const std::vector<std::int64_t> shape = {std::int64_t(order.size())};
+        writer.writeInt64(group + "/token_outliers", outliers.data(), shape);
+        writer.writeInt64(group + "/token_outlier_occurrences", occurrences.data(), shape);
+        std::int64_t delimiterOutliers = 0, delimiterTokens = 0;
+        for (const auto& delimiter : o.delimiters) {
+            const auto it = m_keyIndex.find(delimiter);
+            if (it == m_keyIndex.end()) continue;
+            delimiterOutliers += valueAt(acc.keyOutliers, std::size_t(it->second));
+            delimiterTokens += valueAt(acc.keyOutlierTokens, std::size_t(it->second));
+        }
+        const std::int64_t outlierTokens =
+            std::accumulate(acc.keyOutlierTokens.begin(), acc.keyOutlierTokens.end(), std::int64_t(0));
+        writeScalar(writer, group + "/delimiter_outliers", delimiterOutliers);
+        writeScalar(writer, group + "/delimiter_share", ratio(double(delimiterOutliers), acc.outliers));
+        writeScalar(writer, group + "/delimiter_outlier_occurrences", delimiterTokens);
+        writeScalar(writer, group + "/delimiter_occurrence_share",
+                    ratio(double(delimiterTokens), outlierTokens));
+    } else {
+        const std::vector<std::int64_t> grid = {o.gridRows, o.gridCols};
+        const std::vector<std::int64_t> patches(acc.keyOutliers.begin() + 1, acc.keyOutliers.end());
+        const std::vector<std::int64_t> patchTokens(acc.keyOutlierTokens.begin() + 1,
+                                                    acc.keyOutlierTokens.end());
+        writer.writeInt64(group + "/patch_outliers", patches.data(), grid);
+        writer.writeInt64(group + "/patch_outlier_occurrences", patchTokens.data(), grid);
+        writeScalar(writer, group + "/cls_outliers", acc.keyOutliers[0]);
+        writeScalar(writer, group + "/cls_outlier_occurrences", acc.keyOutlierTokens[0]);
+    }
+}
+
+void DatasetStatistics::writeHeads(Hdf5Writer& writer, const std::string& group, const HeadAccumulator& acc,
+                                   const std::vector<std::size_t>& order) const
+{
+    const StatisticsOptions& o = m_options;
+    const auto H = std::size_t(o.numHeads);
+    const std::int64_t heads = o.numHeads;
+    writeScalar(writer, group + "/keys_examined", acc.keysExamined);
+    writer.writeInt64(group + "/attention_outliers", acc.attentionOutliers.data(), {heads});
+
+    // [H, keys] in file key order: the sum over queries per occurrence of the key.
+    const bool text = o.kind == InputKind::Text;
+    const std::vector<std::size_t> fileKeys =
+        text ? order : std::vector<std::size_t>(order.begin() + 1, order.end()); // image: patches only
+    std::vector<double> meanAttention;
+    std::vector<std::int64_t> attentionOutliers;
+    for (std::size_t head = 0; head < H; ++head) {
+        for (std::size_t k : fileKeys) {
+            meanAttention.push_back(ratio(acc.cumulativeAttention[k * H + head], keyOccurrences(k)));
+            attentionOutliers.push_back(acc.attentionOutliersByKey[k * H + head]);
+        }
+    }
+    if (text) {
+        const std::vector<std::int64_t> shape = {heads, std::int64_t(fileKeys.size())};
+        writer.writeFloat64(group + "/mean_cumulative_attention", meanAttention.data(), shape);
+        writer.writeInt64(group + "/attention_outliers_by_token", attentionOutliers.data(), shape);
+    } else {
+        const std::vector<std::int64_t> shape = {heads, o.gridRows, o.gridCols};
+        writer.writeFloat64(group + "/mean_cumulative_attention", meanAttention.data(), shape);
+        writer.writeInt64(group + "/attention_outliers_by_patch", attentionOutliers.data(), shape);
+        std::vector<double> clsAttention;
+        std::vector<std::int64_t> clsOutliers;
+        for (std::size_t head = 0; head < H; ++head) {
+            clsAttention.push_back(ratio(acc.cumulativeAttention[head], m_samples));
+            clsOutliers.push_back(acc.attentionOutliersByKey[head]);
+        }
+        writer.writeFloat64(group + "/cls_mean_cumulative_attention", clsAttention.data(), {heads});
+        writer.writeInt64(group + "/cls_attention_outliers", clsOutliers.data(), {heads});
+    }
+
+    writeScalar(writer, group + "/outlier_keys", acc.outlierKeys);
+    writeScalar(writer, group + "/other_keys", acc.otherKeys);
+    std::vector<double> outlierValue, otherValue;
+    for (std::size_t head = 0; head < H; ++head) {
+        outlierValue.push_back(ratio(acc.absValueOutlierKeys[head], acc.outlierKeys));
+        otherValue.push_back(ratio(acc.absValueOtherKeys[head], acc.otherKeys));
+    }
+    writer.writeFloat64(group + "/mean_abs_value_outlier_keys", outlierValue.data(), {heads});
+    writer.writeFloat64(group + "/mean_abs_value_other_keys", otherValue.data(), {heads});
+
+    if (acc.gateTokens > 0) {
+        std::vector<double> gate;
+        for (std::size_t head = 0; head < H; ++head)
+            gate.push_back(acc.gateSum[head] / double(acc.gateTokens));
+        writer.writeFloat64(group + "/mean_gate", gate.data(), {heads});
+        writeScalar(writer, group + "/gate_tokens", acc.gateTokens);
+    }
+}
+
+void DatasetStatistics::writeSummary(Hdf5Writer& writer) const
+{
+    const InputKind kind = m_options.kind;
+    const std::size_t infSlot = tensorSlot(infNormPoint(kind));
+    std::vector<std::int64_t> layers;
+    std::vector<double> infNorms, kurtoses;
+    double maxInfNorm = -1, maxKurtosis = -1, kurtosisSum = 0;
+    std::int64_t maxInfNormLayer = -1, kurtosisCount = 0;
+    std::vector<std::string> kurtosisNames;
+    for (CapturePoint p : kurtosisPoints(kind))
+        kurtosisNames.push_back(pointName(p));
+    for (const auto& layer : m_layers) {
+        layers.push_back(layer.layer);
+        const double inf = layer.tensors[infSlot].sumMaxInfNorm / double(m_samples);
+        infNorms.push_back(inf);
+        if (inf > maxInfNorm) {
+            maxInfNorm = inf;
+            maxInfNormLayer = layer.layer;
+        }
+        double layerKurtosis = 0;
+        for (CapturePoint p : kurtosisPoints(kind)) {
+            const double k = layer.tensors[tensorSlot(p)].sumKurtosis / double(m_samples);
+            layerKurtosis += k;
+            kurtosisSum += k;
+            ++kurtosisCount;
+            maxKurtosis = std::max(maxKurtosis, k);
+        }
+        kurtoses.push_back(layerKurtosis / double(kurtosisPoints(kind).size()));
+    }
+    const std::vector<std::int64_t> shape = {std::int64_t(layers.size())};
+    writer.writeInt64("summary/layers", layers.data(), shape);
+    writer.writeFloat64("summary/mean_max_inf_norm", infNorms.data(), shape);
+    writer.writeFloat64("summary/mean_kurtosis", kurtoses.data(), shape);
+    writeScalar(writer, "summary/max_inf_norm", maxInfNorm);
+    writeScalar(writer, "summary/max_inf_norm_layer", maxInfNormLayer);
+    writeScalar(writer, "summary/avg_kurtosis", kurtosisSum / double(kurtosisCount));
+    writeScalar(writer, "summary/max_kurtosis", maxKurtosis);
+    writer.setAttribute("summary", "inf_norm_tensor", pointName(infNormPoint(kind)));
+    writer.setAttribute("summary", "kurtosis_tensors", joined(kurtosisNames));
+}
+
+} // namespace outlierlens

@@ -1,0 +1,108 @@
+#include "analysis/metrics.h"
+
+#include "common/error.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+namespace outlierlens {
+namespace {
+
+std::string number(double value)
+{
+    std::ostringstream out;
+    out << value;
+    return out.str();
+}
+
+std::string shapeText(const torch::Tensor& t)
+{
+    std::string s = "[";
+    for (int64_t i = 0; i < t.dim(); ++i)
+        s += (i ? ", " : "") + std::to_string(t.size(i));
+    return s + "]";
+}
+
+torch::Tensor asDouble(const torch::Tensor& x)
+{
+    return x.detach().to(torch::kCPU, torch::kDouble);
+}
+
+bool isConstant(const torch::Tensor& v)
+{
+    return (v.max() == v.min()).item<bool>();
+}
+
+} // namespace
+
+std::string outlierRuleName(OutlierRule rule)
+{
+    return rule == OutlierRule::Tau ? "tau" : "sigma";
+}
+
+OutlierRule parseOutlierRule(const std::string& name)
+{
+    if (name == "sigma") return OutlierRule::Sigma;
+    if (name == "tau") return OutlierRule::Tau;
+    throw Error("outlier rule: expected 'sigma' or 'tau', found '" + name + "'");
+}
+
+std::string OutlierCriterion::describe() const
+{
+    if (rule == OutlierRule::Tau) return "|x| > " + number(tau) + " mean|x|, per sample over T x d";
+    return "|x - mean| > " + number(k) + " std (unbiased), per sample over T x d";
+}
+
+bool OutlierCriterion::operator==(const OutlierCriterion& other) const
+{
+    return rule == other.rule && k == other.k && tau == other.tau;
+}
+
+torch::Tensor outlierMask(const torch::Tensor& x, const OutlierCriterion& criterion)
+{
+    const torch::Tensor v = asDouble(x);
+    const int64_t n = v.numel();
+    // Fewer than two values or a constant tensor: no outliers by definition (rounding in the mean
+    // would otherwise make every value of a constant tensor "deviate" by an ulp).
+    if (n < 2 || isConstant(v)) return torch::zeros(x.sizes(), torch::kBool);
+    if (criterion.rule == OutlierRule::Tau) {
+        const torch::Tensor a = v.abs();
+        // Strict '>' so that an all-zero tensor (mean|x| = 0) has no outliers.
+        return a > a.mean() * criterion.tau;
+    }
+    const torch::Tensor dev = v - v.mean();
+    const double std = std::sqrt(dev.square().sum().item<double>() / double(n - 1));
+    return dev.abs() > criterion.k * std;
+}
+
+double maxInfNorm(const torch::Tensor& x)
+{
+    if (x.numel() == 0) throw Error("max inf norm of an empty tensor " + shapeText(x));
+    return asDouble(x).abs().max().item<double>();
+}
+
+double pearsonKurtosis(const torch::Tensor& x)
+{
+    const torch::Tensor v = asDouble(x);
+    const int64_t n = v.numel();
+    if (n < 2) return std::numeric_limits<double>::quiet_NaN();
+    if (isConstant(v)) return 0.0; // 0 / (0 + eps), without the ulp noise of the mean
+    const torch::Tensor dev = v - v.mean();
+    const torch::Tensor sq = dev.square();
+    const double s2 = sq.sum().item<double>() / double(n - 1); // unbiased variance
+    const double m4 = sq.square().mean().item<double>();
+    return m4 / (s2 * s2 + 1e-6); // the official code's kurtosis(x, eps=1e-6)
+}
+
+torch::Tensor attentionOutlierKeys(const torch::Tensor& probs, double fraction)
+{
+    if (probs.dim() != 3 || probs.size(1) != probs.size(2))
+        throw Error("attention outliers: expected probabilities [H, T, T], found " + shapeText(probs));
+    const torch::Tensor cumulative = asDouble(probs).sum(1); // [H, T]: sum over queries
+    return cumulative >= fraction * double(probs.size(2));
+}
+
+} // namespace outlierlens

@@ -1,0 +1,54 @@
+#pragma once
+// Any thread: pure functions of their arguments. docs/metrics.md defines every metric here.
+
+#include <torch/types.h>
+
+#include <string>
+
+namespace outlierlens {
+
+/// Which rule decides that an activation value is an outlier.
+enum class OutlierRule {
+    Sigma, ///< |x - mean(X)| > k * std(X) (Bondarenko et al. 2023 and its official code)
+    Tau,   ///< |x| > tau * mean(|X|) (An et al. 2025, systematic outliers)
+};
+
+/// "sigma" or "tau": the names used in files and on the command line.
+std::string outlierRuleName(OutlierRule rule);
+/// Inverse of outlierRuleName(); throws Error for anything else.
+OutlierRule parseOutlierRule(const std::string& name);
+
+/// An outlier rule with its threshold. Statistics are always over one sample's whole [T, d]
+/// tensor with padding left out.
+struct OutlierCriterion
+{
+    OutlierRule rule = OutlierRule::Sigma;
+    double k = 6.0;      ///< sigma rule: |x - mean(X)| > k * std(X), std unbiased (torch default)
+    double tau = 1000.0; ///< tau rule: |x| > tau * mean(|X|)
+
+    /// One line for files and figure captions, e.g. "|x - mean| > 6 std (unbiased), per sample over T x d".
+    std::string describe() const;
+    /// Same rule and same k and tau (exact comparison), e.g. to check that two runs can be merged.
+    bool operator==(const OutlierCriterion& other) const;
+    bool operator!=(const OutlierCriterion& other) const { return !(*this == other); }
+};
+
+/// Outlier mask of one sample: x [T, d] (any floating dtype, no padding) -> bool [T, d], same
+/// indexing (token, hidden dimension; 0-based). Statistics are computed in float64. Fewer than two
+/// values, or a constant tensor, give no outliers (never NaN).
+torch::Tensor outlierMask(const torch::Tensor& x, const OutlierCriterion& criterion);
+
+/// max |x| over every value of x (any shape, e.g. one sample's [T, d]); same units as x. Throws
+/// Error for an empty tensor.
+double maxInfNorm(const torch::Tensor& x);
+
+/// Pearson kurtosis (not excess: a Gaussian gives ~3) over every value of x, as the paper's code:
+/// mean((x - mu)^4) / (s^4 + 1e-6) with s the unbiased standard deviation; float64 throughout.
+/// A constant tensor gives 0 (the eps keeps it finite); fewer than two values give NaN.
+double pearsonKurtosis(const torch::Tensor& x);
+
+/// Attention outliers of one sample: probs [H, T, T] (head, query, key; no padding) -> bool [H, T]
+/// (head, key): key j of head h qualifies when its cumulative attention sum_i A[h, i, j] >= fraction * T.
+torch::Tensor attentionOutlierKeys(const torch::Tensor& probs, double fraction = 0.1);
+
+} // namespace outlierlens

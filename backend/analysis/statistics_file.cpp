@@ -1,0 +1,196 @@
+#include "analysis/statistics_file.h"
+
+#include "common/error.h"
+#include "io/hdf5_store.h"
+
+#include <torch/torch.h>
+
+namespace outlierlens {
+namespace {
+
+std::string shapeText(const std::vector<std::int64_t>& shape)
+{
+    std::string s = "[";
+    for (std::size_t i = 0; i < shape.size(); ++i)
+        s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + "]";
+}
+
+/// Reads datasets of a statistics file, checking each one's shape against what the root
+/// attributes promise, so that a malformed file gives an error naming the dataset.
+class FileReader
+{
+public:
+    explicit FileReader(const std::string& path)
+        : m_reader(path)
+    {}
+
+    const Hdf5Reader& hdf5() const { return m_reader; }
+
+    torch::Tensor tensor(const std::string& dataset, const std::vector<std::int64_t>& shape) const
+    {
+        if (!m_reader.exists(dataset)) throw Error(m_reader.path() + ": no dataset '" + dataset + "'");
+        const std::vector<std::int64_t> found = m_reader.shape(dataset);
+        if (found != shape)
+            throw Error(m_reader.path() + ": dataset '" + dataset + "' has shape " + shapeText(found) +
+                        ", expected " + shapeText(shape));
+        return m_reader.readTensor(dataset);
+    }
+
+    std::vector<std::int64_t> ints(const std::string& dataset, const std::vector<std::int64_t>& shape) const
+    {
+        const torch::Tensor t = tensor(dataset, shape).to(torch::kLong).contiguous();
+        return std::vector<std::int64_t>(t.data_ptr<std::int64_t>(), t.data_ptr<std::int64_t>() + t.numel());
+    }
+
+    std::vector<double> doubles(const std::string& dataset, const std::vector<std::int64_t>& shape) const
+    {
+        const torch::Tensor t = tensor(dataset, shape).to(torch::kDouble).contiguous();
+        return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
+    }
+
+    std::int64_t intScalar(const std::string& dataset) const { return ints(dataset, {}).front(); }
+    double doubleScalar(const std::string& dataset) const { return doubles(dataset, {}).front(); }
+
+    int intAttribute(const std::string& name) const { return int(m_reader.numberAttribute("/", name)); }
+
+private:
+    Hdf5Reader m_reader;
+};
+
+std::vector<std::string> split(const std::string& text)
+{
+    std::vector<std::string> parts;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        const std::size_t comma = text.find(',', start);
+        const std::size_t end = comma == std::string::npos ? text.size() : comma;
+        if (end > start) parts.push_back(text.substr(start, end - start));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    return parts;
+}
+
+TensorStatisticsData readTensor(const FileReader& file, const StatisticsFile& f, const std::string& group)
+{
+    TensorStatisticsData t;
+    t.outliersPerDim = file.ints(group + "/outliers_per_dim", {f.hiddenSize});
+    t.valuesExamined = file.intScalar(group + "/values_examined");
+    t.outliers = file.intScalar(group + "/outliers");
+    t.meanMaxInfNorm = file.doubleScalar(group + "/mean_max_inf_norm");
+    t.meanKurtosis = file.doubleScalar(group + "/mean_kurtosis");
+    if (f.kind == "text") {
+        const std::vector<std::int64_t> shape = {std::int64_t(f.tokens.size())};
+        t.tokenOutliers = file.ints(group + "/token_outliers", shape);
+        t.tokenOutlierOccurrences = file.ints(group + "/token_outlier_occurrences", shape);
+        t.delimiterOutliers = file.intScalar(group + "/delimiter_outliers");
+        t.delimiterShare = file.doubleScalar(group + "/delimiter_share");
+        t.delimiterOccurrenceShare = file.doubleScalar(group + "/delimiter_occurrence_share");
+    } else {
+        const std::vector<std::int64_t> grid = {f.gridRows, f.gridCols};
+        t.patchOutliers = file.ints(group + "/patch_outliers", grid);
+        t.patchOutlierOccurrences = file.ints(group + "/patch_outlier_occurrences", grid);
+        t.clsOutliers = file.intScalar(group + "/cls_outliers");
+        t.clsOutlierOccurrences = file.intScalar(group + "/cls_outlier_occurrences");
+    }
+    return t;
+}
+
+HeadStatisticsData readHeads(const FileReader& file, const StatisticsFile& f, const std::string& group)
+{
+    HeadStatisticsData h;
+    const std::int64_t heads = f.numHeads;
+    h.previousOutput = file.hdf5().stringAttribute(group, "previous_output");
+    h.keysExamined = file.intScalar(group + "/keys_examined");
+    h.attentionOutliers = file.ints(group + "/attention_outliers", {heads});
+    if (f.kind == "text") {
+        const std::vector<std::int64_t> shape = {heads, std::int64_t(f.tokens.size())};
+        h.meanCumulativeAttention = file.doubles(group + "/mean_cumulative_attention", shape);
+        h.attentionOutliersByKey = file.ints(group + "/attention_outliers_by_token", shape);
+    } else {
+        const std::vector<std::int64_t> shape = {heads, f.gridRows, f.gridCols};
+        h.meanCumulativeAttention = file.doubles(group + "/mean_cumulative_attention", shape);
+        h.attentionOutliersByKey = file.ints(group + "/attention_outliers_by_patch", shape);
+        h.clsMeanCumulativeAttention = file.doubles(group + "/cls_mean_cumulative_attention", {heads});
+        h.clsAttentionOutliers = file.ints(group + "/cls_attention_outliers", {heads});
+    }
+    h.outlierKeys = file.intScalar(group + "/outlier_keys");
+    h.otherKeys = file.intScalar(group + "/other_keys");
+    h.meanAbsValueOutlierKeys = file.doubles(group + "/mean_abs_value_outlier_keys", {heads});
+    h.meanAbsValueOtherKeys = file.doubles(group + "/mean_abs_value_other_keys", {heads});
+    if (file.hdf5().exists(group + "/mean_gate")) {
+        h.meanGate = file.doubles(group + "/mean_gate", {heads});
+        h.gateTokens = file.intScalar(group + "/gate_tokens");
+    }
+    return h;
+}
+
+} // namespace
+
+StatisticsFile readStatisticsFile(const std::string& path)
+{
+    const FileReader file(path);
+    const Hdf5Reader& r = file.hdf5();
+    if (!r.hasAttribute("/", "format") || r.stringAttribute("/", "format") != "outlierlens-stats")
+        throw Error(path + ": not an OutlierLens statistics file (root attribute 'format' is not "
+                           "'outlierlens-stats')");
+    const int version = file.intAttribute("format_version");
+    if (version != 1)
+        throw Error(path + ": statistics format version " + std::to_string(version) + ", expected 1");
+
+    StatisticsFile f;
+    f.kind = r.stringAttribute("/", "kind");
+    if (f.kind != "text" && f.kind != "image")
+        throw Error(path + ": root attribute 'kind' is '" + f.kind + "', expected 'text' or 'image'");
+    f.samples = std::int64_t(r.numberAttribute("/", "samples"));
+    f.numLayers = file.intAttribute("num_layers");
+    f.numHeads = file.intAttribute("num_heads");
+    f.hiddenSize = file.intAttribute("hidden_size");
+    f.headDim = file.intAttribute("head_dim");
+    if (f.kind == "image") {
+        const std::vector<std::int64_t> grid = r.intArrayAttribute("/", "grid");
+        if (grid.size() != 2) throw Error(path + ": root attribute 'grid' must hold [rows, cols]");
+        f.gridRows = int(grid[0]);
+        f.gridCols = int(grid[1]);
+    }
+    f.rule = r.stringAttribute("/", "rule");
+    f.k = r.numberAttribute("/", "k");
+    f.tau = r.numberAttribute("/", "tau");
+    f.attentionFraction = r.numberAttribute("/", "attention_fraction");
+    f.criterion = r.stringAttribute("/", "criterion");
+    for (const char* name : {"model", "model_name", "checkpoint_sha256", "data", "app_version"})
+        if (r.hasAttribute("/", name)) f.provenance[name] = r.stringAttribute("/", name);
+
+    if (f.kind == "text") {
+        f.tokens = r.readStrings("tokens");
+        f.tokenOccurrences = file.ints("token_occurrences", {std::int64_t(f.tokens.size())});
+        f.delimiters = r.readStrings("delimiters");
+    }
+
+    for (std::int64_t layer : r.intArrayAttribute("/", "layers")) {
+        LayerStatisticsData data;
+        data.layer = int(layer);
+        const std::string group = "layer" + std::to_string(layer);
+        for (const std::string& member : r.members(group))
+            if (member != "heads") data.tensors[member] = readTensor(file, f, group + "/" + member);
+        data.heads = readHeads(file, f, group + "/heads");
+        f.layers.push_back(std::move(data));
+    }
+
+    StatisticsSummaryData& s = f.summary;
+    s.infNormTensor = r.stringAttribute("summary", "inf_norm_tensor");
+    s.kurtosisTensors = split(r.stringAttribute("summary", "kurtosis_tensors"));
+    const std::vector<std::int64_t> shape = {std::int64_t(f.layers.size())};
+    for (std::int64_t layer : file.ints("summary/layers", shape))
+        s.layers.push_back(int(layer));
+    s.meanMaxInfNorm = file.doubles("summary/mean_max_inf_norm", shape);
+    s.meanKurtosis = file.doubles("summary/mean_kurtosis", shape);
+    s.maxInfNorm = file.doubleScalar("summary/max_inf_norm");
+    s.maxInfNormLayer = int(file.intScalar("summary/max_inf_norm_layer"));
+    s.avgKurtosis = file.doubleScalar("summary/avg_kurtosis");
+    s.maxKurtosis = file.doubleScalar("summary/max_kurtosis");
+    return f;
+}
+
+} // namespace outlierlens
