@@ -63,5 +63,6 @@ int runInspect(const QStringList& args);
 int runTokenize(const QStringList& args);
 int runBench(const QStringList& args);
 int runCreateModel(const QStringList& args);
+int runStats(const QStringList& args);
 
 } // namespace outlierlens::cli

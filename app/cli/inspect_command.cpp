@@ -4,9 +4,12 @@
 
 #include "analysis/bert_inspection.h"
 #include "analysis/inspection_dump.h"
+#include "analysis/vit_inspection.h"
 #include "common/error.h"
 #include "model/config.h"
 #include "model/runtime.h"
+#include "paths.h"
+#include "text/imagenet.h"
 
 #include <cstdio>
 
@@ -74,6 +77,52 @@ int inspectBertModel(Command& cmd, const std::string& modelDir)
     return Ok;
 }
 
+/// Class names for a ViT: its own id2label, else ImageNet's for 1000 classes, else "class N".
+std::vector<std::string> vitClassNames(const VitConfig& c)
+{
+    if (!c.id2label.empty())
+        return c.id2label;
+    if (c.numClasses == 1000)
+        return ImageNetClasses::fromFiles(sampleDataFile("imagenet/imagenet_classes_ILSVRC2012.txt")).names();
+    std::vector<std::string> names;
+    for (int i = 0; i < c.numClasses; ++i)
+        names.push_back("class " + std::to_string(i));
+    return names;
+}
+
+int inspectVitModel(Command& cmd, const std::string& modelDir)
+{
+    const std::string imagePath = cmd.required("image");
+    VitNetwork network = VitNetwork::load(modelDir, cmd.variantOverride());
+    const ImagePreprocessing preprocessing = ImagePreprocessing::fromModelDir(modelDir);
+    const VitConfig& c = network.config();
+    std::printf("model: %s (%s, %d layers, %d heads, hidden %d, %dx%d patches; %s)\n", modelDir.c_str(),
+                c.architecture.c_str(), c.numLayers, c.numHeads, c.hiddenSize, c.gridSize(), c.gridSize(),
+                c.variant.describe().c_str());
+    std::printf("preprocessing: %s\n", preprocessing.describe().c_str());
+    const VitInspection result = inspectVit(network, preprocessing, imagePath);
+    if (!result.top.empty()) {
+        const std::vector<std::string> names = vitClassNames(c);
+        std::printf("top-%zu:", result.top.size());
+        for (std::size_t i = 0; i < result.top.size(); ++i) {
+            const int k = result.top[i];
+            std::printf("%s %s %.4f", i ? "," : "", names[std::size_t(k)].c_str(), result.probabilities[std::size_t(k)]);
+        }
+        std::printf("\n");
+    }
+    if (cmd.isSet("dump")) {
+        if (interruptFlag())
+            return Interrupted;
+        const std::string dumpPath = cmd.value("dump");
+        writeInspectionDump(dumpPath, result.activations, 0, c.numTokens(), vitTokenLabels(c),
+                            {modelDir, network.checkpointSha256(), imagePath}, c.numClasses > 0 ? vitClassNames(c)
+                                                                                               : std::vector<std::string>{},
+                            {c.gridSize(), c.gridSize()});
+        std::printf("dump: %s (%zu activations)\n", dumpPath.c_str(), result.activations.tensors().size());
+    }
+    return Ok;
+}
+
 } // namespace
 
 int runInspect(const QStringList& args)
@@ -100,7 +149,9 @@ int runInspect(const QStringList& args)
                 throw UsageException{"--image needs a ViT model; " + modelDir + " is a BERT model"};
             return inspectBertModel(cmd, modelDir);
         }
-        return cmd.fail(modelDir + ": ViT models are not supported yet");
+        if (cmd.isSet("text") || cmd.isSet("pair"))
+            throw UsageException{"--text/--pair need a BERT model; " + modelDir + " is a ViT model (use --image)"};
+        return inspectVitModel(cmd, modelDir);
     } catch (const UsageException& e) {
         return cmd.fail(e.message, UsageError);
     } catch (const std::exception& e) {

@@ -234,8 +234,7 @@ BertNetwork BertNetwork::create(const BertConfig& config, BertHead head, std::ui
 void BertNetwork::save(const std::string& dir, bool float16) const
 {
     fs::create_directories(dir);
-    auto* self = const_cast<BertNetwork*>(this);
-    writeSafetensors((fs::path(dir) / "model.safetensors").string(), moduleStateDict(self->module()),
+    writeSafetensors((fs::path(dir) / "model.safetensors").string(), moduleStateDict(module()),
                      float16 ? SafetensorsDtype::Float16 : SafetensorsDtype::Float32,
                      {{"format", "pt"}, {"producer", "outlierlens " OUTLIERLENS_VERSION}});
     AtomicFile configFile((fs::path(dir) / "config.json").string());

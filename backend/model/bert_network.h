@@ -37,6 +37,7 @@ public:
     const BertConfig& config() const { return m_config; }
     BertHead head() const { return m_head; }
     torch::nn::Module& module();
+    const torch::nn::Module& module() const { return const_cast<BertNetwork*>(this)->module(); }
     BertModel encoder() const;
     const std::string& weightsFile() const { return m_weightsFile; }
     /// SHA-256 of the weights file ("" for a model created in memory).

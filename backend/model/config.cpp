@@ -46,8 +46,19 @@ AttentionVariant parseVariant(const nlohmann::json& block, const std::string& wh
     return v;
 }
 
-nlohmann::json variantJson(const AttentionVariant& v)
+} // namespace
+
+AttentionVariant variantFromConfigJson(const nlohmann::json& config, const std::string& where)
 {
+    if (!config.contains("outlierlens") || config["outlierlens"].is_null())
+        return {};
+    return parseVariant(config["outlierlens"], where);
+}
+
+void addVariantToConfigJson(const AttentionVariant& v, nlohmann::json& config)
+{
+    if (v.isVanilla())
+        return;
     nlohmann::json j;
     j["softmax"] = toString(v.softmax);
     if (v.softmax == SoftmaxKind::Clipped) {
@@ -63,10 +74,8 @@ nlohmann::json variantJson(const AttentionVariant& v)
         j["pi_init"] = v.piInit;
         if (v.gate == GateKind::Mlp) j["n_hid"] = v.nHid;
     }
-    return j;
+    config["outlierlens"] = j;
 }
-
-} // namespace
 
 double AttentionVariant::effectiveGamma() const
 {
@@ -209,8 +218,7 @@ BertConfig BertConfig::fromFile(const std::string& path)
             c.id2label[std::size_t(index)] = it->get<std::string>();
         }
     }
-    if (j.contains("outlierlens") && !j["outlierlens"].is_null())
-        c.variant = parseVariant(j["outlierlens"], path);
+    c.variant = variantFromConfigJson(j, path);
     c.validate(path);
     return c;
 }
@@ -299,7 +307,7 @@ std::string BertConfig::toJson(const std::string& architecture) const
         j["id2label"] = id2;
         j["label2id"] = label2;
     }
-    if (!variant.isVanilla()) j["outlierlens"] = variantJson(variant);
+    addVariantToConfigJson(variant, j);
     return j.dump(2) + "\n";
 }
 

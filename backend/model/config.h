@@ -1,6 +1,8 @@
 #pragma once
 // Any thread: plain values.
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,6 +38,11 @@ std::string toString(GateKind kind);
 /// Parses "vanilla"/"clipped" and "none"/"linear"/"mlp"/"all_heads_linear"; throws Error otherwise.
 SoftmaxKind parseSoftmaxKind(const std::string& text);
 GateKind parseGateKind(const std::string& text);
+
+/// The "outlierlens" block of a config.json object (vanilla when absent); errors name `where`.
+AttentionVariant variantFromConfigJson(const nlohmann::json& config, const std::string& where);
+/// Adds the "outlierlens" block to a config.json object unless the variant is vanilla.
+void addVariantToConfigJson(const AttentionVariant& variant, nlohmann::json& config);
 
 /// Command-line overrides of a checkpoint's variant (for checkpoints trained elsewhere).
 struct VariantOverride

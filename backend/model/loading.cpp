@@ -60,7 +60,7 @@ void copyStrict(torch::nn::Module& module, const StateDict& tensors, const std::
         target.copy_(tensors.at(name));
 }
 
-StateDict moduleStateDict(torch::nn::Module& module)
+StateDict moduleStateDict(const torch::nn::Module& module)
 {
     StateDict out;
     for (const auto& item : module.named_parameters(true))

@@ -27,7 +27,7 @@ struct LoadReport
 void copyStrict(torch::nn::Module& module, const StateDict& tensors, const std::string& file);
 
 /// The tensors of `module` (parameters and buffers) by name, detached: what a checkpoint writer saves.
-StateDict moduleStateDict(torch::nn::Module& module);
+StateDict moduleStateDict(const torch::nn::Module& module);
 
 /// Maps legacy TensorFlow-era names (LayerNorm.gamma/beta) to weight/bias, as Hugging Face does
 /// when loading; records each rename in `report`.

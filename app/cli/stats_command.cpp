@@ -1,0 +1,137 @@
+// `outlierlens stats`: outlier statistics over a whole data set, streamed, written to one HDF5 file.
+
+#include "cli/command_line.h"
+
+#include "analysis/stats_runner.h"
+#include "common/error.h"
+#include "model/runtime.h"
+#include "paths.h"
+
+#include <QStringList>
+
+#include <chrono>
+#include <cstdio>
+#include <unistd.h>
+
+namespace outlierlens::cli {
+namespace {
+
+/// Progress on stderr: one redrawn line on a terminal, a line per 10% otherwise; at most ~10
+/// updates a second.
+class ProgressPrinter
+{
+public:
+    explicit ProgressPrinter(std::string unit) : m_unit(std::move(unit)), m_tty(isatty(STDERR_FILENO)) {}
+
+    void update(std::int64_t done, std::int64_t total)
+    {
+        const auto now = std::chrono::steady_clock::now();
+        const double elapsed = std::chrono::duration<double>(now - m_start).count();
+        const bool last = done >= total;
+        if (m_tty) {
+            if (!last && now - m_lastPrint < std::chrono::milliseconds(100))
+                return;
+        } else if (!last && done * 10 / total == m_lastDecile) {
+            return;
+        }
+        m_lastPrint = now;
+        m_lastDecile = done * 10 / total;
+        const double rate = elapsed > 0 ? double(done) / elapsed : 0.0;
+        const double eta = rate > 0 ? double(total - done) / rate : 0.0;
+        std::fprintf(stderr, "%sstats: %lld/%lld %s (%.0f%%), %.1f/s, %s %dm%02ds%s", m_tty ? "\r" : "",
+                     static_cast<long long>(done), static_cast<long long>(total), m_unit.c_str(),
+                     100.0 * double(done) / double(total), rate, last ? "took" : "ETA",
+                     int((last ? elapsed : eta) / 60), int(last ? elapsed : eta) % 60, m_tty && !last ? "" : "\n");
+        std::fflush(stderr);
+    }
+
+private:
+    std::string m_unit;
+    bool m_tty;
+    std::chrono::steady_clock::time_point m_start = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::time_point m_lastPrint{};
+    std::int64_t m_lastDecile = -1;
+};
+
+std::vector<int> parseLayers(const QString& text)
+{
+    std::vector<int> layers;
+    for (const QString& part : text.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+        bool ok = false;
+        const int layer = part.trimmed().toInt(&ok);
+        if (!ok || layer < 0)
+            throw UsageException{"--layers must be comma-separated 0-based layer numbers, found '" + text.toStdString() + "'"};
+        layers.push_back(layer);
+    }
+    return layers;
+}
+
+} // namespace
+
+int runStats(const QStringList& args)
+{
+    Command cmd("stats", "Stream a data set through a BERT or ViT model and write the outlier statistics behind the "
+                         "paper's figures and tables to one HDF5 file (docs/stats-format.md, docs/metrics.md).");
+    cmd.parser().addOptions({
+        {"model", "Model folder.", "dir"},
+        {"data", "mnli:FILE[:N] (GLUE TSV or JSONL pairs) or images:DIR[:N] (a folder of images, or ImageNet's "
+                 "validation layout with one sub-folder per WordNet id).",
+         "spec"},
+        {"layers", "Comma-separated 0-based layers (default: all).", "list"},
+        {"rule", "Outlier rule: sigma (|x - mean| > k std, default) or tau (|x| > tau mean|x|).", "rule"},
+        {"k", "k of the sigma rule (default 6).", "k"},
+        {"tau", "tau of the tau rule (default 1000).", "tau"},
+        {"batch", "Inputs per forward pass (default 16).", "B"},
+        {"max-length", "Truncate text inputs to N tokens (default: the model's maximum).", "N"},
+        {"threads", "LibTorch threads (default: all cores).", "N"},
+        {"out", "Output HDF5 file (written atomically).", "stats.h5"},
+    });
+    cmd.addVariantOptions();
+    if (auto code = cmd.parse(args))
+        return *code;
+    try {
+        configureTorchThreads(cmd.intValue("threads", 0, 1, 1024));
+        StatsRunOptions o;
+        o.modelDir = cmd.required("model");
+        o.data = DataSpec::parse(cmd.required("data"));
+        o.outPath = cmd.required("out");
+        if (cmd.isSet("layers"))
+            o.layers = parseLayers(cmd.parser().value("layers"));
+        if (cmd.isSet("rule"))
+            o.criterion.rule = parseOutlierRule(cmd.value("rule"));
+        o.criterion.k = cmd.doubleValue("k", 6.0);
+        o.criterion.tau = cmd.doubleValue("tau", 1000.0);
+        if (!(o.criterion.k > 0) || !(o.criterion.tau > 0))
+            throw UsageException{"--k and --tau must be positive"};
+        o.batchSize = cmd.intValue("batch", 16, 1, 4096);
+        o.maxLength = cmd.intValue("max-length", 0, 2, 1 << 20);
+        o.variant = cmd.variantOverride();
+        if (o.data.kind == DataSpec::Kind::Images) {
+            o.imagenetNames = sampleDataFile("imagenet/imagenet_classes_ILSVRC2012.txt");
+            o.imagenetIndex = sampleDataFile("imagenet/imagenet_class_index.json");
+        }
+        ProgressPrinter printer(o.data.kind == DataSpec::Kind::Mnli ? "pairs" : "images");
+        const StatsRunResult r = runStatistics(
+            o, interruptFlag(), [&](std::int64_t done, std::int64_t total) { printer.update(done, total); },
+            [](const std::string& message) { std::fprintf(stderr, "\nstats: %s\n", message.c_str()); });
+        std::printf("wrote %s: %lld inputs in %.1f s (%.1f per second)", o.outPath.c_str(),
+                    static_cast<long long>(r.samples), r.seconds, double(r.samples) / r.seconds);
+        if (r.skipped)
+            std::printf(", %lld unreadable skipped", static_cast<long long>(r.skipped));
+        if (r.accuracy)
+            std::printf(", accuracy %.4f", *r.accuracy);
+        if (r.top5)
+            std::printf(", top-5 %.4f", *r.top5);
+        std::printf("\n");
+        return Ok;
+    } catch (const Cancelled&) {
+        std::fprintf(stderr, "\noutlierlens stats: interrupted; no output written\n");
+        return Interrupted;
+    } catch (const UsageException& e) {
+        return cmd.fail(e.message, UsageError);
+    } catch (const std::exception& e) {
+        return cmd.fail(e.what());
+    }
+}
+
+} // namespace outlierlens::cli
