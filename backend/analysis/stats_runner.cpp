@@ -1,0 +1,337 @@
+#include "analysis/stats_runner.h"
+
+#include "analysis/dataset_statistics.h"
+#include "analysis/recording_sink.h"
+#include "analysis/vit_inspection.h"
+#include "common/error.h"
+#include "io/hdf5_store.h"
+#include "io/image.h"
+#include "model/bert_network.h"
+#include "model/vit_network.h"
+#include "text/imagenet.h"
+#include "text/mnli.h"
+#include "text/wordpiece.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <numeric>
+
+namespace outlierlens {
+namespace fs = std::filesystem;
+
+DataSpec DataSpec::parse(const std::string& text)
+{
+    const auto colon = text.find(':');
+    if (colon == std::string::npos)
+        throw Error("--data '" + text + "': expected mnli:FILE[:N] or images:DIR[:N]");
+    DataSpec spec;
+    const std::string kind = text.substr(0, colon);
+    if (kind == "mnli")
+        spec.kind = Kind::Mnli;
+    else if (kind == "images")
+        spec.kind = Kind::Images;
+    else
+        throw Error("--data '" + text + "': unknown kind '" + kind + "' (expected mnli or images)");
+    std::string rest = text.substr(colon + 1);
+    const auto last = rest.rfind(':');
+    if (last != std::string::npos && last + 1 < rest.size() &&
+        std::all_of(rest.begin() + long(last) + 1, rest.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        spec.limit = std::stoull(rest.substr(last + 1));
+        if (spec.limit == 0)
+            throw Error("--data '" + text + "': N must be at least 1");
+        rest = rest.substr(0, last);
+    }
+    if (rest.empty())
+        throw Error("--data '" + text + "': no path");
+    spec.path = rest;
+    return spec;
+}
+
+std::string DataSpec::describe() const
+{
+    return (kind == Kind::Mnli ? "mnli:" : "images:") + path + (limit ? ":" + std::to_string(limit) : "");
+}
+
+std::vector<LabelledImage> listImageDataset(const std::string& dir, std::size_t limit,
+                                            const std::function<int(const std::string&)>& wnidToIndex)
+{
+    if (!fs::is_directory(dir))
+        throw Error(dir + ": not a folder of images");
+    static const std::vector<std::string> extensions = {".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp"};
+    auto isImage = [](const fs::path& p) {
+        std::string ext = p.extension().string();
+        std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+        return std::find(extensions.begin(), extensions.end(), ext) != extensions.end();
+    };
+    std::vector<LabelledImage> images;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+        if (entry.is_regular_file() && isImage(entry.path())) {
+            images.push_back({entry.path().string(), -1});
+        } else if (entry.is_directory()) {
+            const std::string wnid = entry.path().filename().string();
+            const int label = wnidToIndex ? wnidToIndex(wnid) : -1;
+            for (const auto& inner : fs::directory_iterator(entry.path()))
+                if (inner.is_regular_file() && isImage(inner.path()))
+                    images.push_back({inner.path().string(), label});
+        }
+    }
+    std::sort(images.begin(), images.end(), [](const LabelledImage& a, const LabelledImage& b) {
+        const std::string fa = fs::path(a.path).filename().string(), fb = fs::path(b.path).filename().string();
+        return fa != fb ? fa < fb : a.path < b.path;
+    });
+    if (images.empty())
+        throw Error(dir + ": no image files (.jpg, .png, ...) in this folder or its sub-folders");
+    if (limit > 0 && images.size() > limit)
+        images.resize(limit);
+    return images;
+}
+
+namespace {
+
+std::vector<int> resolveLayers(const std::vector<int>& requested, int numLayers)
+{
+    if (requested.empty()) {
+        std::vector<int> all(static_cast<std::size_t>(numLayers));
+        std::iota(all.begin(), all.end(), 0);
+        return all;
+    }
+    for (int l : requested)
+        if (l < 0 || l >= numLayers)
+            throw Error("layer " + std::to_string(l) + " does not exist (the model has layers 0.." +
+                        std::to_string(numLayers - 1) + ", 0-based)");
+    return requested;
+}
+
+/// Cuts every recorded capture of sample `b` out of the batch, without its padding.
+std::map<std::string, torch::Tensor> captureSample(const RecordingSink& sink, std::int64_t b, std::int64_t length)
+{
+    std::map<std::string, torch::Tensor> out;
+    for (const auto& [name, batched] : sink.tensors())
+        if (const auto parsed = parseCaptureName(name))
+            out.emplace(name, sampleOf(parsed->first, batched, b, length));
+    return out;
+}
+
+class Stopwatch
+{
+public:
+    double seconds() const
+    {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count();
+    }
+
+private:
+    std::chrono::steady_clock::time_point m_start = std::chrono::steady_clock::now();
+};
+
+void writeFile(const StatsRunOptions& o, const DatasetStatistics& stats, const std::string& modelName,
+               const std::string& sha256, const StatsRunResult& result)
+{
+    Hdf5Writer writer(o.outPath);
+    stats.write(writer);
+    writer.setAttribute("/", "model", o.modelDir);
+    writer.setAttribute("/", "model_name", modelName);
+    writer.setAttribute("/", "checkpoint_sha256", sha256);
+    writer.setAttribute("/", "data", o.data.describe());
+    writer.setAttribute("/", "app_version", std::string(OUTLIERLENS_VERSION));
+    writer.setAttribute("/", "skipped_inputs", result.skipped);
+    if (result.accuracy)
+        writer.setAttribute("/", "accuracy_top1", *result.accuracy);
+    if (result.top5)
+        writer.setAttribute("/", "accuracy_top5", *result.top5);
+    writer.commit();
+}
+
+StatsRunResult runText(const StatsRunOptions& o, const std::atomic<bool>& cancel,
+                       const std::function<void(std::int64_t, std::int64_t)>& progress)
+{
+    Stopwatch clock;
+    BertNetwork network = BertNetwork::load(o.modelDir, o.variant);
+    const BertTokenizer tokenizer = BertTokenizer::fromModelDir(o.modelDir);
+    const BertConfig& c = network.config();
+    const int maxLength = o.maxLength > 0 ? std::min(o.maxLength, c.maxPositions) : c.maxPositions;
+    const std::vector<NliPair> pairs = readNliPairs(o.data.path, o.data.limit);
+    if (pairs.empty())
+        throw Error(o.data.path + ": no sentence pairs");
+
+    StatisticsOptions so;
+    so.kind = InputKind::Text;
+    so.layers = resolveLayers(o.layers, c.numLayers);
+    so.numLayers = c.numLayers, so.numHeads = c.numHeads, so.hiddenSize = c.hiddenSize, so.headDim = c.headDim();
+    so.criterion = o.criterion;
+    DatasetStatistics stats(so);
+    std::set<std::string> captures = requiredCaptures(so);
+    captures.insert("logits");
+    RecordingSink sink(captures);
+
+    // Label ids of the model for the gold labels, when its id2label names them.
+    auto labelId = [&](const std::string& label) {
+        for (std::size_t i = 0; i < c.id2label.size(); ++i)
+            if (c.id2label[i] == label)
+                return int(i);
+        return -1;
+    };
+    std::int64_t correct = 0, labelled = 0;
+
+    // Chunks of pairs, sorted by length inside each chunk so batches need little padding, while
+    // memory stays bounded by the chunk.
+    constexpr std::size_t kChunk = 1024;
+    const auto total = std::int64_t(pairs.size());
+    std::int64_t done = 0;
+    for (std::size_t start = 0; start < pairs.size(); start += kChunk) {
+        const std::size_t end = std::min(pairs.size(), start + kChunk);
+        std::vector<Encoding> encodings;
+        for (std::size_t i = start; i < end; ++i)
+            encodings.push_back(tokenizer.encode(pairs[i].premise, pairs[i].hypothesis, maxLength));
+        std::vector<std::size_t> order(encodings.size());
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+            return encodings[a].inputIds.size() < encodings[b].inputIds.size();
+        });
+        for (std::size_t b0 = 0; b0 < order.size(); b0 += std::size_t(o.batchSize)) {
+            if (cancel)
+                throw Cancelled();
+            const std::size_t b1 = std::min(order.size(), b0 + std::size_t(o.batchSize));
+            const auto B = std::int64_t(b1 - b0);
+            std::int64_t T = 0;
+            for (std::size_t i = b0; i < b1; ++i)
+                T = std::max<std::int64_t>(T, std::int64_t(encodings[order[i]].inputIds.size()));
+            torch::Tensor ids = torch::full({B, T}, tokenizer.padId(), torch::kLong);
+            torch::Tensor types = torch::zeros({B, T}, torch::kLong);
+            torch::Tensor mask = torch::zeros({B, T}, torch::kLong);
+            for (std::int64_t r = 0; r < B; ++r) {
+                const Encoding& e = encodings[order[b0 + std::size_t(r)]];
+                const auto n = std::int64_t(e.inputIds.size());
+                using torch::indexing::Slice;
+                ids.index_put_({r, Slice(0, n)}, torch::tensor(e.inputIds, torch::kLong));
+                types.index_put_({r, Slice(0, n)}, torch::tensor(e.tokenTypeIds, torch::kLong));
+                mask.index_put_({r, Slice(0, n)}, 1);
+            }
+            sink.clear();
+            {
+                c10::InferenceMode guard;
+                network.forward(ids, types, mask, &sink);
+            }
+            for (std::int64_t r = 0; r < B; ++r) {
+                const std::size_t index = order[b0 + std::size_t(r)];
+                const Encoding& e = encodings[index];
+                stats.addSample(captureSample(sink, r, std::int64_t(e.inputIds.size())), e.tokens);
+                if (network.head() == BertHead::SequenceClassification) {
+                    const int gold = labelId(pairs[start + index].label);
+                    if (gold >= 0) {
+                        ++labelled;
+                        correct += sink.at("logits")[r].argmax().item<std::int64_t>() == gold;
+                    }
+                }
+            }
+            done += B;
+            progress(done, total);
+        }
+    }
+    StatsRunResult result;
+    result.samples = stats.samples();
+    if (labelled > 0)
+        result.accuracy = double(correct) / double(labelled);
+    writeFile(o, stats, toString(network.head()), network.checkpointSha256(), result);
+    result.seconds = clock.seconds();
+    return result;
+}
+
+StatsRunResult runImages(const StatsRunOptions& o, const std::atomic<bool>& cancel,
+                         const std::function<void(std::int64_t, std::int64_t)>& progress,
+                         const std::function<void(const std::string&)>& warn)
+{
+    Stopwatch clock;
+    VitNetwork network = VitNetwork::load(o.modelDir, o.variant);
+    const ImagePreprocessing preprocessing = ImagePreprocessing::fromModelDir(o.modelDir);
+    const VitConfig& c = network.config();
+    std::function<int(const std::string&)> wnidToIndex;
+    std::optional<ImageNetClasses> imagenet;
+    if (c.numClasses == 1000 && !o.imagenetNames.empty()) {
+        imagenet = ImageNetClasses::fromFiles(o.imagenetNames, o.imagenetIndex);
+        wnidToIndex = [&](const std::string& wnid) { return imagenet->indexOfWnid(wnid); };
+    }
+    const std::vector<LabelledImage> images = listImageDataset(o.data.path, o.data.limit, wnidToIndex);
+
+    StatisticsOptions so;
+    so.kind = InputKind::Image;
+    so.layers = resolveLayers(o.layers, c.numLayers);
+    so.numLayers = c.numLayers, so.numHeads = c.numHeads, so.hiddenSize = c.hiddenSize, so.headDim = c.headDim();
+    so.gridRows = so.gridCols = c.gridSize();
+    so.criterion = o.criterion;
+    DatasetStatistics stats(so);
+    std::set<std::string> captures = requiredCaptures(so);
+    captures.insert("logits");
+    RecordingSink sink(captures);
+
+    StatsRunResult result;
+    std::int64_t top1 = 0, top5 = 0, labelled = 0, done = 0;
+    const auto total = std::int64_t(images.size());
+    for (std::size_t b0 = 0; b0 < images.size(); b0 += std::size_t(o.batchSize)) {
+        if (cancel)
+            throw Cancelled();
+        const std::size_t b1 = std::min(images.size(), b0 + std::size_t(o.batchSize));
+        std::vector<torch::Tensor> pixels;
+        std::vector<int> labels;
+        for (std::size_t i = b0; i < b1; ++i) {
+            try {
+                pixels.push_back(preprocessImage(decodeImageFile(images[i].path), preprocessing));
+                labels.push_back(images[i].label);
+            } catch (const Error& e) {
+                ++result.skipped;
+                warn(std::string("skipped: ") + e.what());
+            }
+        }
+        done += std::int64_t(b1 - b0);
+        if (!pixels.empty()) {
+            sink.clear();
+            {
+                c10::InferenceMode guard;
+                network.forward(torch::stack(pixels), &sink);
+            }
+            for (std::size_t r = 0; r < pixels.size(); ++r) {
+                stats.addSample(captureSample(sink, std::int64_t(r), c.numTokens()));
+                if (labels[r] >= 0 && sink.contains("logits")) {
+                    ++labelled;
+                    const torch::Tensor ranked = std::get<1>(sink.at("logits")[std::int64_t(r)].topk(5));
+                    top1 += ranked[0].item<std::int64_t>() == labels[r];
+                    top5 += (ranked == labels[r]).any().item<bool>();
+                }
+            }
+        }
+        progress(done, total);
+    }
+    if (stats.samples() == 0)
+        throw Error(o.data.path + ": none of the " + std::to_string(images.size()) + " images could be read");
+    result.samples = stats.samples();
+    if (labelled > 0) {
+        result.accuracy = double(top1) / double(labelled);
+        result.top5 = double(top5) / double(labelled);
+    }
+    writeFile(o, stats, c.architecture, network.checkpointSha256(), result);
+    result.seconds = clock.seconds();
+    return result;
+}
+
+} // namespace
+
+StatsRunResult runStatistics(const StatsRunOptions& options, const std::atomic<bool>& cancel,
+                             const std::function<void(std::int64_t, std::int64_t)>& progress,
+                             const std::function<void(const std::string&)>& warn)
+{
+    if (options.batchSize < 1)
+        throw Error("batch size must be at least 1");
+    if (options.outPath.empty())
+        throw Error("no output file given");
+    const ModelFamily family = detectModelFamily(options.modelDir);
+    if (family == ModelFamily::Bert && options.data.kind != DataSpec::Kind::Mnli)
+        throw Error(options.modelDir + " is a BERT model: use --data mnli:FILE");
+    if (family == ModelFamily::Vit && options.data.kind != DataSpec::Kind::Images)
+        throw Error(options.modelDir + " is a ViT model: use --data images:DIR");
+    return family == ModelFamily::Bert ? runText(options, cancel, progress) : runImages(options, cancel, progress, warn);
+}
+
+} // namespace outlierlens

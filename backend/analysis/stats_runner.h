@@ -1,0 +1,74 @@
+#pragma once
+// runStatistics() runs on the calling thread (a worker or the command line's main thread); the
+// cancel flag may be set from any thread; the progress callback is called on the running thread.
+
+#include "analysis/metrics.h"
+#include "model/config.h"
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace outlierlens {
+
+/// A data set to stream: "mnli:FILE[:N]" (GLUE TSV or JSONL pairs) or "images:DIR[:N]" (a flat
+/// folder of images, or ImageNet's validation layout with one sub-folder per WordNet id).
+struct DataSpec
+{
+    enum class Kind { Mnli, Images };
+    Kind kind = Kind::Mnli;
+    std::string path;
+    std::size_t limit = 0; ///< 0 = all
+    /// Parses the command-line form; throws Error naming the problem.
+    static DataSpec parse(const std::string& text);
+    std::string describe() const;
+};
+
+/// One image of an image data set; label -1 when the folder layout gives none.
+struct LabelledImage
+{
+    std::string path;
+    int label = -1;
+};
+
+/// Lists an image data set: image files (by extension) sorted by file name, then path, so that an
+/// ImageNet validation folder comes out in the official (class-mixed) order; class sub-folders
+/// named by WordNet ids get labels through `wnidToIndex` (returns -1 for unknown ids). limit 0 = all.
+std::vector<LabelledImage> listImageDataset(const std::string& dir, std::size_t limit,
+                                            const std::function<int(const std::string&)>& wnidToIndex);
+
+struct StatsRunOptions
+{
+    std::string modelDir;
+    DataSpec data;
+    std::vector<int> layers; ///< 0-based; empty = all
+    OutlierCriterion criterion;
+    int batchSize = 16;
+    int maxLength = 0; ///< text: truncation (0 = the model's maximum)
+    VariantOverride variant;
+    std::string outPath;
+    /// ImageNet class list and index (sample_data) for images:DIR with WordNet sub-folders.
+    std::string imagenetNames, imagenetIndex;
+};
+
+struct StatsRunResult
+{
+    std::int64_t samples = 0;
+    std::int64_t skipped = 0;       ///< unreadable images left out (each reported through `warn`)
+    std::optional<double> accuracy; ///< MNLI with a classifier, or labelled images: top-1
+    std::optional<double> top5;     ///< labelled images
+    double seconds = 0;
+};
+
+/// Streams the data set through the model and writes the statistics file (docs/stats-format.md)
+/// atomically. Inputs are batched by similar length (text) so padding is small; padding is never
+/// counted. `progress(done, total)` is called after each batch; `warn` for skipped inputs. Throws
+/// Cancelled when `cancel` becomes true (no file is left behind), Error for bad input.
+StatsRunResult runStatistics(const StatsRunOptions& options, const std::atomic<bool>& cancel,
+                             const std::function<void(std::int64_t done, std::int64_t total)>& progress,
+                             const std::function<void(const std::string&)>& warn);
+
+} // namespace outlierlens

@@ -1,0 +1,51 @@
+#include "analysis/vit_inspection.h"
+
+#include "common/error.h"
+
+#include <torch/torch.h>
+
+namespace outlierlens {
+
+std::vector<std::string> vitTokenLabels(const VitConfig& config)
+{
+    std::vector<std::string> labels{"[CLS]"};
+    const int grid = config.gridSize();
+    for (int r = 0; r < grid; ++r)
+        for (int c = 0; c < grid; ++c)
+            labels.push_back("patch " + std::to_string(r) + "," + std::to_string(c));
+    return labels;
+}
+
+VitInspection inspectVit(VitNetwork& network, const ImagePreprocessing& preprocessing, const std::string& imagePath,
+                         const std::set<std::string>& captureNames)
+{
+    return inspectVit(network, preprocessing, decodeImageFile(imagePath), captureNames);
+}
+
+VitInspection inspectVit(VitNetwork& network, const ImagePreprocessing& preprocessing, const RgbImage& image,
+                         const std::set<std::string>& captureNames)
+{
+    const VitConfig& c = network.config();
+    if (preprocessing.size != c.imageSize)
+        throw Error("the preprocessing produces " + std::to_string(preprocessing.size) + " px images but the model takes " +
+                    std::to_string(c.imageSize) + " px");
+    if (c.numChannels != 3)
+        throw Error("only 3-channel (RGB) ViTs can take photos; this one has " + std::to_string(c.numChannels) + " channels");
+    VitInspection result;
+    result.activations = captureNames.empty() ? RecordingSink() : RecordingSink(captureNames);
+    result.resized = resizeAndCrop(image, preprocessing);
+    result.pixels = preprocessImage(image, preprocessing).unsqueeze(0);
+    c10::InferenceMode guard;
+    const VitOutputs out = network.forward(result.pixels, &result.activations);
+    if (out.logits.defined()) {
+        const torch::Tensor probs = torch::softmax(out.logits[0].to(torch::kDouble), -1).contiguous();
+        result.probabilities.assign(probs.data_ptr<double>(), probs.data_ptr<double>() + probs.numel());
+        const auto top = probs.topk(std::min<std::int64_t>(5, probs.numel()));
+        const torch::Tensor indices = std::get<1>(top).contiguous();
+        for (std::int64_t i = 0; i < indices.numel(); ++i)
+            result.top.push_back(int(indices[i].item<std::int64_t>()));
+    }
+    return result;
+}
+
+} // namespace outlierlens
