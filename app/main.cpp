@@ -23,7 +23,8 @@ const Subcommand kSubcommands[] = {
     {"inspect", "run one input through a model, print the prediction, dump every activation",
      outlierlens::cli::runInspect},
     {"tokenize", "show how BertTokenizer splits a text (one JSON line)", outlierlens::cli::runTokenize},
-    {"stats", "outlier statistics over a whole data set (MNLI pairs or images) to HDF5", outlierlens::cli::runStats},
+    {"stats", "outlier statistics over a whole data set (MNLI pairs or images) to HDF5",
+     outlierlens::cli::runStats},
     {"bench", "time forward passes with and without activation capture", outlierlens::cli::runBench},
     {"create-model", "write a randomly initialised BERT model folder", outlierlens::cli::runCreateModel},
 };

@@ -80,8 +80,7 @@ int inspectBertModel(Command& cmd, const std::string& modelDir)
 /// Class names for a ViT: its own id2label, else ImageNet's for 1000 classes, else "class N".
 std::vector<std::string> vitClassNames(const VitConfig& c)
 {
-    if (!c.id2label.empty())
-        return c.id2label;
+    if (!c.id2label.empty()) return c.id2label;
     if (c.numClasses == 1000)
         return ImageNetClasses::fromFiles(sampleDataFile("imagenet/imagenet_classes_ILSVRC2012.txt")).names();
     std::vector<std::string> names;
@@ -106,17 +105,17 @@ int inspectVitModel(Command& cmd, const std::string& modelDir)
         std::printf("top-%zu:", result.top.size());
         for (std::size_t i = 0; i < result.top.size(); ++i) {
             const int k = result.top[i];
-            std::printf("%s %s %.4f", i ? "," : "", names[std::size_t(k)].c_str(), result.probabilities[std::size_t(k)]);
+            std::printf("%s %s %.4f", i ? "," : "", names[std::size_t(k)].c_str(),
+                        result.probabilities[std::size_t(k)]);
         }
         std::printf("\n");
     }
     if (cmd.isSet("dump")) {
-        if (interruptFlag())
-            return Interrupted;
+        if (interruptFlag()) return Interrupted;
         const std::string dumpPath = cmd.value("dump");
         writeInspectionDump(dumpPath, result.activations, 0, c.numTokens(), vitTokenLabels(c),
-                            {modelDir, network.checkpointSha256(), imagePath}, c.numClasses > 0 ? vitClassNames(c)
-                                                                                               : std::vector<std::string>{},
+                            {modelDir, network.checkpointSha256(), imagePath},
+                            c.numClasses > 0 ? vitClassNames(c) : std::vector<std::string>{},
                             {c.gridSize(), c.gridSize()});
         std::printf("dump: %s (%zu activations)\n", dumpPath.c_str(), result.activations.tensors().size());
     }
@@ -150,7 +149,8 @@ int runInspect(const QStringList& args)
             return inspectBertModel(cmd, modelDir);
         }
         if (cmd.isSet("text") || cmd.isSet("pair"))
-            throw UsageException{"--text/--pair need a BERT model; " + modelDir + " is a ViT model (use --image)"};
+            throw UsageException{"--text/--pair need a BERT model; " + modelDir +
+                                 " is a ViT model (use --image)"};
         return inspectVitModel(cmd, modelDir);
     } catch (const UsageException& e) {
         return cmd.fail(e.message, UsageError);

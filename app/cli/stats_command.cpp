@@ -21,7 +21,10 @@ namespace {
 class ProgressPrinter
 {
 public:
-    explicit ProgressPrinter(std::string unit) : m_unit(std::move(unit)), m_tty(isatty(STDERR_FILENO)) {}
+    explicit ProgressPrinter(std::string unit)
+        : m_unit(std::move(unit))
+        , m_tty(isatty(STDERR_FILENO))
+    {}
 
     void update(std::int64_t done, std::int64_t total)
     {
@@ -29,8 +32,7 @@ public:
         const double elapsed = std::chrono::duration<double>(now - m_start).count();
         const bool last = done >= total;
         if (m_tty) {
-            if (!last && now - m_lastPrint < std::chrono::milliseconds(100))
-                return;
+            if (!last && now - m_lastPrint < std::chrono::milliseconds(100)) return;
         } else if (!last && done * 10 / total == m_lastDecile) {
             return;
         }
@@ -41,7 +43,8 @@ public:
         std::fprintf(stderr, "%sstats: %lld/%lld %s (%.0f%%), %.1f/s, %s %dm%02ds%s", m_tty ? "\r" : "",
                      static_cast<long long>(done), static_cast<long long>(total), m_unit.c_str(),
                      100.0 * double(done) / double(total), rate, last ? "took" : "ETA",
-                     int((last ? elapsed : eta) / 60), int(last ? elapsed : eta) % 60, m_tty && !last ? "" : "\n");
+                     int((last ? elapsed : eta) / 60), int(last ? elapsed : eta) % 60,
+                     m_tty && !last ? "" : "\n");
         std::fflush(stderr);
     }
 
@@ -60,7 +63,8 @@ std::vector<int> parseLayers(const QString& text)
         bool ok = false;
         const int layer = part.trimmed().toInt(&ok);
         if (!ok || layer < 0)
-            throw UsageException{"--layers must be comma-separated 0-based layer numbers, found '" + text.toStdString() + "'"};
+            throw UsageException{"--layers must be comma-separated 0-based layer numbers, found '" +
+                                 text.toStdString() + "'"};
         layers.push_back(layer);
     }
     return layers;
@@ -70,12 +74,14 @@ std::vector<int> parseLayers(const QString& text)
 
 int runStats(const QStringList& args)
 {
-    Command cmd("stats", "Stream a data set through a BERT or ViT model and write the outlier statistics behind the "
-                         "paper's figures and tables to one HDF5 file (docs/stats-format.md, docs/metrics.md).");
+    Command cmd("stats",
+                "Stream a data set through a BERT or ViT model and write the outlier statistics behind the "
+                "paper's figures and tables to one HDF5 file (docs/stats-format.md, docs/metrics.md).");
     cmd.parser().addOptions({
         {"model", "Model folder.", "dir"},
-        {"data", "mnli:FILE[:N] (GLUE TSV or JSONL pairs) or images:DIR[:N] (a folder of images, or ImageNet's "
-                 "validation layout with one sub-folder per WordNet id).",
+        {"data",
+         "mnli:FILE[:N] (GLUE TSV or JSONL pairs) or images:DIR[:N] (a folder of images, or ImageNet's "
+         "validation layout with one sub-folder per WordNet id).",
          "spec"},
         {"layers", "Comma-separated 0-based layers (default: all).", "list"},
         {"rule", "Outlier rule: sigma (|x - mean| > k std, default) or tau (|x| > tau mean|x|).", "rule"},
@@ -87,18 +93,15 @@ int runStats(const QStringList& args)
         {"out", "Output HDF5 file (written atomically).", "stats.h5"},
     });
     cmd.addVariantOptions();
-    if (auto code = cmd.parse(args))
-        return *code;
+    if (auto code = cmd.parse(args)) return *code;
     try {
         configureTorchThreads(cmd.intValue("threads", 0, 1, 1024));
         StatsRunOptions o;
         o.modelDir = cmd.required("model");
         o.data = DataSpec::parse(cmd.required("data"));
         o.outPath = cmd.required("out");
-        if (cmd.isSet("layers"))
-            o.layers = parseLayers(cmd.parser().value("layers"));
-        if (cmd.isSet("rule"))
-            o.criterion.rule = parseOutlierRule(cmd.value("rule"));
+        if (cmd.isSet("layers")) o.layers = parseLayers(cmd.parser().value("layers"));
+        if (cmd.isSet("rule")) o.criterion.rule = parseOutlierRule(cmd.value("rule"));
         o.criterion.k = cmd.doubleValue("k", 6.0);
         o.criterion.tau = cmd.doubleValue("tau", 1000.0);
         if (!(o.criterion.k > 0) || !(o.criterion.tau > 0))
@@ -116,12 +119,9 @@ int runStats(const QStringList& args)
             [](const std::string& message) { std::fprintf(stderr, "\nstats: %s\n", message.c_str()); });
         std::printf("wrote %s: %lld inputs in %.1f s (%.1f per second)", o.outPath.c_str(),
                     static_cast<long long>(r.samples), r.seconds, double(r.samples) / r.seconds);
-        if (r.skipped)
-            std::printf(", %lld unreadable skipped", static_cast<long long>(r.skipped));
-        if (r.accuracy)
-            std::printf(", accuracy %.4f", *r.accuracy);
-        if (r.top5)
-            std::printf(", top-5 %.4f", *r.top5);
+        if (r.skipped) std::printf(", %lld unreadable skipped", static_cast<long long>(r.skipped));
+        if (r.accuracy) std::printf(", accuracy %.4f", *r.accuracy);
+        if (r.top5) std::printf(", top-5 %.4f", *r.top5);
         std::printf("\n");
         return Ok;
     } catch (const Cancelled&) {

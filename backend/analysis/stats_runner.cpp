@@ -40,12 +40,10 @@ DataSpec DataSpec::parse(const std::string& text)
     if (last != std::string::npos && last + 1 < rest.size() &&
         std::all_of(rest.begin() + long(last) + 1, rest.end(), [](char c) { return c >= '0' && c <= '9'; })) {
         spec.limit = std::stoull(rest.substr(last + 1));
-        if (spec.limit == 0)
-            throw Error("--data '" + text + "': N must be at least 1");
+        if (spec.limit == 0) throw Error("--data '" + text + "': N must be at least 1");
         rest = rest.substr(0, last);
     }
-    if (rest.empty())
-        throw Error("--data '" + text + "': no path");
+    if (rest.empty()) throw Error("--data '" + text + "': no path");
     spec.path = rest;
     return spec;
 }
@@ -58,12 +56,13 @@ std::string DataSpec::describe() const
 std::vector<LabelledImage> listImageDataset(const std::string& dir, std::size_t limit,
                                             const std::function<int(const std::string&)>& wnidToIndex)
 {
-    if (!fs::is_directory(dir))
-        throw Error(dir + ": not a folder of images");
-    static const std::vector<std::string> extensions = {".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp"};
+    if (!fs::is_directory(dir)) throw Error(dir + ": not a folder of images");
+    static const std::vector<std::string> extensions = {".jpg", ".jpeg", ".png", ".bmp",
+                                                        ".tif", ".tiff", ".webp"};
     auto isImage = [](const fs::path& p) {
         std::string ext = p.extension().string();
-        std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+        std::transform(ext.begin(), ext.end(), ext.begin(),
+                       [](unsigned char c) { return char(std::tolower(c)); });
         return std::find(extensions.begin(), extensions.end(), ext) != extensions.end();
     };
     std::vector<LabelledImage> images;
@@ -79,13 +78,13 @@ std::vector<LabelledImage> listImageDataset(const std::string& dir, std::size_t 
         }
     }
     std::sort(images.begin(), images.end(), [](const LabelledImage& a, const LabelledImage& b) {
-        const std::string fa = fs::path(a.path).filename().string(), fb = fs::path(b.path).filename().string();
+        const std::string fa = fs::path(a.path).filename().string(),
+                          fb = fs::path(b.path).filename().string();
         return fa != fb ? fa < fb : a.path < b.path;
     });
     if (images.empty())
         throw Error(dir + ": no image files (.jpg, .png, ...) in this folder or its sub-folders");
-    if (limit > 0 && images.size() > limit)
-        images.resize(limit);
+    if (limit > 0 && images.size() > limit) images.resize(limit);
     return images;
 }
 
@@ -106,7 +105,8 @@ std::vector<int> resolveLayers(const std::vector<int>& requested, int numLayers)
 }
 
 /// Cuts every recorded capture of sample `b` out of the batch, without its padding.
-std::map<std::string, torch::Tensor> captureSample(const RecordingSink& sink, std::int64_t b, std::int64_t length)
+std::map<std::string, torch::Tensor> captureSample(const RecordingSink& sink, std::int64_t b,
+                                                   std::int64_t length)
 {
     std::map<std::string, torch::Tensor> out;
     for (const auto& [name, batched] : sink.tensors())
@@ -138,10 +138,8 @@ void writeFile(const StatsRunOptions& o, const DatasetStatistics& stats, const s
     writer.setAttribute("/", "data", o.data.describe());
     writer.setAttribute("/", "app_version", std::string(OUTLIERLENS_VERSION));
     writer.setAttribute("/", "skipped_inputs", result.skipped);
-    if (result.accuracy)
-        writer.setAttribute("/", "accuracy_top1", *result.accuracy);
-    if (result.top5)
-        writer.setAttribute("/", "accuracy_top5", *result.top5);
+    if (result.accuracy) writer.setAttribute("/", "accuracy_top1", *result.accuracy);
+    if (result.top5) writer.setAttribute("/", "accuracy_top5", *result.top5);
     writer.commit();
 }
 
@@ -154,13 +152,13 @@ StatsRunResult runText(const StatsRunOptions& o, const std::atomic<bool>& cancel
     const BertConfig& c = network.config();
     const int maxLength = o.maxLength > 0 ? std::min(o.maxLength, c.maxPositions) : c.maxPositions;
     const std::vector<NliPair> pairs = readNliPairs(o.data.path, o.data.limit);
-    if (pairs.empty())
-        throw Error(o.data.path + ": no sentence pairs");
+    if (pairs.empty()) throw Error(o.data.path + ": no sentence pairs");
 
     StatisticsOptions so;
     so.kind = InputKind::Text;
     so.layers = resolveLayers(o.layers, c.numLayers);
-    so.numLayers = c.numLayers, so.numHeads = c.numHeads, so.hiddenSize = c.hiddenSize, so.headDim = c.headDim();
+    so.numLayers = c.numLayers, so.numHeads = c.numHeads, so.hiddenSize = c.hiddenSize,
+    so.headDim = c.headDim();
     so.criterion = o.criterion;
     DatasetStatistics stats(so);
     std::set<std::string> captures = requiredCaptures(so);
@@ -170,8 +168,7 @@ StatsRunResult runText(const StatsRunOptions& o, const std::atomic<bool>& cancel
     // Label ids of the model for the gold labels, when its id2label names them.
     auto labelId = [&](const std::string& label) {
         for (std::size_t i = 0; i < c.id2label.size(); ++i)
-            if (c.id2label[i] == label)
-                return int(i);
+            if (c.id2label[i] == label) return int(i);
         return -1;
     };
     std::int64_t correct = 0, labelled = 0;
@@ -192,8 +189,7 @@ StatsRunResult runText(const StatsRunOptions& o, const std::atomic<bool>& cancel
             return encodings[a].inputIds.size() < encodings[b].inputIds.size();
         });
         for (std::size_t b0 = 0; b0 < order.size(); b0 += std::size_t(o.batchSize)) {
-            if (cancel)
-                throw Cancelled();
+            if (cancel) throw Cancelled();
             const std::size_t b1 = std::min(order.size(), b0 + std::size_t(o.batchSize));
             const auto B = std::int64_t(b1 - b0);
             std::int64_t T = 0;
@@ -233,8 +229,7 @@ StatsRunResult runText(const StatsRunOptions& o, const std::atomic<bool>& cancel
     }
     StatsRunResult result;
     result.samples = stats.samples();
-    if (labelled > 0)
-        result.accuracy = double(correct) / double(labelled);
+    if (labelled > 0) result.accuracy = double(correct) / double(labelled);
     writeFile(o, stats, toString(network.head()), network.checkpointSha256(), result);
     result.seconds = clock.seconds();
     return result;
@@ -259,7 +254,8 @@ StatsRunResult runImages(const StatsRunOptions& o, const std::atomic<bool>& canc
     StatisticsOptions so;
     so.kind = InputKind::Image;
     so.layers = resolveLayers(o.layers, c.numLayers);
-    so.numLayers = c.numLayers, so.numHeads = c.numHeads, so.hiddenSize = c.hiddenSize, so.headDim = c.headDim();
+    so.numLayers = c.numLayers, so.numHeads = c.numHeads, so.hiddenSize = c.hiddenSize,
+    so.headDim = c.headDim();
     so.gridRows = so.gridCols = c.gridSize();
     so.criterion = o.criterion;
     DatasetStatistics stats(so);
@@ -271,8 +267,7 @@ StatsRunResult runImages(const StatsRunOptions& o, const std::atomic<bool>& canc
     std::int64_t top1 = 0, top5 = 0, labelled = 0, done = 0;
     const auto total = std::int64_t(images.size());
     for (std::size_t b0 = 0; b0 < images.size(); b0 += std::size_t(o.batchSize)) {
-        if (cancel)
-            throw Cancelled();
+        if (cancel) throw Cancelled();
         const std::size_t b1 = std::min(images.size(), b0 + std::size_t(o.batchSize));
         std::vector<torch::Tensor> pixels;
         std::vector<int> labels;
@@ -322,16 +317,15 @@ StatsRunResult runStatistics(const StatsRunOptions& options, const std::atomic<b
                              const std::function<void(std::int64_t, std::int64_t)>& progress,
                              const std::function<void(const std::string&)>& warn)
 {
-    if (options.batchSize < 1)
-        throw Error("batch size must be at least 1");
-    if (options.outPath.empty())
-        throw Error("no output file given");
+    if (options.batchSize < 1) throw Error("batch size must be at least 1");
+    if (options.outPath.empty()) throw Error("no output file given");
     const ModelFamily family = detectModelFamily(options.modelDir);
     if (family == ModelFamily::Bert && options.data.kind != DataSpec::Kind::Mnli)
         throw Error(options.modelDir + " is a BERT model: use --data mnli:FILE");
     if (family == ModelFamily::Vit && options.data.kind != DataSpec::Kind::Images)
         throw Error(options.modelDir + " is a ViT model: use --data images:DIR");
-    return family == ModelFamily::Bert ? runText(options, cancel, progress) : runImages(options, cancel, progress, warn);
+    return family == ModelFamily::Bert ? runText(options, cancel, progress)
+                                       : runImages(options, cancel, progress, warn);
 }
 
 } // namespace outlierlens

@@ -16,8 +16,8 @@ std::vector<std::string> vitTokenLabels(const VitConfig& config)
     return labels;
 }
 
-VitInspection inspectVit(VitNetwork& network, const ImagePreprocessing& preprocessing, const std::string& imagePath,
-                         const std::set<std::string>& captureNames)
+VitInspection inspectVit(VitNetwork& network, const ImagePreprocessing& preprocessing,
+                         const std::string& imagePath, const std::set<std::string>& captureNames)
 {
     return inspectVit(network, preprocessing, decodeImageFile(imagePath), captureNames);
 }
@@ -27,10 +27,11 @@ VitInspection inspectVit(VitNetwork& network, const ImagePreprocessing& preproce
 {
     const VitConfig& c = network.config();
     if (preprocessing.size != c.imageSize)
-        throw Error("the preprocessing produces " + std::to_string(preprocessing.size) + " px images but the model takes " +
-                    std::to_string(c.imageSize) + " px");
+        throw Error("the preprocessing produces " + std::to_string(preprocessing.size) +
+                    " px images but the model takes " + std::to_string(c.imageSize) + " px");
     if (c.numChannels != 3)
-        throw Error("only 3-channel (RGB) ViTs can take photos; this one has " + std::to_string(c.numChannels) + " channels");
+        throw Error("only 3-channel (RGB) ViTs can take photos; this one has " +
+                    std::to_string(c.numChannels) + " channels");
     VitInspection result;
     result.activations = captureNames.empty() ? RecordingSink() : RecordingSink(captureNames);
     result.resized = resizeAndCrop(image, preprocessing);

@@ -26,8 +26,8 @@ std::vector<std::string> vitTokenLabels(const VitConfig& config);
 
 /// Decodes, preprocesses and runs an image file under InferenceMode, recording `captureNames`
 /// (empty = every capture point).
-VitInspection inspectVit(VitNetwork& network, const ImagePreprocessing& preprocessing, const std::string& imagePath,
-                         const std::set<std::string>& captureNames = {});
+VitInspection inspectVit(VitNetwork& network, const ImagePreprocessing& preprocessing,
+                         const std::string& imagePath, const std::set<std::string>& captureNames = {});
 /// The same for an image already decoded.
 VitInspection inspectVit(VitNetwork& network, const ImagePreprocessing& preprocessing, const RgbImage& image,
                          const std::set<std::string>& captureNames = {});

@@ -21,7 +21,8 @@ VitBlockImpl::VitBlockImpl(const VitConfig& c)
 {
     norm1 = register_module("norm1", makeLayerNorm(c.hiddenSize, c.layerNormEps));
     auto attn = addContainer(*this, "attn");
-    qkv = attn->register_module("qkv", torch::nn::Linear(torch::nn::LinearOptions(c.hiddenSize, 3 * c.hiddenSize).bias(c.qkvBias)));
+    qkv = attn->register_module(
+        "qkv", torch::nn::Linear(torch::nn::LinearOptions(c.hiddenSize, 3 * c.hiddenSize).bias(c.qkvBias)));
     proj = attn->register_module("proj", torch::nn::Linear(c.hiddenSize, c.hiddenSize));
     gates.create(*attn, c.variant, c.numHeads, c.headDim());
     attnDropout = register_module("attn_drop", torch::nn::Dropout(0.0));
@@ -37,11 +38,13 @@ torch::Tensor VitBlockImpl::forward(const torch::Tensor& x, const CaptureScope& 
     const torch::Tensor h = norm1->forward(x);
     const std::vector<torch::Tensor> parts = qkv->forward(h).chunk(3, -1); // timm's row order: q, k, v
     // The gates see the attention's input: the LayerNorm output of this pre-LN block.
-    const torch::Tensor context = multiHeadAttention(spec, parts[0], parts[1], parts[2], h, {}, gates, attnDropout, capture);
+    const torch::Tensor context =
+        multiHeadAttention(spec, parts[0], parts[1], parts[2], h, {}, gates, attnDropout, capture);
     const torch::Tensor attnOut = proj->forward(context);
     capture.put(CapturePoint::AttnOut, attnOut);
     const torch::Tensor afterAttention = x + attnOut;
-    const torch::Tensor ffnOut = fc2->forward(applyActivation(fc1->forward(norm2->forward(afterAttention)), hiddenAct));
+    const torch::Tensor ffnOut =
+        fc2->forward(applyActivation(fc1->forward(norm2->forward(afterAttention)), hiddenAct));
     capture.put(CapturePoint::FfnOut, ffnOut);
     torch::Tensor out = afterAttention + ffnOut;
     capture.put(CapturePoint::Residual, out); // pre-LN: the block output is the residual stream
@@ -54,7 +57,8 @@ VisionTransformerImpl::VisionTransformerImpl(const VitConfig& c)
 {
     auto patchEmbed = addContainer(*this, "patch_embed");
     patchProj = patchEmbed->register_module(
-        "proj", torch::nn::Conv2d(torch::nn::Conv2dOptions(c.numChannels, c.hiddenSize, c.patchSize).stride(c.patchSize)));
+        "proj", torch::nn::Conv2d(
+                    torch::nn::Conv2dOptions(c.numChannels, c.hiddenSize, c.patchSize).stride(c.patchSize)));
     if (c.patchEmbedNorm)
         patchNorm = patchEmbed->register_module("norm", makeLayerNorm(c.hiddenSize, c.layerNormEps));
     clsToken = register_parameter("cls_token", torch::zeros({1, 1, c.hiddenSize}));
@@ -64,20 +68,20 @@ VisionTransformerImpl::VisionTransformerImpl(const VitConfig& c)
         blocks->push_back(VitBlock(c));
     register_module("blocks", blocks);
     norm = register_module("norm", makeLayerNorm(c.hiddenSize, c.layerNormEps));
-    if (c.numClasses > 0)
-        head = register_module("head", torch::nn::Linear(c.hiddenSize, c.numClasses));
+    if (c.numClasses > 0) head = register_module("head", torch::nn::Linear(c.hiddenSize, c.numClasses));
 }
 
 VitOutputs VisionTransformerImpl::forward(const torch::Tensor& pixels, ActivationSink* sink)
 {
     if (pixels.dim() != 4 || pixels.size(1) != config.numChannels || pixels.size(2) != config.imageSize ||
         pixels.size(3) != config.imageSize)
-        throw Error("ViT input must be [B, " + std::to_string(config.numChannels) + ", " + std::to_string(config.imageSize) +
-                    ", " + std::to_string(config.imageSize) + "], found " + shapeString(pixels));
+        throw Error("ViT input must be [B, " + std::to_string(config.numChannels) + ", " +
+                    std::to_string(config.imageSize) + ", " + std::to_string(config.imageSize) + "], found " +
+                    shapeString(pixels));
     const auto B = pixels.size(0);
-    torch::Tensor patches = patchProj->forward(pixels).flatten(2).transpose(1, 2); // [B, N, d], row-major patches
-    if (patchNorm)
-        patches = patchNorm->forward(patches);
+    torch::Tensor patches =
+        patchProj->forward(pixels).flatten(2).transpose(1, 2); // [B, N, d], row-major patches
+    if (patchNorm) patches = patchNorm->forward(patches);
     torch::Tensor x = torch::cat({clsToken.expand({B, -1, -1}), patches}, 1) + posEmbed;
     CaptureScope(sink, -1).put(CapturePoint::Embeddings, x);
     for (std::size_t i = 0; i < blocks->size(); ++i)

@@ -38,7 +38,8 @@ TORCH_MODULE(VitBlock);
 struct VitOutputs
 {
     torch::Tensor sequence; ///< [B, T, d] last block output, before the final LayerNorm
-    torch::Tensor logits;   ///< [B, classes] from the class token after the final LayerNorm; undefined without a head
+    torch::Tensor
+        logits; ///< [B, classes] from the class token after the final LayerNorm; undefined without a head
 };
 
 class VisionTransformerImpl : public torch::nn::Module

@@ -17,14 +17,14 @@ struct TimmSize
     int dim, depth, heads;
 };
 constexpr TimmSize kTimmSizes[] = {
-    {"tiny", 192, 12, 3}, {"small", 384, 12, 6}, {"base", 768, 12, 12}, {"large", 1024, 24, 16}, {"huge", 1280, 32, 16},
+    {"tiny", 192, 12, 3},    {"small", 384, 12, 6},  {"base", 768, 12, 12},
+    {"large", 1024, 24, 16}, {"huge", 1280, 32, 16},
 };
 
 std::vector<std::string> readId2Label(const nlohmann::json& j, const std::string& where)
 {
     std::vector<std::string> labels;
-    if (!j.contains("id2label") || !j["id2label"].is_object())
-        return labels;
+    if (!j.contains("id2label") || !j["id2label"].is_object()) return labels;
     const auto& map = j["id2label"];
     labels.assign(map.size(), std::string());
     for (auto it = map.begin(); it != map.end(); ++it) {
@@ -52,8 +52,7 @@ VitConfig fromTimm(const nlohmann::json& j, const std::string& where)
     std::smatch m;
     if (std::regex_match(c.architecture, m, pattern)) {
         for (const auto& s : kTimmSizes)
-            if (m[1] == s.name)
-                c.hiddenSize = s.dim, c.numLayers = s.depth, c.numHeads = s.heads;
+            if (m[1] == s.name) c.hiddenSize = s.dim, c.numLayers = s.depth, c.numHeads = s.heads;
         c.patchSize = std::stoi(m[2]);
         c.imageSize = std::stoi(m[3]);
     } else if (!j.contains("model_args")) {
@@ -78,7 +77,9 @@ VitConfig fromTimm(const nlohmann::json& j, const std::string& where)
             throw Error(where + ": global_pool '" + pool + "' is not supported (only token)");
         if (getBool(a, "pre_norm", where, false) || getBool(a, "no_embed_class", where, false) ||
             a.contains("init_values") || getBool(a, "fc_norm", where, false))
-            throw Error(where + ": pre_norm, no_embed_class, layer scale (init_values) and fc_norm are not supported");
+            throw Error(
+                where +
+                ": pre_norm, no_embed_class, layer scale (init_values) and fc_norm are not supported");
         c.patchEmbedNorm = getBool(a, "patch_embed_norm", where, false);
     }
     c.intermediateSize = int(mlpRatio * c.hiddenSize + 0.5);
@@ -88,8 +89,8 @@ VitConfig fromTimm(const nlohmann::json& j, const std::string& where)
         if (p.contains("input_size") && p["input_size"].is_array() && p["input_size"].size() == 3) {
             const int size = p["input_size"][1].get<int>();
             if (size != c.imageSize)
-                throw Error(where + ": pretrained_cfg input_size " + std::to_string(size) + " differs from img_size " +
-                            std::to_string(c.imageSize));
+                throw Error(where + ": pretrained_cfg input_size " + std::to_string(size) +
+                            " differs from img_size " + std::to_string(c.imageSize));
         }
         if (p.contains("label_names") && p["label_names"].is_array())
             for (const auto& n : p["label_names"])
@@ -130,8 +131,7 @@ VitConfig VitConfig::fromModelDir(const std::string& modelDir)
     if (!std::filesystem::exists(path))
         throw Error(modelDir + ": no config.json (expected a Hugging Face or timm model folder)");
     const nlohmann::json j = jsonutil::parseFile(path);
-    if (!j.is_object())
-        throw Error(path + ": expected a JSON object");
+    if (!j.is_object()) throw Error(path + ": expected a JSON object");
     VitConfig c = j.contains("architecture") ? fromTimm(j, path) : fromHuggingFace(j, path);
     c.variant = variantFromConfigJson(j, path);
     if (c.id2label.empty() && c.naming == VitNaming::Timm && j.contains("id2label"))
@@ -153,11 +153,10 @@ void VitConfig::validate(const std::string& where) const
     positive(numLayers, "depth");
     positive(numHeads, "heads");
     positive(intermediateSize, "MLP size");
-    if (numClasses < 0)
-        throw Error(where + ": number of classes must not be negative");
+    if (numClasses < 0) throw Error(where + ": number of classes must not be negative");
     if (imageSize % patchSize != 0)
-        throw Error(where + ": image size " + std::to_string(imageSize) + " is not a multiple of the patch size " +
-                    std::to_string(patchSize));
+        throw Error(where + ": image size " + std::to_string(imageSize) +
+                    " is not a multiple of the patch size " + std::to_string(patchSize));
     if (hiddenSize % numHeads != 0)
         throw Error(where + ": hidden size " + std::to_string(hiddenSize) + " is not a multiple of " +
                     std::to_string(numHeads) + " heads");
@@ -166,8 +165,8 @@ void VitConfig::validate(const std::string& where) const
     if (double(numLayers) * hiddenSize * intermediateSize > 1e12 || imageSize > 8192 || numClasses > 1000000)
         throw Error(where + ": model dimensions are implausibly large");
     if (!id2label.empty() && int(id2label.size()) != numClasses)
-        throw Error(where + ": " + std::to_string(id2label.size()) + " class names for " + std::to_string(numClasses) +
-                    " classes");
+        throw Error(where + ": " + std::to_string(id2label.size()) + " class names for " +
+                    std::to_string(numClasses) + " classes");
     variant.validate(where);
 }
 
@@ -196,19 +195,19 @@ std::string VitConfig::toTimmJson(const std::string& pretrainedCfgJson) const
     j["architecture"] = architecture.rfind("vit_", 0) == 0 ? architecture : "vit_custom";
     j["num_classes"] = numClasses;
     j["num_features"] = hiddenSize;
-    j["model_args"] = {{"img_size", imageSize},   {"patch_size", patchSize},
-                       {"in_chans", numChannels}, {"embed_dim", hiddenSize},
-                       {"depth", numLayers},      {"num_heads", numHeads},
+    j["model_args"] = {{"img_size", imageSize},
+                       {"patch_size", patchSize},
+                       {"in_chans", numChannels},
+                       {"embed_dim", hiddenSize},
+                       {"depth", numLayers},
+                       {"num_heads", numHeads},
                        {"mlp_ratio", double(intermediateSize) / hiddenSize},
                        {"qkv_bias", qkvBias}};
-    if (patchEmbedNorm)
-        j["model_args"]["patch_embed_norm"] = true;
+    if (patchEmbedNorm) j["model_args"]["patch_embed_norm"] = true;
     j["layer_norm_eps"] = layerNormEps;
-    if (!pretrainedCfgJson.empty())
-        j["pretrained_cfg"] = nlohmann::json::parse(pretrainedCfgJson);
+    if (!pretrainedCfgJson.empty()) j["pretrained_cfg"] = nlohmann::json::parse(pretrainedCfgJson);
     if (!id2label.empty()) {
-        if (!j.contains("pretrained_cfg"))
-            j["pretrained_cfg"] = nlohmann::json::object();
+        if (!j.contains("pretrained_cfg")) j["pretrained_cfg"] = nlohmann::json::object();
         j["pretrained_cfg"]["label_names"] = id2label;
     }
     addVariantToConfigJson(variant, j);

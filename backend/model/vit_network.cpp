@@ -16,7 +16,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool startsWith(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+bool startsWith(const std::string& s, const std::string& prefix)
+{
+    return s.rfind(prefix, 0) == 0;
+}
 
 } // namespace
 
@@ -24,8 +27,12 @@ StateDict mapHuggingFaceVitKeys(StateDict tensors, int numLayers, const std::str
 {
     static const std::regex layerKey(R"(encoder\.layer\.(\d+)\.(.+))");
     static const std::vector<std::pair<std::string, std::string>> layerParts = {
-        {"layernorm_before.", "norm1."},      {"layernorm_after.", "norm2."},  {"attention.attention.alpha", "attn.alpha"},
-        {"attention.output.dense.", "attn.proj."}, {"intermediate.dense.", "mlp.fc1."}, {"output.dense.", "mlp.fc2."},
+        {"layernorm_before.", "norm1."},
+        {"layernorm_after.", "norm2."},
+        {"attention.attention.alpha", "attn.alpha"},
+        {"attention.output.dense.", "attn.proj."},
+        {"intermediate.dense.", "mlp.fc1."},
+        {"output.dense.", "mlp.fc2."},
     };
     static const std::vector<std::pair<std::string, std::string>> topParts = {
         {"embeddings.cls_token", "cls_token"},
@@ -58,11 +65,9 @@ StateDict mapHuggingFaceVitKeys(StateDict tensors, int numLayers, const std::str
                     mapped = "blocks." + layer + "." + to + rest.substr(from.size());
         } else {
             for (const auto& [from, to] : topParts)
-                if (mapped.empty() && startsWith(name, from))
-                    mapped = to + name.substr(from.size());
+                if (mapped.empty() && startsWith(name, from)) mapped = to + name.substr(from.size());
         }
-        if (mapped == "-")
-            continue;
+        if (mapped == "-") continue;
         // Unknown names pass through unchanged, so strict loading reports them as the file has them.
         out.emplace(mapped.empty() ? original : mapped, std::move(tensor));
     }
@@ -71,13 +76,12 @@ StateDict mapHuggingFaceVitKeys(StateDict tensors, int numLayers, const std::str
             std::vector<torch::Tensor> parts;
             for (const char* part : {"query", "key", "value"}) {
                 const auto it = qkvParts.find(std::to_string(layer) + "." + part + "." + kind);
-                if (it != qkvParts.end())
-                    parts.push_back(it->second);
+                if (it != qkvParts.end()) parts.push_back(it->second);
             }
-            if (parts.empty())
-                continue; // strict loading reports blocks.N.attn.qkv.* as missing
+            if (parts.empty()) continue; // strict loading reports blocks.N.attn.qkv.* as missing
             if (parts.size() != 3)
-                throw Error(file + ": layer " + std::to_string(layer) + " has only some of query/key/value ." + kind);
+                throw Error(file + ": layer " + std::to_string(layer) +
+                            " has only some of query/key/value ." + kind);
             out.emplace("blocks." + std::to_string(layer) + ".attn.qkv." + kind, torch::cat(parts, 0));
         }
     }
@@ -96,8 +100,7 @@ VitNetwork::VitNetwork(const VitConfig& config)
 VitNetwork VitNetwork::load(const std::string& modelDir, const VariantOverride& override)
 {
     VitConfig config = VitConfig::fromModelDir(modelDir);
-    if (!override.empty())
-        config.variant = override.applyTo(config.variant);
+    if (!override.empty()) config.variant = override.applyTo(config.variant);
     const std::string weights = findWeightsFile(modelDir);
     StateDict tensors = readStateDict(weights);
 
@@ -118,8 +121,7 @@ VitNetwork VitNetwork::create(const VitConfig& config, std::uint64_t seed)
     for (auto& item : net.m_module->named_parameters(true)) {
         const std::string& name = item.key();
         torch::Tensor& p = item.value();
-        if (name.find("alpha") != std::string::npos)
-            continue; // gates keep their init (bias logit(pi_init))
+        if (name.find("alpha") != std::string::npos) continue; // gates keep their init (bias logit(pi_init))
         if (name == "cls_token")
             p.normal_(0.0, 1e-6);
         else if (name == "pos_embed" || p.dim() >= 2)
@@ -145,8 +147,7 @@ void VitNetwork::save(const std::string& dir, const std::string& pretrainedCfgJs
     {
         std::ofstream out(configFile.tempPath(), std::ios::binary);
         out << config.toTimmJson(pretrainedCfgJson);
-        if (!out)
-            throw Error(configFile.finalPath() + ": cannot write");
+        if (!out) throw Error(configFile.finalPath() + ": cannot write");
     }
     configFile.commit();
 }

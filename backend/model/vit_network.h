@@ -43,6 +43,7 @@ private:
 };
 
 /// Maps Hugging Face ViT names onto timm's (query/key/value concatenated into qkv). Exposed for tests.
-StateDict mapHuggingFaceVitKeys(StateDict tensors, int numLayers, const std::string& file, LoadReport& report);
+StateDict mapHuggingFaceVitKeys(StateDict tensors, int numLayers, const std::string& file,
+                                LoadReport& report);
 
 } // namespace outlierlens

@@ -13,22 +13,17 @@ ImageNetClasses ImageNetClasses::fromFiles(const std::string& namesPath, const s
 {
     ImageNetClasses classes;
     std::ifstream in(namesPath);
-    if (!in)
-        throw Error(namesPath + ": cannot open the class list");
+    if (!in) throw Error(namesPath + ": cannot open the class list");
     std::string line;
     while (std::getline(in, line)) {
-        if (!line.empty() && line.back() == '\r')
-            line.pop_back();
-        if (line.empty())
-            continue;
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line.empty()) continue;
         classes.m_names.push_back(line.substr(0, line.find(',')));
     }
-    if (classes.m_names.empty())
-        throw Error(namesPath + ": the class list is empty");
+    if (classes.m_names.empty()) throw Error(namesPath + ": the class list is empty");
     if (!indexJsonPath.empty()) {
         const nlohmann::json j = jsonutil::parseFile(indexJsonPath);
-        if (!j.is_object())
-            throw Error(indexJsonPath + ": expected an object {\"0\": [wnid, name], ...}");
+        if (!j.is_object()) throw Error(indexJsonPath + ": expected an object {\"0\": [wnid, name], ...}");
         for (auto it = j.begin(); it != j.end(); ++it) {
             int index = -1;
             try {
@@ -47,8 +42,8 @@ ImageNetClasses ImageNetClasses::fromFiles(const std::string& namesPath, const s
 const std::string& ImageNetClasses::name(int index) const
 {
     if (index < 0 || index >= int(m_names.size()))
-        throw Error("class index " + std::to_string(index) + " is outside the " + std::to_string(m_names.size()) +
-                    " known classes");
+        throw Error("class index " + std::to_string(index) + " is outside the " +
+                    std::to_string(m_names.size()) + " known classes");
     return m_names[std::size_t(index)];
 }
 

@@ -131,6 +131,45 @@ private Q_SLOTS:
                            ref.readTensor("layers/gate")[1][0].index({Slice(), Slice(0, 13)}), 1e-5);
     }
 
+    void inspectImageMatchesTimm()
+    {
+        // Decoding + timm's eval transform + the model, end to end, against timm's numbers.
+        QTemporaryDir dir;
+        const QString dump = dir.path() + "/cat.h5";
+        const Run r = runApp({"inspect", "--model", fx("vit/timm"), "--image",
+                              fx("vit/images/chelsea_cat.png"), "--dump", dump});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QVERIFY2(r.out.contains("top-5: "), qPrintable(r.out));
+        Hdf5Reader got(dump.toStdString());
+        Hdf5Reader ref(fixture("vit/reference.h5"));
+        const std::vector<std::string> tokens = got.readStrings("tokens");
+        QCOMPARE(tokens.size(), std::size_t(197));
+        QCOMPARE(tokens[0], std::string("[CLS]"));
+        QCOMPARE(tokens[15], std::string("patch 1,0"));
+        QCOMPARE(got.intArrayAttribute("tokens", "grid"), (std::vector<std::int64_t>{14, 14}));
+        OL_COMPARE_TENSORS("embeddings", got.readTensor("embeddings"), ref.readTensor("embeddings")[0], 1e-4);
+        OL_COMPARE_TENSORS("layer1/attn_probs", got.readTensor("layer1/attn_probs"),
+                           ref.readTensor("attentions")[1][0], 1e-5);
+        OL_COMPARE_TENSORS("logits", got.readTensor("logits"), ref.readTensor("outputs/logits")[0], 1e-4);
+    }
+
+    void badImagesFailWithOneLine()
+    {
+        QTemporaryDir dir;
+        const QString broken = dir.path() + "/broken.png";
+        {
+            std::ofstream out(broken.toStdString());
+            out << "\x89PNG not really";
+        }
+        for (const QString& image : {broken, dir.path() + "/missing.jpg", fx("bert/hf/config.json")}) {
+            const Run r = runApp({"inspect", "--model", fx("vit/hf"), "--image", image});
+            QCOMPARE(r.exitCode, 1);
+            QVERIFY2(r.err.startsWith("outlierlens inspect: error: ") && r.err.count('\n') == 1,
+                     qPrintable(r.err));
+            QVERIFY2(r.err.contains(QFileInfo(image).fileName()), qPrintable(r.err));
+        }
+    }
+
     void tokenizeMatchesHuggingFace()
     {
         QTemporaryDir dir;
