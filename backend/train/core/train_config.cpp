@@ -1,0 +1,606 @@
+#include "train/core/train_config.h"
+
+#include "common/error.h"
+#include "common/json_util.h"
+#include "train/core/closest_name.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <sstream>
+#include <type_traits>
+#include <variant>
+
+namespace outlierlens {
+namespace {
+
+// ---- Enumerations as text -------------------------------------------------------------------
+
+template<class E>
+constexpr int enumCount();
+template<>
+constexpr int enumCount<TrainTask>()
+{
+    return 4;
+}
+template<>
+constexpr int enumCount<DecayKind>()
+{
+    return 3;
+}
+template<>
+constexpr int enumCount<SoftmaxKind>()
+{
+    return 2;
+}
+template<>
+constexpr int enumCount<GateKind>()
+{
+    return 4;
+}
+
+template<class E>
+std::vector<std::string> enumNames()
+{
+    std::vector<std::string> names;
+    for (int i = 0; i < enumCount<E>(); ++i)
+        names.push_back(toString(E(i)));
+    return names;
+}
+
+template<class E>
+std::optional<E> enumFromName(const std::string& text)
+{
+    for (int i = 0; i < enumCount<E>(); ++i)
+        if (toString(E(i)) == text) return E(i);
+    return std::nullopt;
+}
+
+std::string joined(const std::vector<std::string>& items, const std::string& separator)
+{
+    std::string out;
+    for (const std::string& item : items)
+        out += (out.empty() ? "" : separator) + item;
+    return out;
+}
+
+// ---- Numbers as text, locale-independent ---------------------------------------------------------
+
+/// The shortest decimal that reads back as the same double.
+std::string formatDouble(double v)
+{
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    std::string text;
+    for (int precision = 1; precision <= 17; ++precision) {
+        std::ostringstream out;
+        out.imbue(std::locale::classic());
+        out.precision(precision);
+        out << v;
+        text = out.str();
+        double back = 0;
+        const auto r = std::from_chars(text.data(), text.data() + text.size(), back);
+        if (r.ec == std::errc() && back == v) break;
+    }
+    return text;
+}
+
+std::optional<double> parseDouble(std::string text)
+{
+    if (!text.empty() && text[0] == '+') text.erase(0, 1);
+    double v = 0;
+    const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (text.empty() || r.ec != std::errc() || r.ptr != text.data() + text.size() || !std::isfinite(v))
+        return std::nullopt;
+    return v;
+}
+
+/// An integer in [lo, hi], also written as an integral number in scientific notation ("1e6").
+template<class T>
+std::optional<T> parseInteger(std::string text)
+{
+    if (!text.empty() && text[0] == '+') text.erase(0, 1);
+    T v = 0;
+    const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (!text.empty() && r.ec == std::errc() && r.ptr == text.data() + text.size()) return v;
+    if (r.ec == std::errc::result_out_of_range) return std::nullopt;
+    const std::optional<double> d = parseDouble(text);
+    if (!d || *d != std::floor(*d) || *d < double(std::numeric_limits<T>::min()) ||
+        *d >= double(std::numeric_limits<T>::max()))
+        return std::nullopt;
+    return T(*d);
+}
+
+std::optional<bool> parseBool(const std::string& text)
+{
+    if (text == "true" || text == "1" || text == "yes" || text == "on") return true;
+    if (text == "false" || text == "0" || text == "no" || text == "off") return false;
+    return std::nullopt;
+}
+
+// ---- The field table ---------------------------------------------------------------------------
+
+using FieldRef = std::variant<std::string*, int*, std::int64_t*, std::uint64_t*, double*, bool*,
+                              std::optional<double>*, TrainTask*, DecayKind*, SoftmaxKind*, GateKind*>;
+
+struct FieldDef
+{
+    const char* name;
+    const char* group;
+    const char* help;
+    FieldRef (*ref)(TrainConfig&);
+};
+
+template<class T>
+constexpr bool isEnum = std::is_enum_v<T>;
+
+template<class T>
+std::string typeName(T*)
+{
+    if constexpr (std::is_same_v<T, std::string>)
+        return "text";
+    else if constexpr (std::is_same_v<T, bool>)
+        return "bool";
+    else if constexpr (std::is_same_v<T, double>)
+        return "number";
+    else if constexpr (std::is_same_v<T, std::optional<double>>)
+        return "number or none";
+    else if constexpr (isEnum<T>)
+        return "choice";
+    else
+        return "integer";
+}
+
+template<class T>
+std::vector<std::string> choicesOf(T*)
+{
+    if constexpr (isEnum<T>)
+        return enumNames<T>();
+    else
+        return {};
+}
+
+/// "an integer", "one of mlm, nli, image or synthetic", ... for messages.
+template<class T>
+std::string expectation(T* p)
+{
+    if constexpr (std::is_same_v<T, std::string>)
+        return "a string";
+    else if constexpr (std::is_same_v<T, bool>)
+        return "true or false";
+    else if constexpr (std::is_same_v<T, double>)
+        return "a finite number";
+    else if constexpr (std::is_same_v<T, std::optional<double>>)
+        return "a finite number or none";
+    else if constexpr (isEnum<T>)
+        return "one of " + joined(choicesOf(p), ", ");
+    else if constexpr (std::is_same_v<T, std::uint64_t>)
+        return "a non-negative integer";
+    else
+        return "an integer in [" + std::to_string(std::numeric_limits<T>::min()) + ", " +
+               std::to_string(std::numeric_limits<T>::max()) + "]";
+}
+
+/// The value as a flag would take it.
+template<class T>
+std::string formatValue(const T& v)
+{
+    if constexpr (std::is_same_v<T, std::string>)
+        return v;
+    else if constexpr (std::is_same_v<T, bool>)
+        return v ? "true" : "false";
+    else if constexpr (std::is_same_v<T, double>)
+        return formatDouble(v);
+    else if constexpr (std::is_same_v<T, std::optional<double>>)
+        return v ? formatDouble(*v) : "none";
+    else if constexpr (isEnum<T>)
+        return toString(v);
+    else
+        return std::to_string(v);
+}
+
+/// Parses flag text into *p; false if the text is not a value of the type.
+template<class T>
+bool setFromText(T* p, const std::string& text)
+{
+    if constexpr (std::is_same_v<T, std::string>) {
+        *p = text;
+        return true;
+    } else if constexpr (std::is_same_v<T, bool>) {
+        const auto v = parseBool(text);
+        if (v) *p = *v;
+        return v.has_value();
+    } else if constexpr (std::is_same_v<T, double>) {
+        const auto v = parseDouble(text);
+        if (v) *p = *v;
+        return v.has_value();
+    } else if constexpr (std::is_same_v<T, std::optional<double>>) {
+        if (text == "none" || text == "null") {
+            p->reset();
+            return true;
+        }
+        const auto v = parseDouble(text);
+        if (v) *p = *v;
+        return v.has_value();
+    } else if constexpr (isEnum<T>) {
+        const auto v = enumFromName<T>(text);
+        if (v) *p = *v;
+        return v.has_value();
+    } else {
+        const auto v = parseInteger<T>(text);
+        if (v) *p = *v;
+        return v.has_value();
+    }
+}
+
+/// Reads a JSON value into *p; false if it is not a value of the type.
+template<class T>
+bool setFromJson(T* p, const nlohmann::json& j)
+{
+    if constexpr (std::is_same_v<T, std::string>) {
+        if (!j.is_string()) return false;
+        *p = j.get<std::string>();
+        return true;
+    } else if constexpr (std::is_same_v<T, bool>) {
+        if (!j.is_boolean()) return false;
+        *p = j.get<bool>();
+        return true;
+    } else if constexpr (std::is_same_v<T, double>) {
+        if (!j.is_number()) return false;
+        *p = j.get<double>();
+        return std::isfinite(*p);
+    } else if constexpr (std::is_same_v<T, std::optional<double>>) {
+        if (j.is_null()) {
+            p->reset();
+            return true;
+        }
+        if (!j.is_number() || !std::isfinite(j.get<double>())) return false;
+        *p = j.get<double>();
+        return true;
+    } else if constexpr (isEnum<T>) {
+        if (!j.is_string()) return false;
+        const auto v = enumFromName<T>(j.get<std::string>());
+        if (v) *p = *v;
+        return v.has_value();
+    } else {
+        if (j.is_number_unsigned()) {
+            const auto u = j.get<std::uint64_t>();
+            if (u > std::uint64_t(std::numeric_limits<T>::max())) return false;
+            *p = T(u);
+            return true;
+        }
+        if (j.is_number_integer()) {
+            const auto i = j.get<std::int64_t>();
+            if (i < std::int64_t(std::numeric_limits<T>::min()) ||
+                (i > 0 && std::uint64_t(i) > std::uint64_t(std::numeric_limits<T>::max())))
+                return false;
+            *p = T(i);
+            return true;
+        }
+        if (j.is_number_float()) { // 1e6 written by hand
+            const auto v = parseInteger<T>(formatDouble(j.get<double>()));
+            if (v) *p = *v;
+            return v.has_value();
+        }
+        return false;
+    }
+}
+
+template<class T>
+nlohmann::ordered_json toJson(const T& v)
+{
+    if constexpr (std::is_same_v<T, std::optional<double>>)
+        return v ? nlohmann::ordered_json(*v) : nullptr;
+    else if constexpr (isEnum<T>)
+        return toString(v);
+    else
+        return v;
+}
+
+constexpr const char* kData = "task and data";
+constexpr const char* kModel = "model";
+constexpr const char* kAttention = "attention variant";
+constexpr const char* kOptimization = "optimization";
+constexpr const char* kRun = "logging, evaluation, checkpoints";
+// constexpr const char* kSynthetic = "synthetic task"; // for the synthetic task's rows
+
+#define OL_MEMBER(member) [](TrainConfig& c) -> FieldRef { return &c.member; }
+
+/// THE table: one row per TrainConfig field. JSON keys, flags, --help, run.json and the field list
+/// all come from here; defaults come from TrainConfig's initialisers.
+const std::vector<FieldDef>& fieldTable()
+{
+    static const std::vector<FieldDef> table = {
+        {"task", kData,
+         "what to train: mlm (masked LM on text), nli (MNLI classifier), image (ViT), synthetic",
+         OL_MEMBER(task)},
+        {"output", kData, "run folder for run.json, metrics, checkpoints and the final model (required)",
+         OL_MEMBER(output)},
+        {"corpus", kData, "mlm: training text file", OL_MEMBER(corpus)},
+        {"valid_corpus", kData, "mlm: held-out text file for perplexity", OL_MEMBER(validCorpus)},
+        {"data", kData, "nli: MNLI file; image: 'fashion-mnist' (Debian's IDX files) or an image folder",
+         OL_MEMBER(data)},
+        {"vocab", kData, "BERT vocab.txt (empty: sample_data/bert/vocab.txt)", OL_MEMBER(vocab)},
+        {"init", kData, "nli: pre-trained model folder to fine-tune, e.g. an mlm run's final/ (required)",
+         OL_MEMBER(init)},
+        {"nli_train_pairs", kData, "nli: sentence pairs of the data used for training; the rest are held out",
+         OL_MEMBER(nliTrainPairs)},
+
+        {"preset", kModel,
+         "model size: bert-tiny, bert-mini, bert-small, bert-6l, bert-base, bert-large, "
+         "vit-fmnist, vit-tiny, vit-small, vit-base (empty: bert-mini for mlm, bert-tiny for "
+         "synthetic, vit-fmnist for image; nli uses the init model's)",
+         OL_MEMBER(preset)},
+        {"hidden_size", kModel, "hidden size d (0: from the preset)", OL_MEMBER(hiddenSize)},
+        {"num_layers", kModel, "transformer layers (0: from the preset)", OL_MEMBER(numLayers)},
+        {"num_heads", kModel, "attention heads (0: from the preset)", OL_MEMBER(numHeads)},
+        {"intermediate_size", kModel, "FFN hidden size (0: from the preset)", OL_MEMBER(intermediateSize)},
+        {"seq_length", kModel, "BERT tasks: tokens per sequence, [CLS] and [SEP] included",
+         OL_MEMBER(seqLength)},
+        {"image_size", kModel, "image: input size in pixels (0: from the preset)", OL_MEMBER(imageSize)},
+        {"patch_size", kModel, "image: patch size in pixels (0: from the preset)", OL_MEMBER(patchSize)},
+
+        {"softmax", kAttention, "attention softmax: vanilla or clipped", OL_MEMBER(variant.softmax)},
+        {"gamma", kAttention, "clipped softmax: lower stretch gamma <= 0 (or give alpha)",
+         OL_MEMBER(variant.gamma)},
+        {"zeta", kAttention, "clipped softmax: upper stretch zeta >= 1", OL_MEMBER(variant.zeta)},
+        {"alpha", kAttention, "clipped softmax: gamma = -alpha / T instead of gamma (none: use gamma)",
+         OL_MEMBER(variant.alpha)},
+        {"max_seq_length", kAttention, "T of the alpha rule (0: seq_length for BERT, patches + 1 for ViT)",
+         OL_MEMBER(variant.maxSeqLength)},
+        {"gate", kAttention, "gated attention: none, linear or mlp (per head), all_heads_linear",
+         OL_MEMBER(variant.gate)},
+        {"n_hid", kAttention, "mlp gate: hidden units", OL_MEMBER(variant.nHid)},
+        {"pi_init", kAttention, "gated attention: initial gate probability, in (0, 1)",
+         OL_MEMBER(variant.piInit)},
+
+        {"steps", kOptimization, "optimizer steps", OL_MEMBER(steps)},
+        {"batch_size", kOptimization, "sequences or images per step", OL_MEMBER(batchSize)},
+        {"lr", kOptimization, "peak learning rate (after the warm-up)", OL_MEMBER(lr)},
+        {"weight_decay", kOptimization, "AdamW decoupled weight decay (not on biases and LayerNorm weights)",
+         OL_MEMBER(weightDecay)},
+        {"beta1", kOptimization, "AdamW beta1", OL_MEMBER(beta1)},
+        {"beta2", kOptimization, "AdamW beta2", OL_MEMBER(beta2)},
+        {"adam_eps", kOptimization, "AdamW epsilon", OL_MEMBER(adamEps)},
+        {"warmup_steps", kOptimization, "steps of linear learning-rate warm-up from 0",
+         OL_MEMBER(warmupSteps)},
+        {"decay", kOptimization,
+         "learning rate after the warm-up: linear (to 0 at the last step), cosine, constant",
+         OL_MEMBER(decay)},
+        {"grad_clip", kOptimization, "clip the gradients' total L2 norm to this (0: no clipping)",
+         OL_MEMBER(gradClip)},
+        {"mask_probability", kOptimization, "mlm: fraction of tokens chosen for prediction",
+         OL_MEMBER(maskProbability)},
+        {"dropout", kOptimization, "dropout probability", OL_MEMBER(dropout)},
+        {"augment", kOptimization, "image: augment the training images", OL_MEMBER(augment)},
+        {"layer_norm_decay", kOptimization, "also decay LayerNorm weights (gamma); damps outliers",
+         OL_MEMBER(layerNormDecay)},
+
+        {"log_every", kRun, "steps between progress lines", OL_MEMBER(logEvery)},
+        {"eval_every", kRun, "steps between evaluations and outlier probes", OL_MEMBER(evalEvery)},
+        {"checkpoint_every", kRun, "steps between checkpoints (a killed run resumes from the last)",
+         OL_MEMBER(checkpointEvery)},
+        {"eval_batches", kRun, "held-out batches per evaluation", OL_MEMBER(evalBatches)},
+        {"keep_checkpoints", kRun, "checkpoints kept (older ones are deleted)", OL_MEMBER(keepCheckpoints)},
+        {"seed", kRun, "random seed (initialisation, batches, masking, dropout)", OL_MEMBER(seed)},
+        {"threads", kRun, "LibTorch threads (0: all cores)", OL_MEMBER(threads)},
+
+        // ---- Synthetic task options: one row per field, group kSynthetic, e.g.
+        // {"synthetic_vocab", kSynthetic, "synthetic: vocabulary size", OL_MEMBER(syntheticVocab)},
+    };
+    return table;
+}
+
+#undef OL_MEMBER
+
+std::string normalizedFlag(std::string name)
+{
+    if (name.rfind("--", 0) == 0) name.erase(0, 2);
+    std::replace(name.begin(), name.end(), '-', '_');
+    return name;
+}
+
+/// Names users bring from Hugging Face's run_mlm.py and the paper's scripts, for suggestions only:
+/// run.json stays strict.
+std::string familiarFieldName(const std::string& key)
+{
+    static const std::vector<std::pair<std::string, std::string>> names = {
+        {"learning_rate", "lr"},
+        {"max_train_steps", "steps"},
+        {"max_steps", "steps"},
+        {"num_train_steps", "steps"},
+        {"num_warmup_steps", "warmup_steps"},
+        {"per_device_train_batch_size", "batch_size"},
+        {"train_batch_size", "batch_size"},
+        {"max_grad_norm", "grad_clip"},
+        {"adam_epsilon", "adam_eps"},
+        {"adam_beta1", "beta1"},
+        {"adam_beta2", "beta2"},
+        {"mlm_probability", "mask_probability"},
+        {"lr_scheduler_type", "decay"},
+        {"output_dir", "output"},
+        {"train_file", "corpus"},
+        {"validation_file", "valid_corpus"},
+        {"model_name_or_path", "init"},
+        {"config_name", "preset"},
+        {"num_hidden_layers", "num_layers"},
+        {"num_attention_heads", "num_heads"},
+        {"attn_softmax", "softmax"},
+        {"attn_gate_type", "gate"},
+        {"attn_gate_init", "pi_init"},
+        {"hidden_dropout_prob", "dropout"},
+        {"wd_ln_gamma", "layer_norm_decay"},
+    };
+    for (const auto& [familiar, ours] : names)
+        if (key == familiar) return ours;
+    return "";
+}
+
+std::vector<std::string> fieldNames()
+{
+    std::vector<std::string> names;
+    for (const FieldDef& f : fieldTable())
+        names.push_back(f.name);
+    return names;
+}
+
+/// The known field to suggest for an unknown key or flag.
+std::string suggestedField(const std::string& typed)
+{
+    std::string key = normalizedFlag(typed);
+    std::transform(key.begin(), key.end(), key.begin(),
+                   [](unsigned char ch) { return char(std::tolower(ch)); });
+    const std::string familiar = familiarFieldName(key);
+    return familiar.empty() ? closestName(key, fieldNames()) : familiar;
+}
+
+const FieldDef* findField(const std::string& name)
+{
+    for (const FieldDef& f : fieldTable())
+        if (name == f.name) return &f;
+    return nullptr;
+}
+
+std::vector<std::string> wrapWords(const std::string& text, std::size_t width)
+{
+    std::vector<std::string> lines(1);
+    std::istringstream words(text);
+    std::string word;
+    while (words >> word) {
+        if (!lines.back().empty() && lines.back().size() + 1 + word.size() > width) lines.emplace_back();
+        lines.back() += (lines.back().empty() ? "" : " ") + word;
+    }
+    return lines;
+}
+
+} // namespace
+
+std::string toString(TrainTask task)
+{
+    switch (task) {
+    case TrainTask::MaskedLm:
+        return "mlm";
+    case TrainTask::Nli:
+        return "nli";
+    case TrainTask::Image:
+        return "image";
+    case TrainTask::Synthetic:
+        return "synthetic";
+    }
+    return "mlm";
+}
+
+TrainTask parseTrainTask(const std::string& text)
+{
+    if (const auto task = enumFromName<TrainTask>(text)) return *task;
+    throw Error("unknown task '" + text + "' (expected " + joined(enumNames<TrainTask>(), ", ") + ")");
+}
+
+const std::vector<TrainFieldInfo>& trainFields()
+{
+    static const std::vector<TrainFieldInfo> fields = [] {
+        std::vector<TrainFieldInfo> out;
+        TrainConfig defaults;
+        for (const FieldDef& f : fieldTable()) {
+            TrainFieldInfo info;
+            info.name = f.name;
+            info.group = f.group;
+            info.help = f.help;
+            std::visit(
+                [&](auto* p) {
+                    info.type = typeName(p);
+                    info.choices = choicesOf(p);
+                    info.defaultText = formatValue(*p);
+                },
+                f.ref(defaults));
+            out.push_back(std::move(info));
+        }
+        return out;
+    }();
+    return fields;
+}
+
+std::string trainFlagsHelp(int width)
+{
+    constexpr std::size_t kColumn = 34;
+    const std::size_t textWidth = std::max<std::size_t>(30, std::size_t(std::max(width, 0)) - kColumn);
+    std::string out;
+    std::string group;
+    for (const TrainFieldInfo& f : trainFields()) {
+        if (f.group != group) {
+            group = f.group;
+            out += (out.empty() ? "" : "\n") + std::string(1, char(std::toupper(group[0]))) +
+                   group.substr(1) + ":\n";
+        }
+        std::string value = f.type == "text"             ? "TEXT"
+                            : f.type == "integer"        ? "N"
+                            : f.type == "number"         ? "X"
+                            : f.type == "bool"           ? "true|false"
+                            : f.type == "number or none" ? "X|none"
+                                                         : joined(f.choices, "|");
+        std::string left = "  --" + f.name + " " + value;
+        const std::string help = f.help + (f.defaultText.empty() ? "" : " (default " + f.defaultText + ")");
+        const std::vector<std::string> lines = wrapWords(help, textWidth);
+        if (left.size() + 2 > kColumn) {
+            out += left + "\n";
+            left.clear();
+        }
+        for (const std::string& line : lines) {
+            out += left + std::string(kColumn - left.size(), ' ') + line + "\n";
+            left.clear();
+        }
+    }
+    return out;
+}
+
+TrainConfig parseTrainConfig(const std::string& jsonText, const std::string& where)
+{
+    const nlohmann::json j = jsonutil::parseText(jsonText, where);
+    if (!j.is_object())
+        throw Error(where + ": expected a JSON object of training settings, found " + j.type_name());
+    TrainConfig config;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+        const FieldDef* field = findField(it.key());
+        if (!field)
+            throw Error(where + ": unknown field '" + it.key() + "' (did you mean '" +
+                        suggestedField(it.key()) + "'?)");
+        std::visit(
+            [&](auto* p) {
+                if (!setFromJson(p, *it))
+                    throw Error(where + ": field '" + it.key() + "' must be " + expectation(p) + ", found " +
+                                it->dump());
+            },
+            field->ref(config));
+    }
+    return config;
+}
+
+std::string trainConfigToJson(const TrainConfig& config)
+{
+    TrainConfig copy = config; // the table hands out mutable pointers
+    nlohmann::ordered_json j = nlohmann::ordered_json::object();
+    for (const FieldDef& f : fieldTable())
+        std::visit([&](auto* p) { j[f.name] = toJson(*p); }, f.ref(copy));
+    return j.dump(2) + "\n";
+}
+
+void applyTrainFlag(TrainConfig& config, const std::string& name, const std::string& value)
+{
+    const std::string key = normalizedFlag(name);
+    const std::string shown = "--" + (name.rfind("--", 0) == 0 ? name.substr(2) : name);
+    const FieldDef* field = findField(key);
+    if (!field) throw Error("unknown option " + shown + " (did you mean --" + suggestedField(key) + "?)");
+    std::visit(
+        [&](auto* p) {
+            if (!setFromText(p, value))
+                throw Error(shown + ": expected " + expectation(p) + ", found '" + value + "'");
+        },
+        field->ref(config));
+}
+
+} // namespace outlierlens

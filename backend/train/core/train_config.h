@@ -1,0 +1,159 @@
+#pragma once
+// Any thread: plain values and pure functions (the tables are built once, thread-safely).
+
+#include "model/config.h"
+#include "model/vit_config.h"
+#include "train/core/lr_schedule.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace outlierlens {
+
+/// What a run trains.
+enum class TrainTask {
+    MaskedLm,  ///< "mlm": BERT masked language model on a text corpus
+    Nli,       ///< "nli": BERT sentence-pair classifier on MNLI
+    Image,     ///< "image": ViT classifier on Fashion-MNIST or an image folder
+    Synthetic, ///< "synthetic": BERT-style encoder on a generated toy task
+};
+
+/// "mlm", "nli", "image", "synthetic".
+std::string toString(TrainTask task);
+/// Parses the names of toString(); throws Error listing them otherwise.
+TrainTask parseTrainTask(const std::string& text);
+
+/// Everything `outlierlens train` needs. Every field is a key of run.json and a command-line flag
+/// (--name for key "name"); the names, types, help and defaults are in trainFields(). Defaults are
+/// the initialisers below. Steps are optimizer steps, counted from 0 in the schedule.
+struct TrainConfig
+{
+    // Task and data
+    TrainTask task = TrainTask::MaskedLm; ///< "task"
+    std::string output;                   ///< "output": run folder
+    std::string corpus;                   ///< "corpus": mlm training text
+    std::string validCorpus;              ///< "valid_corpus": mlm held-out text
+    std::string data;                  ///< "data": nli: MNLI file; image: "fashion-mnist" or an image folder
+    std::string vocab;                 ///< "vocab": BERT vocab.txt (empty: sample_data/bert/vocab.txt)
+    std::string init;                  ///< "init": nli: pre-trained model folder to start from (required)
+    std::int64_t nliTrainPairs = 8000; ///< "nli_train_pairs"
+
+    // Model
+    std::string
+        preset; ///< "preset": model size (bert-mini, ..., vit-fmnist, ...); empty: defaultModelPreset()
+    int hiddenSize = 0;       ///< "hidden_size"; 0 = from the preset (also the next three)
+    int numLayers = 0;        ///< "num_layers"
+    int numHeads = 0;         ///< "num_heads"
+    int intermediateSize = 0; ///< "intermediate_size"
+    int seqLength = 128;      ///< "seq_length": tokens per sequence (BERT tasks)
+    int imageSize = 0;        ///< "image_size": pixels; 0 = from the preset (image task)
+    int patchSize = 0;        ///< "patch_size": pixels; 0 = from the preset (image task)
+    /// Keys and flags "softmax", "gamma", "zeta", "alpha", "max_seq_length", "gate", "n_hid",
+    /// "pi_init". As given: gamma is not derived from alpha here (see trainBertConfig()).
+    AttentionVariant variant;
+
+    // Optimization
+    std::int64_t steps = 1000;           ///< "steps"
+    int batchSize = 32;                  ///< "batch_size"
+    double lr = 1e-3;                    ///< "lr": peak learning rate
+    double weightDecay = 0.01;           ///< "weight_decay" (AdamW, decoupled)
+    double beta1 = 0.9;                  ///< "beta1"
+    double beta2 = 0.999;                ///< "beta2"
+    double adamEps = 1e-8;               ///< "adam_eps"
+    std::int64_t warmupSteps = 100;      ///< "warmup_steps"
+    DecayKind decay = DecayKind::Linear; ///< "decay"
+    double gradClip = 1.0;               ///< "grad_clip": max total L2 norm; 0 = no clipping
+    double maskProbability = 0.15;       ///< "mask_probability" (mlm)
+    double dropout = 0.1;                ///< "dropout"
+    bool augment = true;                 ///< "augment" (image)
+    bool layerNormDecay = false;         ///< "layer_norm_decay": weight decay on LayerNorm weights too
+
+    // Logging, evaluation, checkpoints, reproducibility
+    std::int64_t logEvery = 10;         ///< "log_every"
+    std::int64_t evalEvery = 200;       ///< "eval_every"
+    std::int64_t checkpointEvery = 500; ///< "checkpoint_every"
+    int evalBatches = 8;                ///< "eval_batches"
+    int keepCheckpoints = 2;            ///< "keep_checkpoints"
+    std::uint64_t seed = 0;             ///< "seed"
+    int threads = 0;                    ///< "threads": LibTorch intra-op threads; 0 = all cores
+
+    // ---- Synthetic task options (task "synthetic") -------------------------------------------
+    // Place for synthetic_vocab, ...: add the members here and one row each to the field table in
+    // train_config.cpp (section "synthetic task"); parsing, flags, --help and run.json follow.
+    // ---------------------------------------------------------------------------------------------
+};
+
+/// One field of TrainConfig as the user sees it: JSON key, flag, --help line.
+struct TrainFieldInfo
+{
+    std::string name;                 ///< JSON key; the flag is "--" + name ('-' and '_' both accepted)
+    std::string type;                 ///< "text", "integer", "number", "bool", "choice", "number or none"
+    std::vector<std::string> choices; ///< the values of a "choice"
+    std::string group;                ///< --help section: "task and data", "model", "attention", ...
+    std::string help;                 ///< one line
+    std::string defaultText;          ///< the default, written as the flag would take it ("" for empty text)
+};
+
+/// All fields, in run.json and --help order. Built from the one field table that also drives
+/// parsing, flags and printing.
+const std::vector<TrainFieldInfo>& trainFields();
+
+/// The options section of `outlierlens train --help`: one line per field, grouped, with type,
+/// help and default, wrapped to `width` columns.
+std::string trainFlagsHelp(int width = 100);
+
+/// Parses a run.json-style object; absent keys keep their defaults. `where` (the file name) starts
+/// every message. Unknown keys are errors naming them and the closest known key; wrong types are
+/// errors naming the key, the expected type and the value found. Does not validate (see below).
+TrainConfig parseTrainConfig(const std::string& jsonText, const std::string& where);
+
+/// The resolved config as pretty JSON with every field, in trainFields() order, ending in a
+/// newline: written to <run>/run.json. parseTrainConfig(trainConfigToJson(c)) gives c back exactly.
+std::string trainConfigToJson(const TrainConfig& config);
+
+/// Sets one field from a command-line flag, e.g. ("--lr", "3e-4") or ("lr", "3e-4"); '-' and '_'
+/// are interchangeable in the name. Integers also accept integral scientific notation ("1e6"),
+/// bools true/false/1/0/yes/no/on/off, "alpha" also "none". Errors name the flag, the expected
+/// type and the value (or the closest known flag for an unknown one).
+void applyTrainFlag(TrainConfig& config, const std::string& name, const std::string& value);
+
+/// Checks the whole config and throws one Error for the first inconsistency, naming the field (its
+/// key/flag) and what was expected: a missing run folder or data for the task, data given that the
+/// task does not use, an unknown or wrong-family preset (or any size for nli, whose model is
+/// "init"), sizes that do not fit, attention-variant
+/// values without the variant they belong to, steps < 1, batch < 1, warm-up > steps, out-of-range
+/// optimizer values, logging intervals < 1, ... Does not touch the file system.
+void validateTrainConfig(const TrainConfig& config);
+
+/// The model size a task uses when "preset" is empty: bert-mini (mlm), bert-tiny (synthetic),
+/// vit-fmnist (image); "" for nli, whose model comes from "init".
+std::string defaultModelPreset(TrainTask task);
+
+/// The BERT shape of task mlm or synthetic: the preset (or the task's default) with the non-zero
+/// size overrides, max_position_embeddings raised to seq_length if needed, and the variant with
+/// T = seq_length for the alpha rule when max_seq_length is 0 (gamma = -alpha / T filled in).
+/// vocab_size, dropout and labels are left to the task. Throws Error for task image or nli (its
+/// model is the "init" folder's) and for an unknown or non-BERT preset.
+BertConfig trainBertConfig(const TrainConfig& config);
+/// The ViT shape of task image: the preset (or vit-fmnist) with the non-zero size, image_size and
+/// patch_size overrides, and the variant with T = patches + 1 for the alpha rule when
+/// max_seq_length is 0. Channels and classes (and, for Fashion-MNIST, the image size) are left to
+/// the task. Throws Error for the other tasks and for an unknown or non-ViT preset.
+VitConfig trainVitConfig(const TrainConfig& config);
+
+/// A named starting point for a run.
+struct TrainPreset
+{
+    std::string name;
+    std::string description; ///< one or two sentences: what it trains and where the numbers come from
+    TrainConfig config;      ///< data paths the user must fill in are empty
+};
+
+/// "demo-vit-fmnist", "demo-bert-mlm", "demo-bert-nli", "demo-synthetic", "paper-bert-base-mlm",
+/// "paper-bert-6l", "paper-vit-s16" (see train_config.cpp for their values and sources).
+const std::vector<TrainPreset>& trainPresets();
+/// The config of a named preset; throws Error naming the known presets otherwise.
+TrainConfig presetConfig(const std::string& name);
+
+} // namespace outlierlens

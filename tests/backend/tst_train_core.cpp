@@ -1,0 +1,970 @@
+// outlierlens_train_core: AdamW and gradient clipping against PyTorch's own (golden file written by
+// torch.optim.AdamW and torch.nn.utils.clip_grad_norm_, see fixtures/train_core/), exact state
+// round trips (also through safetensors), the weight-decay split on real BERT and ViT modules, the
+// learning-rate schedules against LambdaLR with Hugging Face's lambdas, and TrainConfig: every
+// field by flag and by JSON, round trips, unknown keys, wrong types, validation, presets.
+
+#include "common/error.h"
+#include "io/safetensors.h"
+#include "model/bert.h"
+#include "model/vit.h"
+#include "train/core/adamw.h"
+#include "train/core/lr_schedule.h"
+#include "train/core/train_config.h"
+
+#include <torch/nn/module.h>
+#include <torch/torch.h>
+
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cmath>
+#include <functional>
+#include <set>
+
+using namespace outlierlens;
+
+namespace {
+
+QJsonObject golden()
+{
+    static const QJsonObject root = [] {
+        QFile file(QStringLiteral(OUTLIERLENS_TEST_DATA "/train_core/golden.json"));
+        if (!file.open(QIODevice::ReadOnly)) qFatal("cannot open %s", qPrintable(file.fileName()));
+        return QJsonDocument::fromJson(file.readAll()).object();
+    }();
+    return root;
+}
+
+std::vector<std::int64_t> shapeOf(const QJsonValue& v)
+{
+    std::vector<std::int64_t> shape;
+    for (const QJsonValue& d : v.toArray())
+        shape.push_back(d.toInteger());
+    return shape;
+}
+
+/// A float32 tensor of the given shape from a JSON list (exact: the numbers are float32 values).
+torch::Tensor tensorOf(const QJsonValue& values, const std::vector<std::int64_t>& shape)
+{
+    std::vector<float> data;
+    for (const QJsonValue& x : values.toArray())
+        data.push_back(float(x.toDouble()));
+    return torch::tensor(data, torch::kFloat).reshape(shape).clone();
+}
+
+/// Empty if every |a - e| <= 1e-6 |e| + 1e-12, else a description of the worst element.
+QString relativeMismatch(const torch::Tensor& actual, const torch::Tensor& expected)
+{
+    if (actual.sizes() != expected.sizes()) return QStringLiteral("shape differs");
+    const torch::Tensor a = actual.to(torch::kDouble).reshape(-1);
+    const torch::Tensor e = expected.to(torch::kDouble).reshape(-1);
+    const torch::Tensor excess = (a - e).abs() - (e.abs() * 1e-6 + 1e-12);
+    if (excess.numel() == 0 || excess.max().item<double>() <= 0) return {};
+    const std::int64_t i = excess.argmax().item<std::int64_t>();
+    return QStringLiteral("element %1: %2, expected %3")
+        .arg(i)
+        .arg(a[i].item<double>(), 0, 'g', 17)
+        .arg(e[i].item<double>(), 0, 'g', 17);
+}
+
+#define OL_COMPARE_RELATIVE(what, actual, expected)                                                          \
+    do {                                                                                                     \
+        const QString m_ = relativeMismatch((actual), (expected));                                           \
+        if (!m_.isEmpty()) QFAIL(qPrintable(QString(what) + ": " + m_));                                     \
+    } while (false)
+
+/// Runs `f`, which must throw Error with a message containing every one of `parts`.
+void expectError(const std::function<void()>& f, const QStringList& parts)
+{
+    try {
+        f();
+    } catch (const Error& e) {
+        const QString message = QString::fromStdString(e.what());
+        for (const QString& part : parts)
+            if (!message.contains(part))
+                QFAIL(qPrintable(QStringLiteral("message '%1' lacks '%2'").arg(message, part)));
+        return;
+    }
+    QFAIL(qPrintable(
+        QStringLiteral("no Error; expected one with '%1'").arg(parts.join(QStringLiteral("', '")))));
+}
+
+/// A module with plain parameters p0, p1, ... (for clipping).
+struct PlainModule : torch::nn::Module
+{
+    explicit PlainModule(const std::vector<std::vector<std::int64_t>>& shapes)
+    {
+        for (std::size_t i = 0; i < shapes.size(); ++i)
+            params.push_back(register_parameter("p" + std::to_string(i), torch::zeros(shapes[i])));
+    }
+    std::vector<torch::Tensor> params;
+};
+
+struct GoldenProblem
+{
+    std::vector<std::string> names;
+    std::map<std::string, torch::Tensor> params;
+    std::vector<ParamGroup> groups;
+};
+
+/// The parameters of a golden AdamW case, grouped by weight decay as the generator did.
+GoldenProblem goldenProblem(const QJsonObject& c)
+{
+    GoldenProblem p;
+    std::map<double, ParamGroup> byDecay;
+    for (const QJsonValue& v : c.value("params").toArray()) {
+        const QJsonObject o = v.toObject();
+        const std::string name = o.value("name").toString().toStdString();
+        torch::Tensor t = tensorOf(o.value("values"), shapeOf(o.value("shape"))).requires_grad_(true);
+        p.names.push_back(name);
+        p.params[name] = t;
+        ParamGroup& g = byDecay[o.value("weight_decay").toDouble()];
+        g.weightDecay = o.value("weight_decay").toDouble();
+        g.params.emplace_back(name, t);
+    }
+    for (auto& item : byDecay)
+        p.groups.push_back(item.second);
+    return p;
+}
+
+void setGrads(GoldenProblem& p, const QJsonObject& grads)
+{
+    for (const std::string& name : p.names) {
+        const QJsonValue g = grads.value(QString::fromStdString(name));
+        p.params[name].mutable_grad() =
+            g.isNull() ? torch::Tensor() : tensorOf(g, p.params[name].sizes().vec());
+    }
+}
+
+/// Two parameters and deterministic gradients per step, for state round trips.
+struct SmallProblem
+{
+    torch::Tensor w = torch::linspace(-1, 1, 12).reshape({3, 4}).requires_grad_(true);
+    torch::Tensor b = torch::linspace(0.1f, 0.4f, 4).requires_grad_(true);
+
+    std::vector<ParamGroup> groups() { return {{{{"w", w}}, 0.1}, {{{"b", b}}, 0.0}}; }
+    void setGrads(int step)
+    {
+        torch::NoGradGuard noGrad;
+        w.mutable_grad() = torch::sin(torch::arange(12, torch::kFloat) * (0.3 + 0.1 * step)).reshape({3, 4});
+        b.mutable_grad() = step == 2 ? torch::Tensor() : torch::cos(torch::arange(4, torch::kFloat) + step);
+    }
+};
+
+const std::vector<std::string> kPresetNames = {"demo-vit-fmnist", "demo-bert-mlm",       "demo-bert-nli",
+                                               "demo-synthetic",  "paper-bert-base-mlm", "paper-bert-6l",
+                                               "paper-vit-s16"};
+
+/// A valid masked-LM config for the validation cases to break.
+TrainConfig validMlm()
+{
+    TrainConfig c;
+    c.output = "out";
+    c.corpus = "corpus.txt";
+    c.preset = "bert-mini";
+    return c;
+}
+
+/// Fills the data paths a preset leaves to the user.
+TrainConfig withDataPaths(TrainConfig c)
+{
+    if (c.task == TrainTask::MaskedLm && c.corpus.empty()) c.corpus = "/data/wiki_and_books.txt";
+    if ((c.task == TrainTask::Image || c.task == TrainTask::Nli) && c.data.empty()) c.data = "/data/set";
+    if (c.task == TrainTask::Nli && c.init.empty()) c.init = "/models/bert";
+    return c;
+}
+
+QJsonObject jsonObjectOf(const std::string& text)
+{
+    return QJsonDocument::fromJson(QByteArray::fromStdString(text)).object();
+}
+
+} // namespace
+
+class TstTrainCore : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase() { QVERIFY(!golden().isEmpty()); }
+
+    // ---- AdamW ---------------------------------------------------------------------------------
+
+    void adamwMatchesPyTorch_data()
+    {
+        QTest::addColumn<int>("index");
+        const QJsonArray cases = golden().value("adamw").toArray();
+        for (int i = 0; i < cases.size(); ++i)
+            QTest::newRow(qPrintable(cases[i].toObject().value("name").toString())) << i;
+    }
+
+    void adamwMatchesPyTorch()
+    {
+        QFETCH(int, index);
+        const QJsonObject c = golden().value("adamw").toArray()[index].toObject();
+        GoldenProblem p = goldenProblem(c);
+        AdamW optimizer(p.groups, c.value("beta1").toDouble(), c.value("beta2").toDouble(),
+                        c.value("eps").toDouble());
+        const QJsonArray steps = c.value("steps").toArray();
+        for (int s = 0; s < steps.size(); ++s) {
+            const QJsonObject step = steps[s].toObject();
+            setGrads(p, step.value("grads").toObject());
+            optimizer.step(step.value("lr").toDouble());
+            for (const std::string& name : p.names) {
+                const torch::Tensor expected =
+                    tensorOf(step.value("params").toObject().value(QString::fromStdString(name)),
+                             p.params[name].sizes().vec());
+                OL_COMPARE_RELATIVE(QStringLiteral("step %1, %2").arg(s).arg(QString::fromStdString(name)),
+                                    p.params[name].detach(), expected);
+            }
+        }
+        QCOMPARE(optimizer.steps(), std::int64_t(steps.size()));
+
+        const auto state = optimizer.state();
+        const QJsonObject expectedState = c.value("state").toObject();
+        for (const std::string& name : p.names) {
+            const QJsonObject e = expectedState.value(QString::fromStdString(name)).toObject();
+            const auto shape = p.params[name].sizes().vec();
+            OL_COMPARE_RELATIVE(QString::fromStdString(name + ".exp_avg"), state.at(name + ".exp_avg"),
+                                tensorOf(e.value("exp_avg"), shape));
+            OL_COMPARE_RELATIVE(QString::fromStdString(name + ".exp_avg_sq"), state.at(name + ".exp_avg_sq"),
+                                tensorOf(e.value("exp_avg_sq"), shape));
+            QCOMPARE(state.at(name + ".step").item<std::int64_t>(), std::int64_t(e.value("step").toInt()));
+        }
+        QCOMPARE(state.at("step").item<std::int64_t>(), std::int64_t(steps.size()));
+        QCOMPARE(state.size(), 3 * p.names.size() + 1);
+    }
+
+    void adamwStateRoundTripIsExact_data()
+    {
+        QTest::addColumn<bool>("throughSafetensors");
+        QTest::newRow("in memory") << false;
+        QTest::newRow("through optimizer.safetensors") << true;
+    }
+
+    void adamwStateRoundTripIsExact()
+    {
+        QFETCH(bool, throughSafetensors);
+        SmallProblem a;
+        AdamW first(a.groups(), 0.9, 0.98, 1e-6);
+        for (int step = 0; step < 3; ++step) {
+            a.setGrads(step);
+            first.step(1e-2);
+        }
+        std::map<std::string, torch::Tensor> saved = first.state();
+        if (throughSafetensors) {
+            QTemporaryDir dir;
+            const std::string path = dir.filePath("optimizer.safetensors").toStdString();
+            writeSafetensors(path, saved);
+            saved = readSafetensors(path);
+        }
+
+        // A resumed run: parameters restored from the checkpoint, a fresh optimizer, loadState.
+        SmallProblem b;
+        {
+            torch::NoGradGuard noGrad;
+            b.w.copy_(a.w);
+            b.b.copy_(a.b);
+        }
+        AdamW second(b.groups(), 0.9, 0.98, 1e-6);
+        second.loadState(saved);
+        QCOMPARE(second.steps(), std::int64_t(3));
+        for (int step = 3; step < 7; ++step) {
+            a.setGrads(step);
+            b.setGrads(step);
+            first.step(1e-2 / step);
+            second.step(1e-2 / step);
+        }
+        QVERIFY(torch::equal(a.w, b.w));
+        QVERIFY(torch::equal(a.b, b.b));
+        const auto s1 = first.state(), s2 = second.state();
+        for (const auto& [name, t] : s1)
+            QVERIFY2(torch::equal(t, s2.at(name)), name.c_str());
+        QCOMPARE(s1.at("b.step").item<std::int64_t>(), std::int64_t(6)); // b had no gradient at step 2
+        QCOMPARE(s1.at("w.step").item<std::int64_t>(), std::int64_t(7));
+    }
+
+    void adamwSkipsParametersWithoutGradient()
+    {
+        SmallProblem p;
+        AdamW optimizer(p.groups());
+        p.setGrads(0);
+        p.b.mutable_grad() = torch::Tensor();
+        const torch::Tensor before = p.b.detach().clone();
+        optimizer.step(0.1);
+        QVERIFY(torch::equal(p.b.detach(), before)); // no decay, no update
+        QVERIFY(!torch::equal(p.w.detach(), torch::linspace(-1, 1, 12).reshape({3, 4})));
+        optimizer.zeroGrad();
+        QVERIFY(!p.w.grad().defined());
+        optimizer.step(0.1); // nothing has a gradient: nothing changes
+        QCOMPARE(optimizer.state().at("w.step").item<std::int64_t>(), std::int64_t(1));
+    }
+
+    void adamwRejectsBadInput()
+    {
+        torch::Tensor t = torch::zeros({2}, torch::requires_grad());
+        expectError([&] { AdamW({{{{"a", t}, {"a", torch::zeros({2})}}, 0.0}}); }, {"'a'", "given twice"});
+        expectError([&] { AdamW({{{{"a", t}}, 0.0}, {{{"b", t}}, 0.1}}); }, {"'a'", "'b'", "same tensor"});
+        expectError([&] { AdamW({{{{"a", torch::Tensor()}}, 0.0}}); }, {"'a'", "undefined"});
+        expectError([&] { AdamW({{{{"a", t}}, 0.0}}, 1.0); }, {"beta1"});
+        expectError([&] { AdamW({{{{"a", t}}, -0.1}}); }, {"weight decay"});
+
+        SmallProblem p;
+        AdamW optimizer(p.groups());
+        const auto good = optimizer.state();
+        auto without = good;
+        without.erase("w.exp_avg_sq");
+        expectError([&] { optimizer.loadState(without); }, {"missing tensor 'w.exp_avg_sq'"});
+        auto extra = good;
+        extra["v.exp_avg"] = torch::zeros({2});
+        expectError([&] { optimizer.loadState(extra); }, {"unexpected tensor 'v.exp_avg'"});
+        auto reshaped = good;
+        reshaped["w.exp_avg"] = torch::zeros({4, 3});
+        expectError([&] { optimizer.loadState(reshaped); }, {"'w.exp_avg'", "[4, 3]", "expected [3, 4]"});
+        auto integral = good;
+        integral["b.exp_avg"] = torch::zeros({4}, torch::kLong);
+        expectError([&] { optimizer.loadState(integral); }, {"'b.exp_avg'", "floating point"});
+        auto negative = good;
+        negative["b.step"] = torch::scalar_tensor(-1, torch::kLong);
+        expectError([&] { optimizer.loadState(negative); }, {"'b.step'", ">= 0"});
+        auto ahead = good;
+        ahead["w.step"] = torch::scalar_tensor(5, torch::kLong);
+        expectError([&] { optimizer.loadState(ahead); }, {"'w.step'", "exceeds 'step'"});
+        QCOMPARE(optimizer.steps(), std::int64_t(0)); // a failed load changes nothing
+    }
+
+    // ---- Gradient clipping -----------------------------------------------------------------------
+
+    void clipMatchesPyTorch_data()
+    {
+        QTest::addColumn<int>("index");
+        const QJsonArray cases = golden().value("clip").toArray();
+        for (int i = 0; i < cases.size(); ++i)
+            QTest::newRow(qPrintable(cases[i].toObject().value("name").toString())) << i;
+    }
+
+    void clipMatchesPyTorch()
+    {
+        QFETCH(int, index);
+        const QJsonObject c = golden().value("clip").toArray()[index].toObject();
+        std::vector<std::vector<std::int64_t>> shapes;
+        for (const QJsonValue& s : c.value("shapes").toArray())
+            shapes.push_back(shapeOf(s));
+        PlainModule module(shapes);
+        const QJsonArray grads = c.value("grads").toArray();
+        for (std::size_t i = 0; i < shapes.size(); ++i)
+            if (!grads[int(i)].isNull()) module.params[i].mutable_grad() = tensorOf(grads[int(i)], shapes[i]);
+        const double norm = clipGradNorm(module, c.value("max_norm").toDouble());
+        OL_COMPARE_RELATIVE("total norm", torch::tensor(norm, torch::kDouble),
+                            torch::tensor(c.value("total_norm").toDouble(), torch::kDouble));
+        const QJsonArray clipped = c.value("clipped").toArray();
+        for (std::size_t i = 0; i < shapes.size(); ++i) {
+            if (clipped[int(i)].isNull()) {
+                QVERIFY(!module.params[i].grad().defined());
+                continue;
+            }
+            OL_COMPARE_RELATIVE(QStringLiteral("gradient %1").arg(i), module.params[i].grad(),
+                                tensorOf(clipped[int(i)], shapes[i]));
+        }
+    }
+
+    void clipEdgeCases()
+    {
+        PlainModule module(std::vector<std::vector<std::int64_t>>{{3}});
+        QCOMPARE(clipGradNorm(module, 1.0), 0.0); // no gradients
+        expectError([&] { clipGradNorm(module, 0.0); }, {"maximum norm must be positive"});
+        module.params[0].mutable_grad() = torch::tensor({3.0f, 4.0f, 0.0f});
+        QCOMPARE(float(clipGradNorm(module, 1.0)), 5.0f);
+        QVERIFY(std::abs(module.params[0].grad().norm().item<double>() - 1.0) < 1e-6);
+    }
+
+    // ---- Weight-decay groups ---------------------------------------------------------------------
+
+    void decayGroupsOnBert_data()
+    {
+        QTest::addColumn<bool>("decayLayerNorm");
+        QTest::newRow("BERT split") << false;
+        QTest::newRow("LayerNorm weights decayed too") << true;
+    }
+
+    void decayGroupsOnBert()
+    {
+        QFETCH(bool, decayLayerNorm);
+        BertConfig c = BertConfig::preset("bert-tiny");
+        c.vocabSize = 50;
+        c.variant.gate = GateKind::Linear;
+        BertForMaskedLM model(c);
+        const std::vector<ParamGroup> groups = decayGroups(*model, 0.01, decayLayerNorm);
+        QCOMPARE(groups.size(), std::size_t(2));
+        QCOMPARE(groups[0].weightDecay, 0.01);
+        QCOMPARE(groups[1].weightDecay, 0.0);
+        std::set<std::string> decayed, free;
+        for (const auto& [name, t] : groups[0].params)
+            decayed.insert(name);
+        for (const auto& [name, t] : groups[1].params)
+            free.insert(name);
+        QCOMPARE(decayed.size() + free.size(), model->named_parameters().size());
+        for (const auto& item : model->named_parameters()) {
+            const std::string& name = item.key();
+            const bool bias = name.size() >= 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+            const bool layerNormWeight = name.find("LayerNorm.weight") != std::string::npos;
+            const bool expectFree = bias || (layerNormWeight && !decayLayerNorm);
+            QVERIFY2(expectFree ? free.count(name) : decayed.count(name), name.c_str());
+        }
+        // The gates (Qualcomm's "alpha" names): weights decay, biases do not.
+        QVERIFY(decayed.count("bert.encoder.layer.0.attention.self.alpha.0.weight"));
+        QVERIFY(free.count("bert.encoder.layer.1.attention.self.alpha.1.bias"));
+        QVERIFY(free.count("cls.predictions.bias"));
+        QVERIFY(decayed.count("bert.embeddings.word_embeddings.weight"));
+        QCOMPARE(free.count("bert.embeddings.LayerNorm.weight"), std::size_t(decayLayerNorm ? 0 : 1));
+        QVERIFY(free.count("bert.embeddings.LayerNorm.bias"));
+    }
+
+    void decayGroupsOnVit()
+    {
+        VitConfig c = VitConfig::preset("vit-fmnist");
+        c.numLayers = 2;
+        VisionTransformer model(c);
+        const auto groups = decayGroups(*model, 0.05);
+        std::set<std::string> free;
+        for (const auto& [name, t] : groups[1].params)
+            free.insert(name);
+        const std::set<std::string> expected = {"patch_embed.proj.bias",
+                                                "blocks.0.norm1.weight",
+                                                "blocks.0.norm1.bias",
+                                                "blocks.0.attn.qkv.bias",
+                                                "blocks.0.attn.proj.bias",
+                                                "blocks.0.norm2.weight",
+                                                "blocks.0.norm2.bias",
+                                                "blocks.0.mlp.fc1.bias",
+                                                "blocks.0.mlp.fc2.bias",
+                                                "blocks.1.norm1.weight",
+                                                "blocks.1.norm1.bias",
+                                                "blocks.1.attn.qkv.bias",
+                                                "blocks.1.attn.proj.bias",
+                                                "blocks.1.norm2.weight",
+                                                "blocks.1.norm2.bias",
+                                                "blocks.1.mlp.fc1.bias",
+                                                "blocks.1.mlp.fc2.bias",
+                                                "norm.weight",
+                                                "norm.bias",
+                                                "head.bias"};
+        QCOMPARE(free, expected);
+        QCOMPARE(groups[0].params.size() + groups[1].params.size(), model->named_parameters().size());
+    }
+
+    // ---- Learning-rate schedule ------------------------------------------------------------------
+
+    void scheduleMatchesLambdaLr_data()
+    {
+        QTest::addColumn<int>("index");
+        const QJsonArray cases = golden().value("schedule").toArray();
+        for (int i = 0; i < cases.size(); ++i) {
+            const QJsonObject c = cases[i].toObject();
+            QTest::newRow(qPrintable(QStringLiteral("%1, warmup %2 of %3")
+                                         .arg(c.value("kind").toString())
+                                         .arg(c.value("warmup").toInt())
+                                         .arg(c.value("total").toInt())))
+                << i;
+        }
+    }
+
+    void scheduleMatchesLambdaLr()
+    {
+        QFETCH(int, index);
+        const QJsonObject c = golden().value("schedule").toArray()[index].toObject();
+        const DecayKind kind = parseDecayKind(c.value("kind").toString().toStdString());
+        const QJsonArray lrs = c.value("lrs").toArray();
+        for (int step = 0; step < lrs.size(); ++step) {
+            const double lr = learningRate(c.value("peak").toDouble(), step, c.value("warmup").toInt(),
+                                           c.value("total").toInt(), kind);
+            const double expected = lrs[step].toDouble();
+            QVERIFY2(lr == expected, qPrintable(QStringLiteral("step %1: %2, expected %3")
+                                                    .arg(step)
+                                                    .arg(lr, 0, 'g', 17)
+                                                    .arg(expected, 0, 'g', 17)));
+        }
+    }
+
+    void scheduleFormulas()
+    {
+        // Hugging Face's formulas, by hand: warm-up lr * s / warmup, then decay.
+        QCOMPARE(learningRate(1e-3, 0, 10, 110, DecayKind::Linear), 0.0);
+        QCOMPARE(learningRate(1e-3, 5, 10, 110, DecayKind::Linear), 5e-4);
+        QCOMPARE(learningRate(1e-3, 10, 10, 110, DecayKind::Linear), 1e-3);
+        QCOMPARE(learningRate(1e-3, 60, 10, 110, DecayKind::Linear), 5e-4);
+        QCOMPARE(learningRate(1e-3, 110, 10, 110, DecayKind::Linear), 0.0);
+        QCOMPARE(learningRate(1e-3, 60, 10, 110, DecayKind::Cosine), 1e-3 * 0.5 * (1 + std::cos(M_PI * 0.5)));
+        QCOMPARE(learningRate(1e-3, 110, 10, 110, DecayKind::Cosine), 0.0);
+        QCOMPARE(learningRate(1e-3, 100, 10, 110, DecayKind::Constant), 1e-3);
+        QCOMPARE(learningRate(2e-4, 0, 0, 5, DecayKind::Constant), 2e-4);
+        for (DecayKind k : {DecayKind::Linear, DecayKind::Cosine, DecayKind::Constant})
+            QVERIFY(parseDecayKind(toString(k)) == k);
+        expectError([] { parseDecayKind("exponential"); }, {"'exponential'", "linear, cosine or constant"});
+    }
+
+    // ---- TrainConfig: fields, flags, JSON --------------------------------------------------------
+
+    void fieldTableDescribesTheJson()
+    {
+        const QJsonObject json = jsonObjectOf(trainConfigToJson(TrainConfig()));
+        const auto& fields = trainFields();
+        QCOMPARE(json.size(), int(fields.size()));
+        std::set<std::string> names;
+        for (const TrainFieldInfo& f : fields) {
+            QVERIFY2(names.insert(f.name).second, f.name.c_str());
+            QVERIFY2(json.contains(QString::fromStdString(f.name)), f.name.c_str());
+            QVERIFY(!f.help.empty() && !f.group.empty() && !f.type.empty());
+            QCOMPARE(f.choices.empty(), f.type != "choice");
+        }
+        // The JSON keeps the table's order.
+        QCOMPARE(trainConfigToJson(TrainConfig()).find("\"task\""), std::size_t(4));
+        const auto field = [&](const std::string& name) {
+            for (const TrainFieldInfo& f : fields)
+                if (f.name == name) return f;
+            return TrainFieldInfo();
+        };
+        QCOMPARE(field("lr").defaultText, std::string("0.001"));
+        QCOMPARE(field("adam_eps").defaultText, std::string("1e-08"));
+        QCOMPARE(field("task").choices, (std::vector<std::string>{"mlm", "nli", "image", "synthetic"}));
+        QCOMPARE(field("gate").choices,
+                 (std::vector<std::string>{"none", "linear", "mlp", "all_heads_linear"}));
+        QCOMPARE(field("alpha").defaultText, std::string("none"));
+        QCOMPARE(field("augment").type, std::string("bool"));
+        QCOMPARE(field("steps").defaultText, std::string("1000"));
+        QCOMPARE(field("output").defaultText, std::string());
+    }
+
+    void everyFieldByFlagAndByJson_data()
+    {
+        QTest::addColumn<QString>("name");
+        for (const TrainFieldInfo& f : trainFields())
+            QTest::newRow(f.name.c_str()) << QString::fromStdString(f.name);
+    }
+
+    void everyFieldByFlagAndByJson()
+    {
+        QFETCH(QString, name);
+        const std::string key = name.toStdString();
+        TrainFieldInfo info;
+        for (const TrainFieldInfo& f : trainFields())
+            if (f.name == key) info = f;
+
+        // A value other than the default, written as a flag would take it.
+        std::string value;
+        if (info.type == "text")
+            value = "some/path with space";
+        else if (info.type == "bool")
+            value = info.defaultText == "true" ? "false" : "true";
+        else if (info.type == "integer")
+            value = std::to_string(std::stoll(info.defaultText) + 7);
+        else if (info.type == "number")
+            value = "0.3125";
+        else if (info.type == "number or none")
+            value = "2.5";
+        else
+            for (const std::string& choice : info.choices)
+                if (choice != info.defaultText) value = choice;
+        QVERIFY(!value.empty() && value != info.defaultText);
+
+        const QJsonObject defaults = jsonObjectOf(trainConfigToJson(TrainConfig()));
+        TrainConfig byFlag;
+        applyTrainFlag(byFlag, "--" + key, value);
+        const std::string flagJson = trainConfigToJson(byFlag);
+        const QJsonObject changed = jsonObjectOf(flagJson);
+        for (auto it = defaults.begin(); it != defaults.end(); ++it)
+            if (it.key() != name) QCOMPARE(changed.value(it.key()), it.value());
+        QVERIFY(changed.value(name) != defaults.value(name));
+        const QJsonValue v = changed.value(name);
+        const QString shown = v.isString() ? v.toString()
+                              : v.isBool() ? (v.toBool() ? QStringLiteral("true") : QStringLiteral("false"))
+                                           : QString::number(v.toDouble(), 'g', 17);
+        QCOMPARE(shown, QString::fromStdString(value));
+
+        // The same value as the only key of a JSON file, and the whole resolved JSON, read back.
+        QJsonObject single;
+        single.insert(name, v);
+        const std::string singleJson = QJsonDocument(single).toJson().toStdString();
+        QCOMPARE(trainConfigToJson(parseTrainConfig(singleJson, "single.json")), flagJson);
+        QCOMPARE(trainConfigToJson(parseTrainConfig(flagJson, "run.json")), flagJson);
+
+        // Flags take '-' for '_' and work without the dashes.
+        TrainConfig dashed;
+        applyTrainFlag(dashed, "--" + name.replace('_', '-').toStdString(), value);
+        applyTrainFlag(dashed, key, value);
+        QCOMPARE(trainConfigToJson(dashed), flagJson);
+    }
+
+    void roundTripOfAFullConfig()
+    {
+        TrainConfig c = presetConfig("paper-bert-base-mlm");
+        c.corpus = "/data/ünïcode \"quoted\".txt";
+        c.variant.softmax = SoftmaxKind::Clipped;
+        c.variant.alpha = 4.0;
+        c.variant.maxSeqLength = 128;
+        c.lr = 0.1 + 0.2; // a double without a short decimal
+        c.seed = 18446744073709551615ull;
+        c.nliTrainPairs = 9007199254740993; // above 2^53
+        const std::string json = trainConfigToJson(c);
+        QCOMPARE(json.back(), '\n');
+        const TrainConfig back = parseTrainConfig(json, "run.json");
+        QCOMPARE(trainConfigToJson(back), json);
+        QCOMPARE(back.lr, 0.1 + 0.2);
+        QCOMPARE(back.seed, std::uint64_t(18446744073709551615ull));
+        QCOMPARE(back.nliTrainPairs, std::int64_t(9007199254740993));
+        QCOMPARE(back.corpus, c.corpus);
+        QVERIFY(back.variant.alpha && *back.variant.alpha == 4.0);
+
+        TrainConfig partial = parseTrainConfig(R"({"task": "image", "steps": 1e4, "alpha": null})", "x.json");
+        QVERIFY(partial.task == TrainTask::Image);
+        QCOMPARE(partial.steps, std::int64_t(10000));
+        QCOMPARE(partial.batchSize, TrainConfig().batchSize);
+        TrainConfig flags;
+        applyTrainFlag(flags, "--steps", "1e6");
+        QCOMPARE(flags.steps, std::int64_t(1000000));
+        applyTrainFlag(flags, "--alpha", "4");
+        applyTrainFlag(flags, "--alpha", "none");
+        QVERIFY(!flags.variant.alpha);
+        applyTrainFlag(flags, "--augment", "off");
+        QVERIFY(!flags.augment);
+        applyTrainFlag(flags, "--seed", "18446744073709551615");
+        QCOMPARE(flags.seed, std::numeric_limits<std::uint64_t>::max());
+    }
+
+    void unknownNamesSuggestTheClosest_data()
+    {
+        QTest::addColumn<QString>("typed");
+        QTest::addColumn<QString>("suggested");
+        QTest::newRow("typo") << "bach_size"
+                              << "batch_size";
+        QTest::newRow("prefix") << "warmup"
+                                << "warmup_steps";
+        QTest::newRow("dashes") << "weight-decay"
+                                << "weight_decay";
+        QTest::newRow("short") << "seq_len"
+                               << "seq_length";
+        QTest::newRow("Hugging Face name") << "learning_rate"
+                                           << "lr";
+        QTest::newRow("paper script name") << "max_grad_norm"
+                                           << "grad_clip";
+        QTest::newRow("one letter") << "lrr"
+                                    << "lr";
+    }
+
+    void unknownNamesSuggestTheClosest()
+    {
+        QFETCH(QString, typed);
+        QFETCH(QString, suggested);
+        const std::string json = "{\"output\": \"x\", \"" + typed.toStdString() + "\": 1}";
+        expectError([&] { parseTrainConfig(json, "my.json"); },
+                    {"my.json: unknown field '" + typed + "'", "did you mean '" + suggested + "'?"});
+        if (typed == QLatin1String("weight-decay")) return; // a valid flag spelling
+        TrainConfig c;
+        expectError([&] { applyTrainFlag(c, "--" + typed.toStdString(), "1"); },
+                    {"unknown option --" + typed, "did you mean --" + suggested + "?"});
+    }
+
+    void wrongTypesNameKeyAndExpectation_data()
+    {
+        QTest::addColumn<QString>("json");
+        QTest::addColumn<QStringList>("parts");
+        QTest::newRow("string for number")
+            << R"({"lr": "fast"})" << QStringList{"field 'lr' must be a finite number", "\"fast\""};
+        QTest::newRow("fraction for integer")
+            << R"({"steps": 1.5})" << QStringList{"field 'steps' must be an integer", "1.5"};
+        QTest::newRow("number for bool")
+            << R"({"augment": 1})" << QStringList{"field 'augment' must be true or false"};
+        QTest::newRow("unknown choice")
+            << R"({"task": "mlmm"})"
+            << QStringList{"field 'task' must be one of mlm, nli, image, synthetic", "\"mlmm\""};
+        QTest::newRow("int overflow")
+            << R"({"hidden_size": 3000000000})"
+            << QStringList{"field 'hidden_size' must be an integer in [-2147483648, 2147483647]"};
+        QTest::newRow("negative seed")
+            << R"({"seed": -1})" << QStringList{"field 'seed' must be a non-negative integer"};
+        QTest::newRow("string alpha")
+            << R"({"alpha": "4"})" << QStringList{"field 'alpha' must be a finite number or none"};
+        QTest::newRow("number for text")
+            << R"({"output": 5})" << QStringList{"field 'output' must be a string, found 5"};
+        QTest::newRow("null for number")
+            << R"({"lr": null})" << QStringList{"field 'lr' must be a finite number, found null"};
+        QTest::newRow("not an object") << R"([1, 2])" << QStringList{"expected a JSON object", "array"};
+        QTest::newRow("malformed") << R"({"lr": )" << QStringList{"malformed JSON"};
+    }
+
+    void wrongTypesNameKeyAndExpectation()
+    {
+        QFETCH(QString, json);
+        QFETCH(QStringList, parts);
+        parts.prepend(QStringLiteral("cfg.json: "));
+        expectError([&] { parseTrainConfig(json.toStdString(), "cfg.json"); }, parts);
+    }
+
+    void wrongFlagValues_data()
+    {
+        QTest::addColumn<QString>("flag");
+        QTest::addColumn<QString>("value");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("integer")
+            << "--steps"
+            << "abc"
+            << "--steps: expected an integer in [-9223372036854775808, 9223372036854775807], found 'abc'";
+        QTest::newRow("non-integral") << "--batch_size"
+                                      << "1.5e0"
+                                      << "--batch_size: expected an integer";
+        QTest::newRow("trailing junk") << "--lr"
+                                       << "1e-3x"
+                                       << "--lr: expected a finite number, found '1e-3x'";
+        QTest::newRow("infinite") << "--lr"
+                                  << "inf"
+                                  << "--lr: expected a finite number";
+        QTest::newRow("bool") << "--augment"
+                              << "maybe"
+                              << "--augment: expected true or false, found 'maybe'";
+        QTest::newRow("choice") << "--decay"
+                                << "step"
+                                << "--decay: expected one of linear, cosine, constant, found 'step'";
+        QTest::newRow("negative unsigned") << "--seed"
+                                           << "-3"
+                                           << "--seed: expected a non-negative integer";
+        QTest::newRow("int range") << "--hidden-size"
+                                   << "3000000000"
+                                   << "--hidden-size: expected an integer in [-2147483648, 2147483647]";
+        QTest::newRow("empty number") << "--zeta"
+                                      << ""
+                                      << "--zeta: expected a finite number, found ''";
+    }
+
+    void wrongFlagValues()
+    {
+        QFETCH(QString, flag);
+        QFETCH(QString, value);
+        QFETCH(QString, expected);
+        TrainConfig c;
+        const std::string before = trainConfigToJson(c);
+        expectError([&] { applyTrainFlag(c, flag.toStdString(), value.toStdString()); }, {expected});
+        QCOMPARE(trainConfigToJson(c), before);
+    }
+
+    // ---- Validation --------------------------------------------------------------------------------
+
+    void validConfigsPass()
+    {
+        validateTrainConfig(validMlm());
+        TrainConfig clipped = validMlm();
+        applyTrainFlag(clipped, "--softmax", "clipped");
+        applyTrainFlag(clipped, "--alpha", "4");
+        validateTrainConfig(clipped);
+        const BertConfig b = trainBertConfig(clipped);
+        QCOMPARE(b.variant.maxSeqLength, 128);
+        QCOMPARE(b.variant.gamma, -4.0 / 128);
+        QCOMPARE(b.hiddenSize, 256);
+
+        TrainConfig gated = validMlm();
+        gated.preset.clear(); // the task's default size
+        applyTrainFlag(gated, "--gate", "mlp");
+        applyTrainFlag(gated, "--n_hid", "16");
+        applyTrainFlag(gated, "--num_layers", "2");
+        applyTrainFlag(gated, "--seq_length", "600");
+        validateTrainConfig(gated);
+        const BertConfig g = trainBertConfig(gated);
+        QCOMPARE(g.numLayers, 2);
+        QCOMPARE(g.hiddenSize, BertConfig::preset(defaultModelPreset(TrainTask::MaskedLm)).hiddenSize);
+        QCOMPARE(g.maxPositions, 600);
+
+        TrainConfig image;
+        image.task = TrainTask::Image;
+        image.output = "out";
+        image.data = "fashion-mnist";
+        image.variant.softmax = SoftmaxKind::Clipped;
+        image.variant.alpha = 2.0;
+        validateTrainConfig(image);
+        const VitConfig v = trainVitConfig(image);
+        QCOMPARE(v.variant.maxSeqLength, 50); // 7 x 7 patches + CLS
+        QCOMPARE(v.hiddenSize, 128);
+        expectError([&] { trainBertConfig(image); }, {"ViT"});
+        expectError([&] { trainVitConfig(validMlm()); }, {"BERT"});
+
+        TrainConfig nli;
+        nli.task = TrainTask::Nli;
+        nli.output = "out";
+        nli.data = "mnli.jsonl";
+        nli.init = "runs/mlm/final";
+        validateTrainConfig(nli);
+        expectError([&] { trainBertConfig(nli); }, {"runs/mlm/final"});
+    }
+
+    void validationErrors_data()
+    {
+        QTest::addColumn<QStringList>("flags");
+        QTest::addColumn<QString>("expected");
+        auto row = [](const char* name, QStringList flags, const char* expected) {
+            QTest::newRow(name) << flags << QString::fromUtf8(expected);
+        };
+        row("no output", {"--output", ""}, "output: the run folder is required");
+        row("mlm without corpus", {"--corpus", ""}, "corpus: task mlm needs a training text file");
+        row("steps < 1", {"--steps", "0"}, "steps: must be at least 1, found 0");
+        row("batch < 1", {"--batch_size", "0"}, "batch_size: must be at least 1, found 0");
+        row("unknown preset", {"--preset", "bert-mni"},
+            "preset: unknown model size 'bert-mni' (did you mean 'bert-mini'?");
+        row("ViT size for mlm", {"--preset", "vit-small"},
+            "preset: task mlm trains a BERT model, but 'vit-small' is a ViT size");
+        row("BERT size for image",
+            {"--task", "image", "--corpus", "", "--data", "fashion-mnist", "--preset", "bert-mini"},
+            "preset: task image trains a ViT, but 'bert-mini' is a BERT size");
+        row("warm-up > steps", {"--steps", "10", "--warmup_steps", "20"},
+            "warmup_steps: 20 is more than the 10 steps");
+        row("negative warm-up", {"--warmup_steps", "-1"}, "warmup_steps: must be at least 0");
+        row("lr 0", {"--lr", "0"}, "lr: must be in (0, inf), found 0");
+        row("beta2 1", {"--beta2", "1"}, "beta2: must be in [0, 1), found 1");
+        row("beta1 negative", {"--beta1", "-0.1"}, "beta1: must be in [0, 1)");
+        row("negative weight decay", {"--weight_decay", "-0.01"}, "weight_decay: must be in [0, inf)");
+        row("adam_eps 0", {"--adam_eps", "0"}, "adam_eps: must be in (0, inf)");
+        row("negative clipping", {"--grad_clip", "-1"}, "grad_clip: must be in [0, inf)");
+        row("mask probability 1", {"--mask_probability", "1"}, "mask_probability: must be in (0, 1)");
+        row("dropout 1", {"--dropout", "1"}, "dropout: must be in [0, 1)");
+        row("log_every 0", {"--log_every", "0"}, "log_every: must be at least 1");
+        row("eval_every 0", {"--eval_every", "0"}, "eval_every: must be at least 1");
+        row("checkpoint_every 0", {"--checkpoint_every", "0"}, "checkpoint_every: must be at least 1");
+        row("eval_batches 0", {"--eval_batches", "0"}, "eval_batches: must be at least 1");
+        row("keep_checkpoints 0", {"--keep_checkpoints", "0"}, "keep_checkpoints: must be at least 1");
+        row("negative threads", {"--threads", "-1"}, "threads: must be at least 0");
+        row("nli_train_pairs 0", {"--nli_train_pairs", "0"}, "nli_train_pairs: must be at least 1");
+        row("gamma without clipped softmax", {"--gamma", "-0.025"},
+            "gamma: only used by clipped softmax: add --softmax clipped");
+        row("alpha without clipped softmax", {"--alpha", "4"}, "alpha: only used by clipped softmax");
+        row("gamma and alpha", {"--softmax", "clipped", "--gamma", "-0.1", "--alpha", "4"},
+            "alpha: give gamma or alpha");
+        row("positive gamma", {"--softmax", "clipped", "--gamma", "0.1"},
+            "attention: clipped softmax gamma must be <= 0");
+        row("zeta < 1", {"--softmax", "clipped", "--zeta", "0.5"},
+            "attention: clipped softmax zeta must be >= 1");
+        row("T without alpha", {"--softmax", "clipped", "--max_seq_length", "128"},
+            "max_seq_length: only used with alpha");
+        row("pi_init without gate", {"--pi_init", "0.5"},
+            "pi_init: only used by gated attention: add --gate linear");
+        row("mlp gate without n_hid", {"--gate", "mlp"}, "n_hid: the mlp gate needs hidden units > 0");
+        row("n_hid without mlp gate", {"--gate", "linear", "--n_hid", "8"},
+            "n_hid: only used by the mlp gate");
+        row("pi_init 1", {"--gate", "linear", "--pi_init", "1"}, "attention: pi_init must be in (0, 1)");
+        row("heads do not divide", {"--num_heads", "3"},
+            "num_heads: hidden size 256 is not a multiple of 3 heads");
+        row("negative size", {"--hidden_size", "-1"}, "hidden_size: must be at least 0");
+        row("image size for mlm", {"--image_size", "32"}, "image_size: only used by task image");
+        row("sequence too short", {"--seq_length", "2"}, "seq_length: must be at least 4");
+        row("data for mlm", {"--data", "x"}, "data: only used by tasks nli and image, not by task mlm");
+        row("init for mlm", {"--init", "m"}, "init: only used by task nli");
+        row("nli without data", {"--task", "nli", "--corpus", "", "--preset", "", "--init", "m"},
+            "data: task nli needs an MNLI file");
+        row("nli without init", {"--task", "nli", "--corpus", "", "--preset", "", "--data", "d"},
+            "init: task nli fine-tunes a pre-trained model");
+        row("nli with a size", {"--task", "nli", "--corpus", "", "--data", "d", "--init", "m"},
+            "preset: task nli fine-tunes the model in init (m)");
+        row("nli with layers",
+            {"--task", "nli", "--corpus", "", "--preset", "", "--data", "d", "--init", "m", "--num_layers",
+             "2"},
+            "num_layers: task nli fine-tunes");
+        row("corpus for nli", {"--task", "nli", "--preset", "", "--data", "d", "--init", "m"},
+            "corpus: only used by task mlm");
+        row("image without data", {"--task", "image", "--corpus", "", "--preset", ""},
+            "data: task image needs");
+        row("vocab for image",
+            {"--task", "image", "--corpus", "", "--preset", "", "--data", "fashion-mnist", "--vocab",
+             "v.txt"},
+            "vocab: only used by the BERT tasks");
+        row("patch does not divide",
+            {"--task", "image", "--corpus", "", "--preset", "", "--data", "fashion-mnist", "--patch_size",
+             "5"},
+            "patch_size: image size 28 is not a multiple of patch size 5");
+        row("corpus for synthetic", {"--task", "synthetic", "--preset", ""},
+            "corpus: only used by task mlm, not by task synthetic");
+    }
+
+    void validationErrors()
+    {
+        QFETCH(QStringList, flags);
+        QFETCH(QString, expected);
+        TrainConfig c = validMlm();
+        for (int i = 0; i + 1 < flags.size(); i += 2)
+            applyTrainFlag(c, flags[i].toStdString(), flags[i + 1].toStdString());
+        expectError([&] { validateTrainConfig(c); }, {expected});
+    }
+
+    // ---- Presets and help --------------------------------------------------------------------------
+
+    void presetsValidate()
+    {
+        std::vector<std::string> names;
+        for (const TrainPreset& p : trainPresets()) {
+            names.push_back(p.name);
+            QVERIFY(!p.description.empty());
+            const TrainConfig c = withDataPaths(p.config);
+            try {
+                validateTrainConfig(c);
+            } catch (const Error& e) {
+                QFAIL(qPrintable(QString::fromStdString(p.name + ": " + e.what())));
+            }
+            QCOMPARE(trainConfigToJson(parseTrainConfig(trainConfigToJson(c), p.name)), trainConfigToJson(c));
+            QCOMPARE(trainConfigToJson(presetConfig(p.name)), trainConfigToJson(p.config));
+        }
+        QCOMPARE(names, kPresetNames);
+        expectError([] { presetConfig("demo-vit"); },
+                    {"unknown training preset 'demo-vit'", "did you mean 'demo-vit-fmnist'"});
+    }
+
+    void paperPresetsCarryThePublishedRecipe()
+    {
+        const TrainConfig bert = presetConfig("paper-bert-base-mlm");
+        QVERIFY(bert.task == TrainTask::MaskedLm);
+        QCOMPARE(bert.preset, std::string("bert-base"));
+        QCOMPARE(bert.steps, std::int64_t(1000000));
+        QCOMPARE(bert.batchSize, 256);
+        QCOMPARE(bert.seqLength, 128);
+        QCOMPARE(bert.lr, 1e-4);
+        QCOMPARE(bert.warmupSteps, std::int64_t(10000));
+        QVERIFY(bert.decay == DecayKind::Linear);
+        QCOMPARE(bert.weightDecay, 0.01);
+        QCOMPARE(bert.gradClip, 1.0);
+        QCOMPARE(bert.maskProbability, 0.15);
+        QVERIFY(bert.corpus.empty()); // left for the user
+        QCOMPARE(presetConfig("paper-bert-6l").preset, std::string("bert-6l"));
+        const TrainConfig vit = presetConfig("paper-vit-s16");
+        QVERIFY(vit.task == TrainTask::Image);
+        QCOMPARE(vit.preset, std::string("vit-small"));
+        QCOMPARE(vit.steps, std::int64_t(300 * 2502));
+        QCOMPARE(vit.batchSize, 512);
+        QCOMPARE(trainVitConfig(withDataPaths(vit)).numTokens(), 197);
+        QVERIFY(vit.data.empty());
+        const TrainConfig demo = presetConfig("demo-vit-fmnist");
+        QCOMPARE(demo.data, std::string("fashion-mnist"));
+        QCOMPARE(trainVitConfig(demo).hiddenSize, 128);
+        QCOMPARE(trainBertConfig(presetConfig("demo-synthetic")).numLayers, 4);
+    }
+
+    void helpListsEveryFlag()
+    {
+        const std::string help = trainFlagsHelp(100);
+        for (const TrainFieldInfo& f : trainFields())
+            QVERIFY2(help.find("--" + f.name + " ") != std::string::npos, f.name.c_str());
+        QVERIFY(help.find("--lr X") != std::string::npos);
+        QVERIFY(help.find("(default 0.001)") != std::string::npos);
+        QVERIFY(help.find("--task mlm|nli|image|synthetic") != std::string::npos);
+        QVERIFY(help.find("Attention variant:\n") != std::string::npos);
+        std::size_t start = 0;
+        while (start < help.size()) {
+            const std::size_t end = help.find('\n', start);
+            QVERIFY2(end - start <= 100, help.substr(start, end - start).c_str());
+            start = end + 1;
+        }
+        QVERIFY(parseTrainTask(toString(TrainTask::Synthetic)) == TrainTask::Synthetic);
+        expectError([] { parseTrainTask("cls"); }, {"unknown task 'cls'"});
+    }
+};
+
+QTEST_APPLESS_MAIN(TstTrainCore)
+#include "tst_train_core.moc"
