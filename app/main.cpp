@@ -25,6 +25,8 @@ const Subcommand kSubcommands[] = {
     {"tokenize", "show how BertTokenizer splits a text (one JSON line)", outlierlens::cli::runTokenize},
     {"stats", "outlier statistics over a whole data set (MNLI pairs or images) to HDF5",
      outlierlens::cli::runStats},
+    {"train", "train a BERT or ViT (vanilla, clipped softmax, gated attention); JSON progress", outlierlens::cli::runTrain},
+    {"sweep", "a grid of training runs and a summary table (the paper's Figures 6 and 7)", outlierlens::cli::runSweep},
     {"bench", "time forward passes with and without activation capture", outlierlens::cli::runBench},
     {"create-model", "write a randomly initialised BERT model folder", outlierlens::cli::runCreateModel},
 };
@@ -45,6 +47,7 @@ void printUsage(std::FILE* out)
 
 int main(int argc, char* argv[])
 {
+    outlierlens::configureAllocator();
     if (argc >= 2 && argv[1][0] != '-') {
         for (const auto& c : kSubcommands) {
             if (std::strcmp(argv[1], c.name) != 0) continue;

@@ -64,5 +64,7 @@ int runTokenize(const QStringList& args);
 int runBench(const QStringList& args);
 int runCreateModel(const QStringList& args);
 int runStats(const QStringList& args);
+int runTrain(const QStringList& args);
+int runSweep(const QStringList& args);
 
 } // namespace outlierlens::cli

@@ -188,13 +188,16 @@ StatsRunResult runText(const StatsRunOptions& o, const std::atomic<bool>& cancel
         std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
             return encodings[a].inputIds.size() < encodings[b].inputIds.size();
         });
-        for (std::size_t b0 = 0; b0 < order.size(); b0 += std::size_t(o.batchSize)) {
+        for (std::size_t b0 = 0, b1 = 0; b0 < order.size(); b0 = b1) {
             if (cancel) throw Cancelled();
-            const std::size_t b1 = std::min(order.size(), b0 + std::size_t(o.batchSize));
-            const auto B = std::int64_t(b1 - b0);
+            // Up to batchSize inputs, fewer for long ones: the recorded attention grows with B * T^2.
             std::int64_t T = 0;
-            for (std::size_t i = b0; i < b1; ++i)
-                T = std::max<std::int64_t>(T, std::int64_t(encodings[order[i]].inputIds.size()));
+            for (b1 = b0; b1 < order.size() && b1 - b0 < std::size_t(o.batchSize); ++b1) {
+                const auto length = std::int64_t(encodings[order[b1]].inputIds.size());
+                if (b1 > b0 && std::int64_t(b1 - b0 + 1) * length > o.tokenBudget) break;
+                T = std::max(T, length);
+            }
+            const auto B = std::int64_t(b1 - b0);
             torch::Tensor ids = torch::full({B, T}, tokenizer.padId(), torch::kLong);
             torch::Tensor types = torch::zeros({B, T}, torch::kLong);
             torch::Tensor mask = torch::zeros({B, T}, torch::kLong);

@@ -47,6 +47,7 @@ struct StatsRunOptions
     std::vector<int> layers; ///< 0-based; empty = all
     OutlierCriterion criterion;
     int batchSize = 16;
+    int tokenBudget = 2048; ///< text: at most this many (padded) tokens per batch, so memory stays flat
     int maxLength = 0; ///< text: truncation (0 = the model's maximum)
     VariantOverride variant;
     std::string outPath;

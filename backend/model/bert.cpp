@@ -28,7 +28,6 @@ torch::nn::LayerNorm makeLayerNorm(int size, double eps)
     return torch::nn::LayerNorm(torch::nn::LayerNormOptions({size}).eps(eps));
 }
 
-constexpr double kHiddenDropout = 0.1;
 
 } // namespace
 
@@ -40,7 +39,7 @@ BertEmbeddingsImpl::BertEmbeddingsImpl(const BertConfig& c)
     tokenTypeEmbeddings =
         register_module("token_type_embeddings", torch::nn::Embedding(c.typeVocabSize, c.hiddenSize));
     layerNorm = register_module("LayerNorm", makeLayerNorm(c.hiddenSize, c.layerNormEps));
-    dropout = register_module("dropout", torch::nn::Dropout(kHiddenDropout));
+    dropout = register_module("dropout", torch::nn::Dropout(c.hiddenDropout));
 }
 
 torch::Tensor BertEmbeddingsImpl::forward(const torch::Tensor& inputIds, const torch::Tensor& tokenTypeIds)
@@ -60,7 +59,7 @@ BertSelfAttentionImpl::BertSelfAttentionImpl(const BertConfig& c)
     query = register_module("query", torch::nn::Linear(c.hiddenSize, c.hiddenSize));
     key = register_module("key", torch::nn::Linear(c.hiddenSize, c.hiddenSize));
     value = register_module("value", torch::nn::Linear(c.hiddenSize, c.hiddenSize));
-    dropout = register_module("dropout", torch::nn::Dropout(kHiddenDropout));
+    dropout = register_module("dropout", torch::nn::Dropout(c.attentionDropout));
     spec = AttentionSpec{c.numHeads, c.headDim(), c.variant};
     gates.create(*this, c.variant, c.numHeads, c.headDim());
 }
@@ -76,7 +75,7 @@ BertAddNormImpl::BertAddNormImpl(int inFeatures, const BertConfig& c)
 {
     dense = register_module("dense", torch::nn::Linear(inFeatures, c.hiddenSize));
     layerNorm = register_module("LayerNorm", makeLayerNorm(c.hiddenSize, c.layerNormEps));
-    dropout = register_module("dropout", torch::nn::Dropout(kHiddenDropout));
+    dropout = register_module("dropout", torch::nn::Dropout(c.hiddenDropout));
 }
 
 BertLayerImpl::BertLayerImpl(const BertConfig& c)
@@ -141,7 +140,7 @@ BertForSequenceClassificationImpl::BertForSequenceClassificationImpl(const BertC
     if (c.id2label.empty())
         throw Error("a sequence classifier needs id2label (the number of labels) in config.json");
     bert = register_module("bert", BertModel(c, true));
-    dropout = register_module("dropout", torch::nn::Dropout(kHiddenDropout));
+    dropout = register_module("dropout", torch::nn::Dropout(c.hiddenDropout));
     classifier = register_module("classifier", torch::nn::Linear(c.hiddenSize, int(c.id2label.size())));
 }
 

@@ -4,6 +4,7 @@
 #include "common/error.h"
 #include "common/sha256.h"
 #include "io/safetensors.h"
+#include "model/runtime.h"
 
 #include <torch/torch.h>
 
@@ -217,9 +218,10 @@ BertNetwork BertNetwork::load(const std::string& modelDir, const VariantOverride
 
     BertNetwork net(config, head);
     net.m_weightsFile = weights;
-    StateDict mapped = mapBertKeys(std::move(tensors), head, config, weights, net.m_report);
-    copyStrict(net.module(), mapped, weights);
+    const ExpectedTensors expected = releaseModuleTensors(net.module());
+    adoptStrict(net.module(), expected, mapBertKeys(std::move(tensors), head, config, weights, net.m_report), weights);
     net.m_sha256 = sha256File(weights);
+    releaseFreedMemory(); // the module's initial random weights are gone now
     return net;
 }
 

@@ -39,6 +39,8 @@ public:
     torch::nn::Module& module();
     const torch::nn::Module& module() const { return const_cast<BertNetwork*>(this)->module(); }
     BertModel encoder() const;
+    /// The masked-LM module (null unless head() is MaskedLM).
+    BertForMaskedLM maskedLm() const { return m_maskedLm; }
     const std::string& weightsFile() const { return m_weightsFile; }
     /// SHA-256 of the weights file ("" for a model created in memory).
     const std::string& checkpointSha256() const { return m_sha256; }

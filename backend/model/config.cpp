@@ -196,6 +196,8 @@ BertConfig BertConfig::fromFile(const std::string& path)
     c.padTokenId = int(getInt(j, "pad_token_id", path, 0));
     c.layerNormEps = getNumber(j, "layer_norm_eps", path, 1e-12);
     c.hiddenAct = getString(j, "hidden_act", path, std::string("gelu"));
+    c.hiddenDropout = getNumber(j, "hidden_dropout_prob", path, 0.1);
+    c.attentionDropout = getNumber(j, "attention_probs_dropout_prob", path, 0.1);
     const std::string positionType = getString(j, "position_embedding_type", path, std::string("absolute"));
     if (positionType != "absolute")
         throw Error(path + ": position_embedding_type '" + positionType +
@@ -295,8 +297,8 @@ std::string BertConfig::toJson(const std::string& architecture) const
     j["layer_norm_eps"] = layerNormEps;
     j["hidden_act"] = hiddenAct;
     j["position_embedding_type"] = "absolute";
-    j["hidden_dropout_prob"] = 0.1;
-    j["attention_probs_dropout_prob"] = 0.1;
+    j["hidden_dropout_prob"] = hiddenDropout;
+    j["attention_probs_dropout_prob"] = attentionDropout;
     j["initializer_range"] = 0.02;
     if (!id2label.empty()) {
         nlohmann::json id2, label2;

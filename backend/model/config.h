@@ -71,6 +71,8 @@ struct BertConfig
     int typeVocabSize = 2;
     int padTokenId = 0;
     double layerNormEps = 1e-12;
+    double hiddenDropout = 0.1;    ///< hidden_dropout_prob (training only)
+    double attentionDropout = 0.1; ///< attention_probs_dropout_prob (training only)
     std::string hiddenAct = "gelu";
     std::vector<std::string> id2label; ///< index = class id; empty for models without a classifier
     std::vector<std::string> architectures;

@@ -24,30 +24,40 @@ bool endsWith(const std::string& s, const std::string& suffix)
 
 } // namespace
 
-void copyStrict(torch::nn::Module& module, const StateDict& tensors, const std::string& file)
+ExpectedTensors releaseModuleTensors(torch::nn::Module& module)
 {
-    std::map<std::string, torch::Tensor> expected;
-    for (const auto& item : module.named_parameters(true))
-        expected.emplace(item.key(), item.value());
-    for (const auto& item : module.named_buffers(true))
-        expected.emplace(item.key(), item.value());
+    ExpectedTensors expected;
+    auto release = [&](const std::string& name, torch::Tensor& t) {
+        expected[name] = ExpectedTensor{std::vector<std::int64_t>(t.sizes().begin(), t.sizes().end()),
+                                        t.is_floating_point()};
+        torch::NoGradGuard noGrad;
+        t.set_data(torch::empty({0}, t.options()));
+    };
+    for (auto& item : module.named_parameters(true))
+        release(item.key(), item.value());
+    for (auto& item : module.named_buffers(true))
+        release(item.key(), item.value());
+    return expected;
+}
 
+void adoptStrict(torch::nn::Module& module, const ExpectedTensors& expected, StateDict tensors,
+                 const std::string& file)
+{
     std::vector<std::string> problems;
-    for (const auto& [name, target] : expected) {
+    for (const auto& [name, want] : expected) {
         const auto it = tensors.find(name);
         if (it == tensors.end()) {
-            problems.push_back(file + ": missing tensor '" + name + "' (expected " + shapeString(target) +
-                               ")");
+            problems.push_back(file + ": missing tensor '" + name + "' (expected " + shapeString(want.sizes) + ")");
             continue;
         }
         const torch::Tensor& found = it->second;
-        if (found.sizes() != target.sizes())
-            problems.push_back(file + ": tensor '" + name + "' has shape " + shapeString(found) +
-                               ", expected " + shapeString(target));
-        else if (found.is_floating_point() != target.is_floating_point())
+        if (found.sizes() != c10::IntArrayRef(want.sizes))
+            problems.push_back(file + ": tensor '" + name + "' has shape " + shapeString(found) + ", expected " +
+                               shapeString(want.sizes));
+        else if (found.is_floating_point() != want.floating)
             problems.push_back(file + ": tensor '" + name + "' has dtype " +
                                std::string(c10::toString(found.scalar_type())) + ", expected " +
-                               std::string(c10::toString(target.scalar_type())));
+                               (want.floating ? "Float" : "Long"));
     }
     for (const auto& [name, tensor] : tensors)
         if (!expected.count(name))
@@ -56,8 +66,15 @@ void copyStrict(torch::nn::Module& module, const StateDict& tensors, const std::
     if (!problems.empty()) throw Error(summarize(problems));
 
     torch::NoGradGuard noGrad;
-    for (auto& [name, target] : expected)
-        target.copy_(tensors.at(name));
+    auto adopt = [&](const std::string& name, torch::Tensor& target) {
+        torch::Tensor& source = tensors.at(name);
+        target.set_data(source.to(target.scalar_type()).contiguous());
+        source = torch::Tensor(); // the module holds the only reference now
+    };
+    for (auto& item : module.named_parameters(true))
+        adopt(item.key(), item.value());
+    for (auto& item : module.named_buffers(true))
+        adopt(item.key(), item.value());
 }
 
 StateDict moduleStateDict(const torch::nn::Module& module)

@@ -3,7 +3,6 @@
 
 #include "io/state_dict.h"
 
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,11 +19,26 @@ struct LoadReport
     std::vector<std::string> renamed; ///< legacy names mapped, e.g. "LayerNorm.gamma -> LayerNorm.weight"
 };
 
-/// Copies `tensors` (already mapped to the module's own names) into every parameter and buffer of
-/// `module`. Strict: a missing tensor, an unexpected one, a wrong shape or a non-float tensor for
-/// a float parameter is an Error naming the file (`file`), the tensor, the expected and the found
-/// shape; when several are wrong the message names the first and counts the rest.
-void copyStrict(torch::nn::Module& module, const StateDict& tensors, const std::string& file);
+/// Shape and kind of every parameter and buffer of a module, by name.
+struct ExpectedTensor
+{
+    std::vector<std::int64_t> sizes;
+    bool floating = true;
+};
+using ExpectedTensors = std::map<std::string, ExpectedTensor>;
+
+/// Records the module's tensor shapes and frees their memory, so that a checkpoint can be read
+/// without holding two copies of the model (peak memory = one model). The module is unusable
+/// until adoptStrict() gives it tensors again.
+ExpectedTensors releaseModuleTensors(torch::nn::Module& module);
+
+/// Gives every parameter and buffer of `module` the tensor of the same name from `tensors`
+/// (already mapped to the module's names), without copying. Strict: a missing tensor, an
+/// unexpected one, a wrong shape or a non-float tensor for a float parameter is an Error naming the
+/// file (`file`), the tensor, the expected and the found shape; when several are wrong the message
+/// names the first and counts the rest.
+void adoptStrict(torch::nn::Module& module, const ExpectedTensors& expected, StateDict tensors,
+                 const std::string& file);
 
 /// The tensors of `module` (parameters and buffers) by name, detached: what a checkpoint writer saves.
 StateDict moduleStateDict(const torch::nn::Module& module);

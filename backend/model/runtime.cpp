@@ -2,6 +2,7 @@
 
 #include <ATen/Parallel.h>
 
+#include <malloc.h>
 #include <sched.h>
 #include <thread>
 
@@ -25,5 +26,9 @@ int configureTorchThreads(int threads)
     at::set_num_threads(n);
     return n;
 }
+
+void releaseFreedMemory() { malloc_trim(0); }
+
+void configureAllocator() { mallopt(M_MMAP_THRESHOLD, 4 << 20); }
 
 } // namespace outlierlens

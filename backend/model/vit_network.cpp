@@ -4,6 +4,7 @@
 #include "common/error.h"
 #include "common/sha256.h"
 #include "io/safetensors.h"
+#include "model/runtime.h"
 
 #include <torch/torch.h>
 
@@ -102,14 +103,16 @@ VitNetwork VitNetwork::load(const std::string& modelDir, const VariantOverride& 
     VitConfig config = VitConfig::fromModelDir(modelDir);
     if (!override.empty()) config.variant = override.applyTo(config.variant);
     const std::string weights = findWeightsFile(modelDir);
-    StateDict tensors = readStateDict(weights);
-
     VitNetwork net(config);
     net.m_weightsFile = weights;
+    // Free the initial weights before reading, so only one copy of the model is ever in memory.
+    const ExpectedTensors expected = releaseModuleTensors(*net.m_module);
+    StateDict tensors = readStateDict(weights);
     if (config.naming == VitNaming::HuggingFace)
         tensors = mapHuggingFaceVitKeys(std::move(tensors), config.numLayers, weights, net.m_report);
-    copyStrict(*net.m_module, tensors, weights);
+    adoptStrict(*net.m_module, expected, std::move(tensors), weights);
     net.m_sha256 = sha256File(weights);
+    releaseFreedMemory();
     return net;
 }
 

@@ -307,7 +307,7 @@ constexpr const char* kModel = "model";
 constexpr const char* kAttention = "attention variant";
 constexpr const char* kOptimization = "optimization";
 constexpr const char* kRun = "logging, evaluation, checkpoints";
-// constexpr const char* kSynthetic = "synthetic task"; // for the synthetic task's rows
+constexpr const char* kSynthetic = "synthetic task";
 
 #define OL_MEMBER(member) [](TrainConfig& c) -> FieldRef { return &c.member; }
 
@@ -390,8 +390,17 @@ const std::vector<FieldDef>& fieldTable()
         {"seed", kRun, "random seed (initialisation, batches, masking, dropout)", OL_MEMBER(seed)},
         {"threads", kRun, "LibTorch threads (0: all cores)", OL_MEMBER(threads)},
 
-        // ---- Synthetic task options: one row per field, group kSynthetic, e.g.
-        // {"synthetic_vocab", kSynthetic, "synthetic: vocabulary size", OL_MEMBER(syntheticVocab)},
+        {"synthetic_vocab", kSynthetic, "synthetic: vocabulary size", OL_MEMBER(syntheticVocab)},
+        {"synthetic_min_length", kSynthetic, "synthetic: shortest sequence before padding (0: seq_length)",
+         OL_MEMBER(syntheticMinLength)},
+        {"synthetic_delimiters", kSynthetic, "synthetic: delimiter token types (\".\", \",\", ...)",
+         OL_MEMBER(syntheticDelimiters)},
+        {"delimiter_rate", kSynthetic, "synthetic: probability that a position is a delimiter",
+         OL_MEMBER(delimiterRate)},
+        {"operator_rate", kSynthetic, "synthetic: probability that a position is a copy operator",
+         OL_MEMBER(operatorRate)},
+        {"topic_size", kSynthetic, "synthetic: content tokens each sequence draws from (0: all)",
+         OL_MEMBER(topicSize)},
     };
     return table;
 }

@@ -78,10 +78,13 @@ struct TrainConfig
     std::uint64_t seed = 0;             ///< "seed"
     int threads = 0;                    ///< "threads": LibTorch intra-op threads; 0 = all cores
 
-    // ---- Synthetic task options (task "synthetic") -------------------------------------------
-    // Place for synthetic_vocab, ...: add the members here and one row each to the field table in
-    // train_config.cpp (section "synthetic task"); parsing, flags, --help and run.json follow.
-    // ---------------------------------------------------------------------------------------------
+    // Synthetic task options (task "synthetic"; train/data/synthetic_data.h explains the task)
+    int syntheticVocab = 64;        ///< "synthetic_vocab": vocabulary size
+    int syntheticMinLength = 0;     ///< "synthetic_min_length": shortest sequence (0 = seq_length, no padding)
+    int syntheticDelimiters = 2;    ///< "synthetic_delimiters": delimiter token types
+    double delimiterRate = 0.1;     ///< "delimiter_rate"
+    double operatorRate = 0.08;     ///< "operator_rate"
+    int topicSize = 8;              ///< "topic_size": content tokens per sequence's topic
 };
 
 /// One field of TrainConfig as the user sees it: JSON key, flag, --help line.

@@ -1,0 +1,375 @@
+// Training tasks on BERT: masked-LM pre-training, MNLI fine-tuning and the synthetic no-op task.
+
+#include "common/error.h"
+#include "model/bert_network.h"
+#include "text/wordpiece.h"
+#include "train/data/mlm_data.h"
+#include "train/data/nli_data.h"
+#include "train/data/synthetic_data.h"
+#include "train/task_common.h"
+#include "train/training_task.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+namespace outlierlens {
+namespace fs = std::filesystem;
+
+namespace {
+
+/// The BERT shape of a config: its preset, then any explicit sizes.
+BertConfig bertShape(const TrainConfig& t, const std::string& fallbackPreset)
+{
+    BertConfig c = BertConfig::preset(t.preset.empty() ? fallbackPreset : t.preset);
+    if (t.hiddenSize > 0) c.hiddenSize = t.hiddenSize;
+    if (t.numLayers > 0) c.numLayers = t.numLayers;
+    if (t.numHeads > 0) c.numHeads = t.numHeads;
+    if (t.intermediateSize > 0) c.intermediateSize = t.intermediateSize;
+    c.maxPositions = std::max(c.maxPositions, t.seqLength);
+    c.hiddenDropout = c.attentionDropout = t.dropout;
+    c.variant = t.variant;
+    if (c.variant.alpha && c.variant.maxSeqLength <= 0)
+        c.variant.maxSeqLength = t.seqLength; // gamma = -alpha / T with T the training length
+    c.validate("training config");
+    return c;
+}
+
+SyntheticTaskOptions syntheticOptions(const TrainConfig& t)
+{
+    SyntheticTaskOptions o;
+    o.vocabSize = t.syntheticVocab;
+    o.seqLength = t.seqLength;
+    o.minLength = t.syntheticMinLength;
+    o.numDelimiters = t.syntheticDelimiters;
+    o.delimiterRate = t.delimiterRate;
+    o.operatorRate = t.operatorRate;
+    o.topicSize = t.topicSize;
+    o.validate();
+    return o;
+}
+
+/// Shared by the three BERT tasks: the network, its vocabulary file and the probe bookkeeping.
+class BertTaskBase : public TrainingTask
+{
+public:
+    torch::nn::Module& module() override { return m_net->module(); }
+    std::vector<CapturePoint> trackedPoints() const override
+    {
+        return {CapturePoint::FfnOut, CapturePoint::Out};
+    }
+    int numLayers() const override { return m_net->config().numLayers; }
+    void loadWeights(const std::string& dir) override { loadWeightsInto(m_net->module(), dir); }
+    void saveModel(const std::string& dir, const std::string& card) const override
+    {
+        m_net->save(dir);
+        fs::copy_file(m_vocabFile, fs::path(dir) / "vocab.txt", fs::copy_options::overwrite_existing);
+        writeModelCard(dir, card);
+    }
+
+protected:
+    std::unique_ptr<BertNetwork> m_net;
+    std::string m_vocabFile;
+};
+
+// ---------------------------------------------------------------------------------------------
+class MlmTask : public BertTaskBase
+{
+public:
+    explicit MlmTask(const TrainConfig& t)
+        : m_config(t)
+        , m_tokenizer(BertTokenizer::fromVocabFile(t.vocab))
+    {
+        m_vocabFile = t.vocab;
+        const std::int64_t evalSequences = std::int64_t(t.evalBatches) * t.batchSize;
+        PackedCorpus corpus = PackedCorpus::build(t.corpus, m_tokenizer, t.seqLength);
+        if (!t.validCorpus.empty()) {
+            m_train = std::make_unique<PackedCorpus>(std::move(corpus));
+            m_valid =
+                std::make_unique<PackedCorpus>(PackedCorpus::build(t.validCorpus, m_tokenizer, t.seqLength));
+            m_validCount = std::min<std::int64_t>(evalSequences, m_valid->size());
+        } else {
+            // No held-out file: the last sequences of the corpus are held out and never trained on.
+            if (corpus.size() <= evalSequences + t.batchSize)
+                throw Error(t.corpus + ": " + std::to_string(corpus.size()) + " sequences of " +
+                            std::to_string(t.seqLength) + " tokens are too few to hold out " +
+                            std::to_string(evalSequences) + " and train with batches of " +
+                            std::to_string(t.batchSize));
+            m_train = std::make_unique<PackedCorpus>(std::move(corpus));
+            m_validCount = evalSequences;
+            m_validOffset = m_train->size() - evalSequences;
+        }
+        m_trainCount = m_validOffset > 0 ? m_validOffset : m_train->size();
+        if (m_trainCount < t.batchSize)
+            throw Error(t.corpus + ": " + std::to_string(m_trainCount) + " sequences of " +
+                        std::to_string(t.seqLength) + " tokens, fewer than one batch of " +
+                        std::to_string(t.batchSize));
+        BertConfig c = bertShape(t, "bert-mini");
+        c.vocabSize = int(m_tokenizer.vocabSize());
+        c.architectures = {"BertForMaskedLM"};
+        m_net = std::make_unique<BertNetwork>(BertNetwork::create(c, BertHead::MaskedLM, t.seed));
+    }
+
+    torch::Tensor trainLoss(std::int64_t step, at::Generator& gen) override
+    {
+        const torch::Tensor ids =
+            m_train->sequences(batchIndices(m_trainCount, m_config.batchSize, step, m_config.seed));
+        return lossOf(maskForMlm(ids, m_tokenizer, m_config.maskProbability, gen));
+    }
+
+    std::pair<std::string, double> evaluate() override
+    {
+        at::Generator gen = evaluationGenerator(m_config);
+        c10::InferenceMode guard;
+        double lossSum = 0;
+        std::int64_t tokens = 0;
+        for (std::int64_t start = 0; start < m_validCount; start += m_config.batchSize) {
+            const MlmBatch batch = maskForMlm(
+                validSequences(start, std::min<std::int64_t>(m_config.batchSize, m_validCount - start)),
+                m_tokenizer, m_config.maskProbability, gen);
+            const std::int64_t n = (batch.labels != -100).sum().item<std::int64_t>();
+            if (n == 0) continue;
+            lossSum += lossOf(batch).item<double>() * double(n);
+            tokens += n;
+        }
+        return {"perplexity", std::exp(lossSum / double(std::max<std::int64_t>(tokens, 1)))};
+    }
+
+    std::vector<std::int64_t> probe(ActivationSink& sink) override
+    {
+        const std::int64_t n = std::min<std::int64_t>(8, m_validCount);
+        const torch::Tensor ids = validSequences(0, n);
+        c10::InferenceMode guard;
+        m_net->forward(ids, torch::zeros_like(ids), torch::ones_like(ids), &sink);
+        return std::vector<std::int64_t>(std::size_t(n), ids.size(1));
+    }
+
+    std::string describe() const override
+    {
+        const BertConfig& c = m_net->config();
+        return "BERT masked-LM pre-training (" + std::to_string(c.numLayers) + " layers, hidden " +
+               std::to_string(c.hiddenSize) + ", " + std::to_string(c.numHeads) + " heads, T " +
+               std::to_string(m_config.seqLength) + ") on " + fs::path(m_config.corpus).filename().string() +
+               ", " + c.variant.describe();
+    }
+
+private:
+    torch::Tensor validSequences(std::int64_t start, std::int64_t count) const
+    {
+        std::vector<std::int64_t> indices;
+        for (std::int64_t i = 0; i < count; ++i)
+            indices.push_back(m_validOffset + start + i);
+        return (m_valid ? *m_valid : *m_train).sequences(indices);
+    }
+
+    /// The vocabulary projection runs only on the ~15% predicted positions: with a 30,522-token
+    /// vocabulary it would otherwise cost more than the whole encoder of a small model.
+    torch::Tensor lossOf(const MlmBatch& b)
+    {
+        BertForMaskedLM mlm = m_net->maskedLm();
+        const torch::Tensor hidden = mlm->bert->forward(b.inputIds, b.tokenTypeIds, b.attentionMask).sequence;
+        const torch::Tensor labels = b.labels.reshape({-1});
+        const torch::Tensor picked = (labels != -100).nonzero().squeeze(1);
+        const torch::Tensor states = hidden.reshape({-1, hidden.size(-1)}).index_select(0, picked);
+        const torch::Tensor logits =
+            mlm->predictions->forward(states, mlm->bert->embeddings->wordEmbeddings->weight);
+        return maskedCrossEntropy(logits, labels.index_select(0, picked));
+    }
+
+    TrainConfig m_config;
+    BertTokenizer m_tokenizer;
+    std::unique_ptr<PackedCorpus> m_train, m_valid;
+    std::int64_t m_trainCount = 0, m_validCount = 0, m_validOffset = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+class NliTask : public BertTaskBase
+{
+public:
+    explicit NliTask(const TrainConfig& t)
+        : m_config(t)
+        , m_tokenizer(BertTokenizer::fromModelDir(t.init))
+    {
+        m_vocabFile = (fs::path(t.init) / "vocab.txt").string();
+        BertNetwork pretrained = BertNetwork::load(t.init);
+        BertConfig c = pretrained.config();
+        if (!t.variant.isVanilla() && t.variant.describe() != c.variant.describe())
+            throw Error("the attention variant of a fine-tuning run comes from the pre-trained model (" +
+                        t.init + ": " + c.variant.describe() +
+                        "); remove the variant settings from the config");
+        c.id2label = {"entailment", "neutral", "contradiction"};
+        c.architectures = {"BertForSequenceClassification"};
+        c.hiddenDropout = c.attentionDropout = t.dropout;
+        m_net =
+            std::make_unique<BertNetwork>(BertNetwork::create(c, BertHead::SequenceClassification, t.seed));
+        // The encoder starts from the pre-trained weights; the pooler and classifier are new.
+        torch::NoGradGuard noGrad;
+        auto target = m_net->encoder()->named_parameters(true);
+        std::size_t copied = 0;
+        for (const auto& item : pretrained.encoder()->named_parameters(true)) {
+            torch::Tensor* dst = target.find(item.key());
+            if (!dst || dst->sizes() != item.value().sizes())
+                throw Error(t.init + ": encoder tensor '" + item.key() +
+                            "' does not fit the fine-tuning model");
+            dst->copy_(item.value());
+            ++copied;
+        }
+        m_data = std::make_unique<NliDataset>(
+            NliDataset::build(t.data, m_tokenizer, t.seqLength, std::size_t(t.nliTrainPairs), c.id2label));
+        if (m_data->trainSize() < t.batchSize)
+            throw Error(t.data + ": " + std::to_string(m_data->trainSize()) +
+                        " training pairs, fewer than one batch");
+        if (m_data->evalSize() < 1)
+            throw Error(t.data + ": no pairs left for evaluation after the first " +
+                        std::to_string(t.nliTrainPairs));
+    }
+
+    torch::Tensor trainLoss(std::int64_t step, at::Generator&) override
+    {
+        const NliDataset::Batch b =
+            m_data->trainBatch(batchIndices(m_data->trainSize(), m_config.batchSize, step, m_config.seed));
+        return maskedCrossEntropy(m_net->forward(b.inputIds, b.tokenTypeIds, b.attentionMask).logits,
+                                  b.labels);
+    }
+
+    std::pair<std::string, double> evaluate() override
+    {
+        c10::InferenceMode guard;
+        std::int64_t correct = 0;
+        for (std::int64_t start = 0; start < m_data->evalSize(); start += m_config.batchSize) {
+            const int size = int(std::min<std::int64_t>(m_config.batchSize, m_data->evalSize() - start));
+            const NliDataset::Batch b = m_data->evalBatch(start, size);
+            const torch::Tensor logits = m_net->forward(b.inputIds, b.tokenTypeIds, b.attentionMask).logits;
+            correct += (logits.argmax(-1) == b.labels).sum().item<std::int64_t>();
+        }
+        return {"accuracy", double(correct) / double(m_data->evalSize())};
+    }
+
+    std::vector<std::int64_t> probe(ActivationSink& sink) override
+    {
+        const int n = int(std::min<std::int64_t>(8, m_data->evalSize()));
+        const NliDataset::Batch b = m_data->evalBatch(0, n);
+        c10::InferenceMode guard;
+        m_net->forward(b.inputIds, b.tokenTypeIds, b.attentionMask, &sink);
+        const torch::Tensor lengths = b.attentionMask.sum(1);
+        std::vector<std::int64_t> out;
+        for (int i = 0; i < n; ++i)
+            out.push_back(lengths[i].item<std::int64_t>());
+        return out;
+    }
+
+    std::string describe() const override
+    {
+        return "BERT fine-tuned on MNLI pairs [0, " + std::to_string(m_config.nliTrainPairs) + ") of " +
+               fs::path(m_config.data).filename().string() + " from " +
+               fs::path(m_config.init).filename().string() + ", accuracy on the remaining pairs; " +
+               m_net->config().variant.describe();
+    }
+
+private:
+    TrainConfig m_config;
+    BertTokenizer m_tokenizer;
+    std::unique_ptr<NliDataset> m_data;
+};
+
+// ---------------------------------------------------------------------------------------------
+class SyntheticTask : public BertTaskBase
+{
+public:
+    SyntheticTask(const TrainConfig& t, const std::string& vocabFile)
+        : m_config(t)
+        , m_options(syntheticOptions(t))
+    {
+        m_vocabFile = vocabFile;
+        BertConfig c = bertShape(t, "bert-tiny");
+        c.vocabSize = int(syntheticVocabulary(m_options).size());
+        c.maxPositions = std::max(m_options.seqLength, 64);
+        c.architectures = {"BertForMaskedLM"};
+        if (c.variant.alpha && c.variant.maxSeqLength <= 0) c.variant.maxSeqLength = m_options.seqLength;
+        m_net = std::make_unique<BertNetwork>(BertNetwork::create(c, BertHead::MaskedLM, t.seed));
+    }
+
+    torch::Tensor trainLoss(std::int64_t, at::Generator& gen) override
+    {
+        return lossOf(syntheticBatch(m_options, m_config.batchSize, gen));
+    }
+
+    std::pair<std::string, double> evaluate() override
+    {
+        at::Generator gen = evaluationGenerator(m_config);
+        c10::InferenceMode guard;
+        std::int64_t correct = 0, total = 0;
+        for (int i = 0; i < m_config.evalBatches; ++i) {
+            const SyntheticBatch b = syntheticBatch(m_options, m_config.batchSize, gen);
+            const torch::Tensor predicted =
+                m_net->forward(b.inputIds, b.tokenTypeIds, b.attentionMask).logits.argmax(-1);
+            const torch::Tensor scored = b.labels != -100;
+            correct += (predicted.eq(b.labels) & scored).sum().item<std::int64_t>();
+            total += scored.sum().item<std::int64_t>();
+        }
+        return {"accuracy", double(correct) / double(std::max<std::int64_t>(total, 1))};
+    }
+
+    std::vector<std::int64_t> probe(ActivationSink& sink) override
+    {
+        at::Generator gen = evaluationGenerator(m_config);
+        const SyntheticBatch b = syntheticBatch(m_options, 8, gen);
+        c10::InferenceMode guard;
+        m_net->forward(b.inputIds, b.tokenTypeIds, b.attentionMask, &sink);
+        const torch::Tensor lengths = b.attentionMask.sum(1);
+        std::vector<std::int64_t> out;
+        for (std::int64_t i = 0; i < lengths.size(0); ++i)
+            out.push_back(lengths[i].item<std::int64_t>());
+        return out;
+    }
+
+    std::string describe() const override
+    {
+        const BertConfig& c = m_net->config();
+        return "Synthetic no-op task (" + std::to_string(c.numLayers) + " layers, hidden " +
+               std::to_string(c.hiddenSize) + ", " + std::to_string(c.numHeads) + " heads, T " +
+               std::to_string(m_options.seqLength) + "), " + c.variant.describe();
+    }
+
+    /// The vocabulary file a synthetic run writes once into its run folder.
+    static std::string writeVocabulary(const TrainConfig& t)
+    {
+        const std::string path = (fs::path(t.output) / "synthetic_vocab.txt").string();
+        std::ofstream out(path);
+        for (const std::string& token : syntheticVocabulary(syntheticOptions(t)))
+            out << token << '\n';
+        if (!out) throw Error(path + ": cannot write");
+        return path;
+    }
+
+private:
+    torch::Tensor lossOf(const SyntheticBatch& b)
+    {
+        const torch::Tensor logits = m_net->forward(b.inputIds, b.tokenTypeIds, b.attentionMask).logits;
+        return maskedCrossEntropy(logits.reshape({-1, logits.size(-1)}), b.labels.reshape({-1}));
+    }
+
+    TrainConfig m_config;
+    SyntheticTaskOptions m_options;
+};
+
+} // namespace
+
+std::unique_ptr<TrainingTask> makeBertTask(const TrainConfig& config)
+{
+    switch (config.task) {
+    case TrainTask::MaskedLm:
+        return std::make_unique<MlmTask>(config);
+    case TrainTask::Nli:
+        return std::make_unique<NliTask>(config);
+    case TrainTask::Synthetic:
+        return std::make_unique<SyntheticTask>(config, SyntheticTask::writeVocabulary(config));
+    case TrainTask::Image:
+        break;
+    }
+    throw Error("not a BERT task");
+}
+
+} // namespace outlierlens

@@ -1,0 +1,56 @@
+#pragma once
+// Used by the training process (one thread) and read by the GUI's job list (any thread): every
+// file is replaced atomically, so a reader never sees half a file.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace outlierlens {
+
+/// The state of a run as recorded in <run>/status.json.
+struct RunStatus
+{
+    std::string state = "starting"; ///< starting, running, finished, stopped, diverged, failed
+    std::int64_t step = 0;
+    std::int64_t total = 0;
+    std::int64_t pid = 0;
+    std::string message;        ///< e.g. why it stopped
+    std::string lastCheckpoint; ///< folder, relative to the run
+    std::string updated;        ///< ISO 8601 time of the last update
+};
+
+/// A training run's folder: run.json (resolved config), status.json, metrics.jsonl,
+/// checkpoints/step-NNNNNNN/ (model folder + optimizer.safetensors + trainer_state.json), final/.
+class RunFolder
+{
+public:
+    explicit RunFolder(std::string dir);
+    const std::string& dir() const { return m_dir; }
+    std::string path(const std::string& relative) const;
+
+    void writeStatus(const RunStatus& status) const;
+    /// Reads status.json; nullopt if missing or unreadable.
+    std::optional<RunStatus> readStatus() const;
+
+    /// Appends one JSON object (one line) to metrics.jsonl and flushes it.
+    void appendMetrics(const std::string& jsonLine) const;
+    /// Drops metrics lines of steps after `step` (a resumed run recomputes them).
+    void truncateMetricsAfter(std::int64_t step) const;
+
+    /// checkpoints/step-<step>, zero-padded so names sort by step.
+    std::string checkpointDir(std::int64_t step) const;
+    /// Complete checkpoints (trainer_state.json present), oldest first.
+    std::vector<std::string> checkpoints() const;
+    /// Removes all but the newest `keep` checkpoints.
+    void pruneCheckpoints(int keep) const;
+
+private:
+    std::string m_dir;
+};
+
+/// Writes `text` to `path` atomically (temporary file + rename). Throws Error.
+void writeTextFileAtomically(const std::string& path, const std::string& text);
+
+} // namespace outlierlens

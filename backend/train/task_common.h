@@ -1,0 +1,29 @@
+#pragma once
+// Helpers shared by the task implementations (training thread only).
+
+#include "train/core/train_config.h"
+
+#include <torch/types.h>
+
+#include <string>
+
+namespace torch::nn {
+class Module;
+}
+
+namespace outlierlens {
+
+/// Loads <dir>/model.safetensors written by saveModel() into `module` strictly (resume).
+void loadWeightsInto(torch::nn::Module& module, const std::string& dir);
+
+/// Mean cross entropy over positions whose label is not -100. logits [N, C], labels [N].
+torch::Tensor maskedCrossEntropy(const torch::Tensor& logits, const torch::Tensor& labels);
+
+/// A generator whose draws are the same in every evaluation of a run (evaluation batches,
+/// masking of held-out text), independent of the training step.
+at::Generator evaluationGenerator(const TrainConfig& config);
+
+/// Writes README.md (the model card) into a model folder.
+void writeModelCard(const std::string& dir, const std::string& card);
+
+} // namespace outlierlens

@@ -1,0 +1,59 @@
+#pragma once
+// A task is created and used by the training thread only.
+
+#include "model/capture.h"
+#include "train/core/train_config.h"
+
+#include <torch/types.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace torch::nn {
+class Module;
+}
+namespace at {
+class Generator;
+}
+
+namespace outlierlens {
+
+/// What a training run trains: the model, its data, its loss and its held-out metric. The trainer
+/// (trainer.h) owns the loop, the optimizer, checkpoints and metrics; tasks only know their data.
+class TrainingTask
+{
+public:
+    virtual ~TrainingTask() = default;
+
+    virtual torch::nn::Module& module() = 0;
+    /// The training loss of step `step` (0-based) on a batch drawn from `gen` (seeded by the
+    /// trainer from the run seed and the step, so a resumed run draws the same batches). Runs in
+    /// train mode with gradients.
+    virtual torch::Tensor trainLoss(std::int64_t step, at::Generator& gen) = 0;
+    /// The held-out metric on the configured number of evaluation batches, in eval mode:
+    /// ("perplexity", x) for masked LM, ("accuracy", x) otherwise.
+    virtual std::pair<std::string, double> evaluate() = 0;
+    /// Runs the fixed probe batch (the same every time) into `sink` under InferenceMode and
+    /// returns each sample's real length (tokens), for the per-layer outlier metrics.
+    virtual std::vector<std::int64_t> probe(ActivationSink& sink) = 0;
+    /// The [T, d] capture whose max inf norm and kurtosis the run tracks per layer: BERT's FFN
+    /// outputs ("ffn_out") and block outputs ("out"); ViT's block outputs.
+    virtual std::vector<CapturePoint> trackedPoints() const = 0;
+    virtual int numLayers() const = 0;
+
+    /// Writes a model folder the rest of the app loads (config.json with the variant block,
+    /// model.safetensors, vocab.txt for BERT, a README.md model card).
+    virtual void saveModel(const std::string& dir, const std::string& modelCard) const = 0;
+    /// Loads the weights of a model folder written by saveModel() (resuming a run).
+    virtual void loadWeights(const std::string& dir) = 0;
+    /// One line describing model and data, for the model card and the log.
+    virtual std::string describe() const = 0;
+};
+
+/// Builds the task of a validated config: loads and prepares its data (a corpus too small for one
+/// batch, a missing file, ... are Errors naming the file) and a freshly initialised model (seeded).
+std::unique_ptr<TrainingTask> makeTrainingTask(const TrainConfig& config);
+
+} // namespace outlierlens

@@ -1,0 +1,294 @@
+// `outlierlens train` and `sweep` as a user and the GUI's job runner use them: the loss goes down,
+// a killed or stopped run resumes onto exactly the same curve, a checkpoint loads in `inspect`
+// with the outputs training saw, and bad configurations fail with one clear line.
+
+#include "analysis/metrics.h"
+#include "analysis/recording_sink.h"
+#include "model/bert_network.h"
+#include "text/wordpiece.h"
+#include "train/data/mlm_data.h"
+
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+
+using namespace outlierlens;
+namespace fs = std::filesystem;
+
+namespace {
+
+const QString kApp = QStringLiteral(OUTLIERLENS_BINARY_DIR "/app/outlierlens");
+const std::string kTrain = OUTLIERLENS_TEST_DATA "/train/tiny_train.txt";
+const std::string kValid = OUTLIERLENS_TEST_DATA "/train/tiny_valid.txt";
+const std::string kVocab = OUTLIERLENS_SOURCE_DIR "/sample_data/bert/vocab.txt";
+constexpr int kSteps = 150;
+
+struct Run
+{
+    int exitCode = -1;
+    QString out, err;
+};
+
+Run runApp(const QStringList& args)
+{
+    QProcess p;
+    p.start(kApp, args);
+    if (!p.waitForFinished(600000)) p.kill();
+    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
+            QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
+}
+
+/// A tiny masked-LM run: BERT with 2 layers of 32 units on 60 kB of Wikipedia text.
+nlohmann::json tinyMlm(const QString& output, int steps)
+{
+    return {{"task", "mlm"},     {"output", output.toStdString()},
+            {"corpus", kTrain},  {"valid_corpus", kValid},
+            {"vocab", kVocab},   {"preset", "bert-tiny"},
+            {"hidden_size", 32}, {"num_layers", 2},
+            {"num_heads", 2},    {"intermediate_size", 64},
+            {"seq_length", 32},  {"batch_size", 16},
+            {"steps", steps},    {"lr", 2e-3},
+            {"warmup_steps", 5}, {"log_every", 1},
+            {"eval_every", 20},  {"checkpoint_every", 10},
+            {"eval_batches", 2}, {"threads", 1},
+            {"seed", 3}};
+}
+
+QString writeConfig(const QString& path, const nlohmann::json& config)
+{
+    std::ofstream(path.toStdString()) << config.dump(2);
+    return path;
+}
+
+/// step -> loss of every progress line of a run's metrics.jsonl.
+std::map<std::int64_t, double> losses(const QString& runDir)
+{
+    std::map<std::int64_t, double> out;
+    std::ifstream in((runDir + "/metrics.jsonl").toStdString());
+    std::string line;
+    while (std::getline(in, line)) {
+        const nlohmann::json j = nlohmann::json::parse(line);
+        if (!j.contains("type")) out[j["step"].get<std::int64_t>()] = j["loss"].get<double>();
+    }
+    return out;
+}
+
+nlohmann::json status(const QString& runDir)
+{
+    std::ifstream in((runDir + "/status.json").toStdString());
+    if (!in) return nlohmann::json::object();
+    try {
+        return nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception&) {
+        return nlohmann::json::object();
+    }
+}
+
+} // namespace
+
+class TstTrain : public QObject
+{
+    Q_OBJECT
+
+private:
+    QTemporaryDir m_dir;
+    QString m_reference; // an uninterrupted run, shared by several tests
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        QVERIFY(m_dir.isValid());
+        m_reference = m_dir.path() + "/reference";
+        const Run r = runApp(
+            {"train", "--config", writeConfig(m_dir.path() + "/ref.json", tinyMlm(m_reference, kSteps))});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    }
+
+    void lossGoesDownAndProgressIsJson()
+    {
+        const std::map<std::int64_t, double> l = losses(m_reference);
+        QCOMPARE(l.size(), std::size_t(kSteps));
+        double first = 0, last = 0;
+        for (std::int64_t s = 1; s <= 5; ++s)
+            first += l.at(s) / 5;
+        for (std::int64_t s = kSteps - 4; s <= kSteps; ++s)
+            last += l.at(s) / 5;
+        QVERIFY2(last < first - 1.0, qPrintable(QString("loss %1 -> %2").arg(first).arg(last)));
+        QCOMPARE(status(m_reference)["state"].get<std::string>(), std::string("finished"));
+        QVERIFY(fs::exists((m_reference + "/final/model.safetensors").toStdString()));
+        QVERIFY(fs::exists((m_reference + "/final/README.md").toStdString()));
+    }
+
+    void killedRunResumesOntoTheSameCurve()
+    {
+        const QString run = m_dir.path() + "/killed";
+        const QString config = writeConfig(m_dir.path() + "/killed.json", tinyMlm(run, kSteps));
+        QProcess p;
+        p.start(kApp, {"train", "--config", config});
+        QVERIFY(p.waitForStarted());
+        // Kill -9 somewhere after the first checkpoint, while it is still running.
+        QTRY_VERIFY_WITH_TIMEOUT(status(run).value("step", 0) >= 15 || p.state() == QProcess::NotRunning,
+                                 120000);
+        QVERIFY2(p.state() == QProcess::Running, "the run finished before it could be killed");
+        ::kill(pid_t(p.processId()), SIGKILL);
+        p.waitForFinished();
+        const std::int64_t killedAt = status(run).value("step", 0);
+        QVERIFY(killedAt < kSteps);
+
+        const Run r = runApp({"train", "--resume", "--output", run});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        const auto a = losses(m_reference), b = losses(run);
+        QCOMPARE(b.size(), a.size());
+        for (const auto& [step, loss] : a)
+            QVERIFY2(b.at(step) == loss,
+                     qPrintable(QString("step %1: %2 vs %3").arg(step).arg(b.at(step)).arg(loss)));
+    }
+
+    void sigtermSavesAndStops()
+    {
+        const QString run = m_dir.path() + "/stopped";
+        QProcess p;
+        p.start(kApp,
+                {"train", "--config", writeConfig(m_dir.path() + "/stopped.json", tinyMlm(run, kSteps))});
+        QVERIFY(p.waitForStarted());
+        QTRY_VERIFY_WITH_TIMEOUT(status(run).value("step", 0) >= 3 || p.state() == QProcess::NotRunning,
+                                 120000);
+        QVERIFY(p.state() == QProcess::Running);
+        p.terminate();
+        QVERIFY(p.waitForFinished(60000));
+        QCOMPARE(p.exitCode(), 130);
+        const nlohmann::json s = status(run);
+        QCOMPARE(s["state"].get<std::string>(), std::string("stopped"));
+        QVERIFY(fs::exists((run + "/" + QString::fromStdString(s["last_checkpoint"].get<std::string>()) +
+                            "/optimizer.safetensors")
+                               .toStdString()));
+        const Run r = runApp({"train", "--resume", "--output", run});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QVERIFY(losses(run) == losses(m_reference));
+    }
+
+    void checkpointLoadsWithTheOutputsTrainingSaw()
+    {
+        // The final evaluation recorded per-layer max inf norms of the probe batch (the first
+        // eight held-out sequences); the saved model, loaded as `inspect` loads it, must give them.
+        nlohmann::json finalEval;
+        std::ifstream in((m_reference + "/metrics.jsonl").toStdString());
+        for (std::string line; std::getline(in, line);) {
+            const nlohmann::json j = nlohmann::json::parse(line);
+            if (j.value("type", "") == "eval") finalEval = j;
+        }
+        QCOMPARE(finalEval["step"].get<int>(), kSteps);
+        BertNetwork net = BertNetwork::load((m_reference + "/final").toStdString());
+        const BertTokenizer tokenizer = BertTokenizer::fromVocabFile(kVocab);
+        const torch::Tensor ids =
+            PackedCorpus::build(kValid, tokenizer, 32).sequences({0, 1, 2, 3, 4, 5, 6, 7});
+        RecordingSink sink;
+        c10::InferenceMode guard;
+        net.forward(ids, torch::zeros_like(ids), torch::ones_like(ids), &sink);
+        const auto expected = finalEval["max_inf_norm"]["ffn_out"].get<std::vector<double>>();
+        for (int l = 0; l < 2; ++l) {
+            double mean = 0;
+            for (int b = 0; b < 8; ++b)
+                mean += maxInfNorm(sink.at("layer" + std::to_string(l) + "/ffn_out")[b]) / 8;
+            QVERIFY2(
+                std::abs(mean - expected[std::size_t(l)]) < 1e-6 * std::max(1.0, mean),
+                qPrintable(QString("layer %1: %2 vs %3").arg(l).arg(mean).arg(expected[std::size_t(l)])));
+        }
+        const Run r =
+            runApp({"inspect", "--model", m_reference + "/final", "--text", "The city is [MASK] large."});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QVERIFY(r.out.contains("[MASK] at 4:"));
+    }
+
+    void badConfigs_data()
+    {
+        QTest::addColumn<QString>("key");
+        QTest::addColumn<QString>("value");
+        QTest::addColumn<QString>("mustMention");
+        QTest::newRow("unknown key") << "learning_rate"
+                                     << "0.1"
+                                     << "learning_rate";
+        QTest::newRow("missing corpus") << "corpus"
+                                        << "\"/nonexistent/corpus.txt\""
+                                        << "/nonexistent/corpus.txt";
+        QTest::newRow("corpus too small") << "corpus"
+                                          << "\"" OUTLIERLENS_TEST_DATA "/train/too_small.txt\""
+                                          << "too_small.txt";
+        QTest::newRow("bad steps") << "steps"
+                                   << "0"
+                                   << "steps";
+        QTest::newRow("bad gate") << "gate"
+                                  << "\"conv\""
+                                  << "conv";
+        QTest::newRow("bad preset") << "preset"
+                                    << "\"bert-gigantic\""
+                                    << "bert-gigantic";
+    }
+    void badConfigs()
+    {
+        QFETCH(QString, key);
+        QFETCH(QString, value);
+        QFETCH(QString, mustMention);
+        nlohmann::json config = tinyMlm(m_dir.path() + "/bad-" + key, 5);
+        config[key.toStdString()] = nlohmann::json::parse(value.toStdString());
+        const Run r = runApp({"train", "--config", writeConfig(m_dir.path() + "/bad.json", config)});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.startsWith("outlierlens train: error: ") && r.err.count('\n') == 1, qPrintable(r.err));
+        QVERIFY2(r.err.contains(mustMention), qPrintable(r.err));
+    }
+
+    void divergenceStopsAndSaysSo()
+    {
+        nlohmann::json config = tinyMlm(m_dir.path() + "/diverged", 40);
+        config["lr"] = 1e30;
+        config["grad_clip"] = 0.0;
+        const Run r = runApp({"train", "--config", writeConfig(m_dir.path() + "/diverged.json", config)});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("NaN") || r.err.contains("infinite"), qPrintable(r.err));
+        QCOMPARE(status(m_dir.path() + "/diverged")["state"].get<std::string>(), std::string("diverged"));
+    }
+
+    void sweepWritesASummary()
+    {
+        const QString output = m_dir.path() + "/sweep";
+        nlohmann::json base = tinyMlm("unused", 8);
+        base.erase("output");
+        const nlohmann::json sweep = {{"output", output.toStdString()},
+                                      {"base", base},
+                                      {"grid", {{"softmax", {"clipped"}}, {"gamma", {-0.05, -0.1}}}},
+                                      {"baseline", {{"softmax", "vanilla"}}}};
+        const Run r = runApp({"sweep", "--config", writeConfig(m_dir.path() + "/sweep.json", sweep)});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        std::ifstream in((output + "/summary.csv").toStdString());
+        std::vector<std::string> rows;
+        for (std::string line; std::getline(in, line);)
+            rows.push_back(line);
+        QCOMPARE(rows.size(), std::size_t(4)); // header, baseline, two points
+        QVERIFY(rows[1].rfind("baseline,finished,8,perplexity,", 0) == 0);
+        QVERIFY(rows[2].rfind("gamma=-0.05,softmax=clipped,finished,8,perplexity,", 0) == 0);
+        // Running it again does not train again.
+        const Run again = runApp({"sweep", "--config", m_dir.path() + "/sweep.json"});
+        QVERIFY(again.exitCode == 0 && !again.out.contains("\"type\":\"progress\""));
+    }
+
+    void listPresets()
+    {
+        const Run r = runApp({"train", "--list-presets"});
+        QCOMPARE(r.exitCode, 0);
+        for (const char* name :
+             {"demo-vit-fmnist", "demo-bert-mlm", "demo-bert-nli", "paper-bert-base-mlm", "paper-vit-s16"})
+            QVERIFY2(r.out.contains(name), name);
+    }
+};
+
+QTEST_GUILESS_MAIN(TstTrain)
+#include "tst_train.moc"
