@@ -1,0 +1,157 @@
+#pragma once
+// Plain data the views display. app/ builds these from the backend's results; widgets never see a
+// torch type. Values are copied in; any thread may build them, the GUI thread reads them.
+
+#include <QImage>
+#include <QString>
+#include <QStringList>
+#include <QVector>
+
+namespace outlierlens {
+
+/// Where a figure's numbers come from; written into every export.
+struct Provenance
+{
+    QString model;            ///< model folder or name
+    QString checkpointSha256; ///< of the weights file
+    QString input;            ///< the sentence pair, image file or data set
+    QString selection;        ///< e.g. "layer 11, head 3" (1-based, as displayed)
+    /// Said once in the UI and in every export.
+    static QString indexingNote() { return QStringLiteral("Layers and heads are numbered from 1, hidden dimensions from 0."); }
+};
+
+/// A dense row-major matrix with labels, e.g. attention probabilities [T x T] (query x key).
+struct MatrixData
+{
+    int rows = 0;
+    int cols = 0;
+    QVector<float> values; ///< rows * cols, row-major
+    QStringList rowLabels; ///< rows entries (may be empty: rows are then numbered)
+    QStringList colLabels; ///< cols entries (may be empty)
+    QString rowTitle;      ///< e.g. "query token"
+    QString colTitle;      ///< e.g. "key token", "dimension (0-based)"
+    QString valueTitle;    ///< e.g. "attention probability"
+
+    float at(int row, int col) const { return values[row * cols + col]; }
+    bool isEmpty() const { return rows == 0 || cols == 0; }
+};
+
+/// How a matrix is coloured.
+enum class ColorScale {
+    Sequential, ///< 0 .. max (probabilities, gates, counts): viridis-like
+    Diverging,  ///< -m .. +m symmetric around 0 (values, products): blue-white-red
+};
+
+/// One attention head of one layer for one input: the paper's Figures 2, 10-15.
+struct HeadViewData
+{
+    int layer = -1; ///< 0-based (displayed 1-based)
+    int head = -1;  ///< 0-based (displayed 1-based)
+    QStringList tokens;
+    MatrixData probabilities; ///< [T x T] query x key, after (clipped) softmax
+    MatrixData values;        ///< [T x d_head] V of this head, token x dimension
+    MatrixData product;       ///< [T x d_head] P.V before the gate
+    QVector<float> gate;      ///< [T] gate probabilities pi per token; empty for ungated models
+    bool clippedSoftmax = false; ///< exact zeros of the probabilities are marked
+    Provenance provenance;
+};
+
+/// Every layer x head at a glance (like bertviz's model view), with a "no-op" score under each.
+struct OverviewData
+{
+    int layers = 0;
+    int heads = 0;
+    QVector<MatrixData> probabilities; ///< layers * heads entries (index layer * heads + head), [T x T]
+    QVector<float> noopScore;          ///< same indexing, in [0, 1]
+    QString scoreDescription;          ///< what the score means, for the tooltip and the legend
+    QStringList tokens;
+    Provenance provenance;
+};
+
+/// Bars with labels (QtCharts), e.g. outlier counts per hidden dimension or per token.
+struct BarData
+{
+    QString title;
+    QString axisTitle;   ///< value axis
+    QStringList labels;  ///< one per bar (dimension numbers, token strings)
+    QVector<double> values;
+};
+
+/// The outlier dashboard (Figures 1 and 9) for one layer and tensor, from the current input or
+/// a data-set statistics file.
+struct OutlierDashboardData
+{
+    QString sourceDescription; ///< "current input: ..." or "statistics file ... (9,815 pairs)"
+    int layer = -1;            ///< 0-based
+    QString tensor;            ///< "ffn_out", "out", ...
+    int headDim = 0;           ///< for dimension -> head (dim / headDim) in the next layer
+    BarData perDimension;      ///< labels "0".."d-1"
+    BarData perToken;          ///< the tokens (or patches) carrying the most outliers
+    QVector<double> maxInfNormPerLayer; ///< index = layer (0-based)
+    QVector<double> kurtosisPerLayer;
+    QString criterion;         ///< e.g. "|x - mean| > 6 std"
+    Provenance provenance;
+};
+
+/// The image view (Figures 3, 16, 17 and 9c).
+struct ImageViewData
+{
+    QImage image;      ///< the model's input as a picture (resized and cropped), RGB
+    QString credit;    ///< photo credit to show (CC BY images)
+    int gridRows = 0;  ///< patch grid
+    int gridCols = 0;
+    int layer = -1;    ///< 0-based layer whose outliers are overlaid
+    int head = -1;     ///< 0-based head of the next layer
+    QVector<float> patchOutliers;        ///< gridRows * gridCols: outlier values per patch (this input)
+    QVector<float> cumulativeAttention;  ///< gridRows * gridCols: sum over queries of the head's attention per key patch
+    float clsCumulativeAttention = 0;    ///< the same for the CLS key
+    MatrixData attention;                ///< [T x T] of that head
+    double meanAbsValueOutlierPatches = 0; ///< Figure 3e: mean |V| of keys carrying outliers
+    double meanAbsValueOtherPatches = 0;
+    QVector<float> datasetPatchOutliers; ///< gridRows * gridCols from a statistics file; empty if none
+    QString datasetDescription;
+    Provenance provenance;
+};
+
+/// Live numbers of the teaching diagram (Figures 4 and 5) for one token, layer and head.
+struct TeachingData
+{
+    QString modelDescription; ///< "vanilla softmax", "clipped softmax (gamma ...)", "gated attention"
+    QString token;            ///< the chosen query token
+    int layer = -1;           ///< 0-based
+    int head = -1;            ///< 0-based
+    double ffnOutputMax = 0;        ///< max |FFN output| of the previous layer at this token
+    double layerNormMin = 0;        ///< LayerNorm output range at this token
+    double layerNormMax = 0;
+    double softmaxInputMin = 0;     ///< attention scores of this query (unmasked keys)
+    double softmaxInputMax = 0;
+    double largestProbability = 0;  ///< and the key that receives it
+    QString largestProbabilityKey;
+    double contextNorm = 0;         ///< |P.V| of this head at this token (L2)
+    double gate = -1;               ///< pi at this token; < 0 for ungated models
+    bool clipped = false;
+    bool gated = false;
+    Provenance provenance;
+};
+
+/// A training run's curves, from its metrics.jsonl.
+struct TrainingCurveData
+{
+    QString name;
+    QVector<double> steps, loss;          ///< progress lines
+    QVector<double> evalSteps, evalValue; ///< evaluations
+    QString evalName;                     ///< "perplexity" or "accuracy"
+    QVector<QVector<double>> maxInfNorm;  ///< [evaluation][layer] of the tracked FFN output
+    QVector<QVector<double>> kurtosis;    ///< [evaluation][layer]
+};
+
+/// One point of a finished sweep (summary.json).
+struct SweepPointData
+{
+    QString name;
+    QVector<QPair<QString, QString>> settings; ///< grid key -> value
+    QString metricName;
+    double metric = 0, relativeMetric = 0, maxInfNorm = 0, avgKurtosis = 0;
+};
+
+} // namespace outlierlens
