@@ -64,8 +64,11 @@ int runTrain(const QStringList& args)
     for (const TrainFieldInfo& f : trainFields()) {
         const QString name = QString::fromStdString(f.name);
         if (name == QLatin1String("config")) continue;
+        QString dashed = name;
+        dashed.replace(QLatin1Char('_'), QLatin1Char('-'));
+        const QStringList names = dashed == name ? QStringList{name} : QStringList{dashed, name};
         cmd.parser().addOption(
-            {name, QString::fromStdString(f.help + " (" + f.type + ", default " + f.defaultText + ")"),
+            {names, QString::fromStdString(f.help + " (" + f.type + ", default " + f.defaultText + ")"),
              QString::fromStdString(f.type)});
     }
     if (auto code = cmd.parse(args)) return *code;

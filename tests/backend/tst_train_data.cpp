@@ -774,8 +774,8 @@ private Q_SLOTS:
         QCOMPARE(vocab.size(), std::size_t(64));
         QCOMPARE(std::set<std::string>(vocab.begin(), vocab.end()).size(), vocab.size());
         QCOMPARE(std::vector<std::string>(vocab.begin(), vocab.begin() + 10),
-                 (std::vector<std::string>{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ",", "[BACK1]",
-                                           "[BACK3]", "[BACK7]"}));
+                 (std::vector<std::string>{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ",", "back1",
+                                           "back3", "back7"}));
         QCOMPARE(vocab[10], std::string("a"));
         QCOMPARE(vocab[36], std::string("a1"));
         const SyntheticVocabularyLayout layout = syntheticVocabularyLayout(o);

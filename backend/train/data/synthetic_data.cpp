@@ -106,7 +106,7 @@ std::vector<std::string> syntheticVocabulary(const SyntheticTaskOptions& options
     for (int i = 0; i < layout.numDelimiters; ++i)
         vocab.push_back(delimiterName(i));
     for (const int k : options.copyOffsets)
-        vocab.push_back("[BACK" + std::to_string(k) + "]");
+        vocab.push_back("back" + std::to_string(k)); // a plain word, so BertTokenizer keeps it whole
     for (int i = 0; i < layout.numContent; ++i)
         vocab.push_back(contentName(i));
     return vocab;

@@ -16,7 +16,7 @@
 // - Most positions must stay what they are: every content token's label is the token itself (an
 //   identity, the "no-op"). Anything a head writes there can only cost loss, and cross entropy keeps
 //   rewarding a cleaner residual long after the task is solved, so the pressure to do nothing never stops.
-// - A few positions need a strong update. An operator token [BACKk] at position t means: the token at
+// - A few positions need a strong update. An operator token backK at position t means: the token at
 //   t + 1, an ordinary content token drawn like any other, must be predicted as the content token at
 //   t - k. The overridden position carries a full-strength embedding of its own token, which the update
 //   must beat, so the heads that copy must write large values; at every other position those same
@@ -33,7 +33,7 @@
 // Sequence layout (length L, 0-based positions): [CLS] at 0, [SEP] at L - 1, [PAD] after it up to
 // seqLength; inner positions 1 .. L - 2 are a delimiter with probability delimiterRate, else a content
 // token of the sequence's topic. Operators are then placed left to right: a content position t with
-// content at t + 1 (<= L - 2) becomes [BACKk] with probability operatorRate, k drawn uniformly from the
+// content at t + 1 (<= L - 2) becomes backK with probability operatorRate, k drawn uniformly from the
 // offsets in copyOffsets whose source t - k >= 1 holds a content token (not an operator, delimiter or
 // [CLS]); t + 1 cannot be an operator itself. Labels: content and operator tokens -> their own id, the
 // position after an operator -> the copied id, [CLS] [SEP] delimiters [PAD] -> -100.
@@ -48,7 +48,7 @@
 //
 // Vocabulary (ids 0 .. vocabSize - 1): [PAD] [UNK] [CLS] [SEP] [MASK] (BERT's relative order; [UNK]
 // and [MASK] never occur, they are there so the vocabulary works with BertTokenizer), the delimiters,
-// one [BACKk] per copy offset, then content tokens "a" .. "z", "a1" .. "z1", "a2" ...
+// one backK per copy offset, then content tokens "a" .. "z", "a1" .. "z1", "a2" ...
 
 #include <torch/types.h>
 
@@ -66,7 +66,7 @@ struct SyntheticTaskOptions
     int numDelimiters = 2;      ///< delimiter token types: ".", ",", ";", ":", "!", "?", ...
     double delimiterRate = 0.1; ///< probability that an inner position is a delimiter
     double operatorRate = 0.08; ///< probability that an eligible position becomes an operator
-    std::vector<int> copyOffsets = {1, 3, 7}; ///< k of each operator [BACKk], distinct, >= 1
+    std::vector<int> copyOffsets = {1, 3, 7}; ///< k of each operator backK, distinct, >= 1
     int topicSize = 8;                        ///< distinct content tokens a sequence draws from; 0 = all
 
     /// Throws Error naming the option if a value is out of range: a vocabulary too small for the special
@@ -103,7 +103,7 @@ struct SyntheticVocabularyLayout
 SyntheticBatch syntheticBatch(const SyntheticTaskOptions& options, int batchSize, at::Generator& gen);
 
 /// Token strings of ids 0 .. vocabSize - 1 (one line each of the run's vocab.txt), e.g. "[PAD]", ".",
-/// "[BACK3]", "a". Throws Error for invalid options.
+/// "back3", "a". Throws Error for invalid options.
 std::vector<std::string> syntheticVocabulary(const SyntheticTaskOptions& options);
 
 /// The id ranges of the vocabulary for these options. Throws Error for invalid options.
