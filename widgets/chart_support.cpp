@@ -1,0 +1,177 @@
+#include "chart_support.h"
+
+#include "colormap.h"
+
+#include <QAbstractAxis>
+#include <QChart>
+#include <QChartView>
+#include <QFont>
+#include <QFontMetrics>
+#include <QGraphicsScene>
+#include <QLegend>
+#include <QLocale>
+#include <QValueAxis>
+
+#include <cmath>
+
+namespace outlierlens::charts {
+
+namespace {
+
+// Pixel sizes (at 96 DPI), never the window's font: an export depends only on data, style and size.
+QFont styledFont(int pixelSize, bool bold = false)
+{
+    QFont font;
+    font.setPixelSize(pixelSize);
+    font.setBold(bold);
+    return font;
+}
+
+} // namespace
+
+QChart* makeChart(const QString& title)
+{
+    auto* chart = new QChart;
+    chart->setTheme(QChart::ChartThemeLight);
+    chart->setAnimationOptions(QChart::NoAnimation);
+    chart->setTitle(title);
+    chart->setTitleFont(styledFont(13, true));
+    chart->setMargins(QMargins(4, 4, 4, 4));
+    chart->setBackgroundRoundness(0);
+    chart->legend()->setAlignment(Qt::AlignBottom);
+    chart->legend()->setFont(styledFont(11));
+    return chart;
+}
+
+QChartView* makeChartView(QChart* chart, const QString& objectName, QWidget* parent)
+{
+    auto* view = new QChartView(chart, parent);
+    view->setObjectName(objectName);
+    view->setRenderHint(QPainter::Antialiasing);
+    view->setMinimumSize(240, 180);
+    return view;
+}
+
+void setAxisTitle(QAbstractAxis* axis, const QString& title)
+{
+    axis->setTitleText(title);
+    axis->setTitleFont(styledFont(11));
+    axis->setLabelsFont(styledFont(11));
+}
+
+void setNiceRange(QValueAxis* axis, double min, double max)
+{
+    if (!std::isfinite(min) || !std::isfinite(max) || min > max) {
+        min = 0;
+        max = 1;
+    }
+    if (max - min < 1e-12) {
+        const double pad = std::abs(max) > 0 ? std::abs(max) * 0.1 : 1.0;
+        min -= pad;
+        max += pad;
+    }
+    // About five intervals of 1, 2, 2.5 or 5 times a power of ten (QValueAxis::applyNiceNumbers()
+    // often doubles the range: 4,240 became 0..6,000).
+    const double raw = (max - min) / 5;
+    const double power = std::pow(10.0, std::floor(std::log10(raw)));
+    double step = 10 * power;
+    for (double m : {1.0, 2.0, 2.5, 5.0})
+        if (m * power >= raw) {
+            step = m * power;
+            break;
+        }
+    const double low = std::floor(min / step + 1e-9) * step;
+    const double high = std::ceil(max / step - 1e-9) * step;
+    axis->setRange(low, high);
+    axis->setTickCount(int(std::lround((high - low) / step)) + 1);
+}
+
+void renderChart(std::unique_ptr<QChart> chart, QPainter& painter, const QRectF& target)
+{
+    if (target.width() < 1 || target.height() < 1) return;
+    QGraphicsScene scene;
+    const QRectF source(QPointF(0, 0), target.size());
+    QChart* item = chart.release();
+    scene.addItem(item); // the scene owns and deletes the chart
+    item->setGeometry(source);
+    scene.setSceneRect(source);
+    scene.render(&painter, target, source, Qt::IgnoreAspectRatio);
+}
+
+int paintFigureHeader(QPainter& painter, const QRect& area, const QString& title, const QString& subtitle)
+{
+    painter.save();
+    const QFont titleFont = styledFont(16, true);
+    const QFont subtitleFont = styledFont(12);
+    const int titleHeight = QFontMetrics(titleFont, painter.device()).height();
+    const int subtitleHeight = subtitle.isEmpty() ? 0 : QFontMetrics(subtitleFont, painter.device()).height();
+    int y = area.top() + 6;
+    painter.setPen(QColor(20, 20, 20));
+    painter.setFont(titleFont);
+    painter.drawText(QRect(area.left() + 8, y, area.width() - 16, titleHeight),
+                     Qt::AlignLeft | Qt::AlignVCenter, title);
+    y += titleHeight + 2;
+    if (!subtitle.isEmpty()) {
+        painter.setFont(subtitleFont);
+        painter.setPen(QColor(70, 70, 70));
+        const QRect line(area.left() + 8, y, area.width() - 16, subtitleHeight);
+        painter.drawText(
+            line, Qt::AlignLeft | Qt::AlignVCenter,
+            QFontMetrics(subtitleFont, painter.device()).elidedText(subtitle, Qt::ElideRight, line.width()));
+        y += subtitleHeight;
+    }
+    painter.restore();
+    return y + 4 - area.top();
+}
+
+int paintFigureFooter(QPainter& painter, const QRect& area, const QStringList& lines)
+{
+    painter.save();
+    const QFont font = styledFont(10);
+    const QFontMetrics metrics(font, painter.device());
+    const int height = metrics.height() * int(lines.size()) + 8;
+    painter.setFont(font);
+    painter.setPen(QColor(110, 110, 110));
+    int y = area.bottom() - height + 4;
+    for (const QString& text : lines) {
+        const QRect line(area.left() + 8, y, area.width() - 16, metrics.height());
+        painter.drawText(line, Qt::AlignLeft | Qt::AlignVCenter,
+                         metrics.elidedText(text, Qt::ElideMiddle, line.width()));
+        y += metrics.height();
+    }
+    painter.restore();
+    return height;
+}
+
+QColor orderedColor(int index, int count)
+{
+    const double t = count > 1 ? 0.85 * double(index) / double(count - 1) : 0.0;
+    return ColorMap::sequential(t);
+}
+
+QString csvField(const QString& text)
+{
+    const bool quote = text.contains(QLatin1Char(',')) || text.contains(QLatin1Char('"')) ||
+                       text.contains(QLatin1Char('\n')) || text.contains(QLatin1Char('\r')) ||
+                       text.startsWith(QLatin1Char(' ')) || text.endsWith(QLatin1Char(' '));
+    if (!quote) return text;
+    QString escaped = text;
+    escaped.replace(QLatin1String("\""), QLatin1String("\"\""));
+    return QLatin1Char('"') + escaped + QLatin1Char('"');
+}
+
+QString csvNumber(double value)
+{
+    if (std::isnan(value)) return QStringLiteral("nan");
+    if (std::isinf(value)) return value > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
+    return QString::number(value, 'g', QLocale::FloatingPointShortest); // reads back exactly
+}
+
+QString displayNumber(double value)
+{
+    if (!std::isfinite(value)) return csvNumber(value);
+    if (value == std::round(value) && std::abs(value) < 1e12) return QString::number(qint64(value));
+    return QString::number(value, 'g', 4);
+}
+
+} // namespace outlierlens::charts

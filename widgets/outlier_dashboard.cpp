@@ -1,0 +1,533 @@
+#include "outlier_dashboard.h"
+
+#include "chart_support.h"
+
+#include <QBarCategoryAxis>
+#include <QBarSeries>
+#include <QBarSet>
+#include <QChart>
+#include <QChartView>
+#include <QCursor>
+#include <QEvent>
+#include <QGridLayout>
+#include <QHorizontalBarSeries>
+#include <QLabel>
+#include <QLegend>
+#include <QLegendMarker>
+#include <QLineSeries>
+#include <QMouseEvent>
+#include <QScatterSeries>
+#include <QToolTip>
+#include <QValueAxis>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace outlierlens {
+
+namespace {
+
+const QColor kBarColor(31, 119, 180);
+const QColor kSelectedColor(214, 39, 40);
+const QColor kInfNormColor(31, 119, 180);
+const QColor kKurtosisColor(255, 127, 14);
+/// At most this many dimensions, those with at least a fifth of the largest count, are numbered.
+constexpr int kLabelledDimensions = 5;
+constexpr double kTokenRowHeight = 17;
+
+/// A tick step of 1, 2 or 5 times a power of ten with about `targetTicks` ticks over `span`.
+double niceStep(double span, int targetTicks)
+{
+    const double raw = std::max(1.0, span / std::max(1, targetTicks));
+    const double power = std::pow(10.0, std::floor(std::log10(raw)));
+    for (double m : {1.0, 2.0, 5.0, 10.0})
+        if (m * power >= raw) return m * power;
+    return 10 * power;
+}
+
+QString elided(const QString& text, int maxChars)
+{
+    return text.size() <= maxChars ? text : text.left(maxChars - 1) + QChar(0x2026);
+}
+
+/// Token rows sorted by count (largest first); ties keep the data's order.
+QVector<int> tokensByCount(const BarData& tokens)
+{
+    QVector<int> order(std::min<int>(tokens.labels.size(), tokens.values.size()));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return tokens.values[a] > tokens.values[b]; });
+    return order;
+}
+
+/// QBarCategoryAxis drops repeated categories; a token seen twice ("[SEP]" of both sentences)
+/// gets its occurrence number.
+QStringList uniqueLabels(const QStringList& labels)
+{
+    QStringList result;
+    for (const QString& label : labels) {
+        QString candidate = label.isEmpty() ? QStringLiteral("(empty)") : label;
+        for (int n = 2; result.contains(candidate); ++n)
+            candidate = QStringLiteral("%1 (%2)").arg(label).arg(n);
+        result << candidate;
+    }
+    return result;
+}
+
+} // namespace
+
+/// The three charts of a dashboard and the objects to refill them. The window keeps one set for
+/// its lifetime; each export builds a fresh set from the same code, so both look alike.
+struct DashboardCharts
+{
+    QChart* dimensions = nullptr;
+    QBarSeries* dimensionSeries = nullptr;
+    QBarSet* dimensionSet = nullptr;
+    QValueAxis* dimensionAxis = nullptr;
+    QValueAxis* dimensionCountAxis = nullptr;
+    QScatterSeries* topDimensions = nullptr; ///< invisible points that carry the spikes' numbers
+
+    QChart* tokens = nullptr;
+    QHorizontalBarSeries* tokenSeries = nullptr;
+    QBarSet* tokenSet = nullptr;
+    QBarCategoryAxis* tokenAxis = nullptr;
+    QValueAxis* tokenCountAxis = nullptr;
+    QStringList tokenLabels; ///< bottom to top, as the axis shows them
+
+    QChart* layers = nullptr;
+    QLineSeries* infNorm = nullptr;
+    QLineSeries* kurtosis = nullptr;
+    QScatterSeries* selectedInfNorm = nullptr;
+    QScatterSeries* selectedKurtosis = nullptr;
+    QValueAxis* layerAxis = nullptr;
+    QValueAxis* infNormAxis = nullptr;
+    QValueAxis* kurtosisAxis = nullptr;
+
+    DashboardCharts();
+    int tokenRows = OutlierDashboard::kTopTokens; ///< rows the token chart has room for
+
+    /// Refills every chart; the token chart gets at most `rows` tokens.
+    void fill(const OutlierDashboardData& data, int rows);
+    void fillTokens(const OutlierDashboardData& data, int rows);
+    /// How many token rows a token chart of this height shows without hiding labels.
+    static int tokenRowsFor(double chartHeight);
+};
+
+DashboardCharts::DashboardCharts()
+{
+    // Per dimension: one bar set on a value axis, so the axis labels every n-th dimension only.
+    dimensions = charts::makeChart(QString());
+    dimensionSet = new QBarSet(QStringLiteral("outliers"));
+    dimensionSet->setColor(kBarColor);
+    QPen barPen(kBarColor);
+    barPen.setCosmetic(true); // at least one pixel wide when d bars share a few hundred pixels
+    dimensionSet->setPen(barPen);
+    dimensionSet->setSelectedColor(kSelectedColor);
+    dimensionSeries = new QBarSeries;
+    dimensionSeries->setBarWidth(1.0);
+    dimensionSeries->append(dimensionSet);
+    dimensions->addSeries(dimensionSeries);
+    dimensionAxis = new QValueAxis;
+    dimensionAxis->setLabelFormat(QStringLiteral("%d"));
+    dimensionAxis->setTickType(QValueAxis::TicksDynamic);
+    dimensionAxis->setTickAnchor(0);
+    dimensionAxis->setGridLineVisible(false);
+    charts::setAxisTitle(dimensionAxis, QStringLiteral("hidden dimension (0-based)"));
+    dimensionCountAxis = new QValueAxis;
+    dimensionCountAxis->setLabelFormat(QStringLiteral("%.4g"));
+    dimensions->addAxis(dimensionAxis, Qt::AlignBottom);
+    dimensions->addAxis(dimensionCountAxis, Qt::AlignLeft);
+    dimensionSeries->attachAxis(dimensionAxis);
+    dimensionSeries->attachAxis(dimensionCountAxis);
+    // The few dimensions that dominate get their number written above the bar, as in Figure 1.
+    topDimensions = new QScatterSeries;
+    topDimensions->setName(QStringLiteral("largest dimensions"));
+    topDimensions->setMarkerSize(1);
+    topDimensions->setColor(Qt::transparent);
+    topDimensions->setBorderColor(Qt::transparent);
+    topDimensions->setPointLabelsVisible(true);
+    topDimensions->setPointLabelsFormat(QStringLiteral("@xPoint"));
+    topDimensions->setPointLabelsClipping(false);
+    topDimensions->setPointLabelsColor(QColor(40, 40, 40));
+    dimensions->addSeries(topDimensions);
+    topDimensions->attachAxis(dimensionAxis);
+    topDimensions->attachAxis(dimensionCountAxis);
+    dimensions->legend()->hide();
+
+    tokens = charts::makeChart(QString());
+    tokenSet = new QBarSet(QStringLiteral("outliers"));
+    tokenSet->setColor(kBarColor);
+    tokenSet->setBorderColor(kBarColor);
+    tokenSeries = new QHorizontalBarSeries;
+    tokenSeries->setBarWidth(0.75);
+    tokenSeries->append(tokenSet);
+    tokens->addSeries(tokenSeries);
+    tokenAxis = new QBarCategoryAxis;
+    tokenAxis->setGridLineVisible(false);
+    tokenAxis->setTruncateLabels(false); // labels are elided to 24 characters beforehand
+    tokenCountAxis = new QValueAxis;
+    tokenCountAxis->setLabelFormat(QStringLiteral("%.4g"));
+    charts::setAxisTitle(tokenAxis, QString());
+    tokens->addAxis(tokenAxis, Qt::AlignLeft);
+    tokens->addAxis(tokenCountAxis, Qt::AlignBottom);
+    tokenSeries->attachAxis(tokenAxis);
+    tokenSeries->attachAxis(tokenCountAxis);
+    tokens->legend()->hide();
+
+    layers = charts::makeChart(QStringLiteral("Max inf norm and kurtosis per layer"));
+    infNorm = new QLineSeries;
+    infNorm->setName(QStringLiteral("max inf norm"));
+    infNorm->setPen(QPen(kInfNormColor, 2));
+    infNorm->setPointsVisible(true);
+    kurtosis = new QLineSeries;
+    kurtosis->setName(QStringLiteral("kurtosis"));
+    kurtosis->setPen(QPen(kKurtosisColor, 2, Qt::DashLine));
+    kurtosis->setPointsVisible(true);
+    selectedInfNorm = new QScatterSeries;
+    selectedKurtosis = new QScatterSeries;
+    for (QScatterSeries* marker : {selectedInfNorm, selectedKurtosis}) {
+        marker->setMarkerSize(13);
+        marker->setColor(kSelectedColor);
+        marker->setBorderColor(Qt::white);
+    }
+    for (QAbstractSeries* series :
+         std::initializer_list<QAbstractSeries*>{infNorm, kurtosis, selectedInfNorm, selectedKurtosis})
+        layers->addSeries(series);
+    layerAxis = new QValueAxis;
+    layerAxis->setLabelFormat(QStringLiteral("%d"));
+    layerAxis->setTickType(QValueAxis::TicksDynamic);
+    layerAxis->setTickAnchor(1);
+    charts::setAxisTitle(layerAxis, QStringLiteral("layer (1-based)"));
+    infNormAxis = new QValueAxis;
+    infNormAxis->setLabelFormat(QStringLiteral("%.4g"));
+    infNormAxis->setLinePenColor(kInfNormColor);
+    charts::setAxisTitle(infNormAxis, QStringLiteral("max inf norm"));
+    kurtosisAxis = new QValueAxis;
+    kurtosisAxis->setLabelFormat(QStringLiteral("%.4g"));
+    kurtosisAxis->setLinePenColor(kKurtosisColor);
+    kurtosisAxis->setGridLineVisible(false);
+    charts::setAxisTitle(kurtosisAxis, QStringLiteral("kurtosis (Pearson)"));
+    layers->addAxis(layerAxis, Qt::AlignBottom);
+    layers->addAxis(infNormAxis, Qt::AlignLeft);
+    layers->addAxis(kurtosisAxis, Qt::AlignRight);
+    for (QXYSeries* series : std::initializer_list<QXYSeries*>{infNorm, selectedInfNorm}) {
+        series->attachAxis(layerAxis);
+        series->attachAxis(infNormAxis);
+    }
+    for (QXYSeries* series : std::initializer_list<QXYSeries*>{kurtosis, selectedKurtosis}) {
+        series->attachAxis(layerAxis);
+        series->attachAxis(kurtosisAxis);
+    }
+    // One legend entry for both markers.
+    for (QLegendMarker* marker : layers->legend()->markers(selectedKurtosis))
+        marker->setVisible(false);
+}
+
+void DashboardCharts::fillTokens(const OutlierDashboardData& data, int rows)
+{
+    // The largest at the top. Qt Charts hides category labels that would overlap, which would
+    // hide exactly the top tokens; so a short chart shows fewer rows instead.
+    tokenRows = rows;
+    const QVector<int> order = tokensByCount(data.perToken);
+    const int shown = std::min<int>(rows, order.size());
+    QStringList labels;
+    QList<qreal> values;
+    double maxToken = 1.0;
+    for (int i = 0; i < shown; ++i) {
+        labels << elided(data.perToken.labels[order[i]], 24);
+        values.prepend(data.perToken.values[order[i]]);
+        maxToken = std::max(maxToken, data.perToken.values[order[i]]);
+    }
+    // The largest keeps the plain label; a horizontal bar chart draws its first category lowest.
+    tokenLabels = uniqueLabels(labels);
+    std::reverse(tokenLabels.begin(), tokenLabels.end());
+    tokens->setTitle(data.perToken.title.isEmpty()
+                         ? QStringLiteral("Tokens with the most outliers (top %1)").arg(std::max(shown, 1))
+                         : data.perToken.title);
+    if (tokenSet->count() > 0) tokenSet->remove(0, tokenSet->count());
+    tokenAxis->clear();
+    tokenAxis->append(tokenLabels);
+    tokenSet->append(values);
+    charts::setAxisTitle(tokenCountAxis, data.perToken.axisTitle.isEmpty() ? QStringLiteral("outliers")
+                                                                           : data.perToken.axisTitle);
+    charts::setNiceRange(tokenCountAxis, 0, maxToken);
+}
+
+int DashboardCharts::tokenRowsFor(double chartHeight)
+{
+    // Title, value axis and margins take about 100 px; a label needs about 17 px.
+    return std::clamp(int((chartHeight - 100) / kTokenRowHeight), 3, OutlierDashboard::kTopTokens);
+}
+
+void DashboardCharts::fill(const OutlierDashboardData& data, int rows)
+{
+    // Per dimension.
+    const BarData& dims = data.perDimension;
+    dimensions->setTitle(dims.title.isEmpty() ? QStringLiteral("Outliers per hidden dimension") : dims.title);
+    charts::setAxisTitle(dimensionCountAxis,
+                         dims.axisTitle.isEmpty() ? QStringLiteral("outliers") : dims.axisTitle);
+    dimensionSet->deselectAllBars();
+    if (dimensionSet->count() > 0) dimensionSet->remove(0, dimensionSet->count());
+    dimensionSet->append(QList<qreal>(dims.values.begin(), dims.values.end()));
+    const int d = int(dims.values.size());
+    dimensionAxis->setRange(-0.5, std::max(1, d) - 0.5);
+    dimensionAxis->setTickInterval(niceStep(d, 12));
+    const double maxCount = d > 0 ? *std::max_element(dims.values.begin(), dims.values.end()) : 1.0;
+    charts::setNiceRange(dimensionCountAxis, 0, std::max(maxCount * 1.06, 1.0)); // room for the numbers
+    QVector<int> byCount(d);
+    std::iota(byCount.begin(), byCount.end(), 0);
+    std::stable_sort(byCount.begin(), byCount.end(),
+                     [&](int a, int b) { return dims.values[a] > dims.values[b]; });
+    QList<QPointF> top;
+    for (int i = 0; i < std::min(d, kLabelledDimensions); ++i)
+        if (dims.values[byCount[i]] > 0 && dims.values[byCount[i]] >= 0.2 * maxCount)
+            top << QPointF(byCount[i], dims.values[byCount[i]]);
+    topDimensions->replace(top);
+
+    fillTokens(data, rows);
+
+    // Per layer, 1-based on the axis.
+    QList<QPointF> norms, kurt, selectedNorm, selectedKurt;
+    double maxNorm = 0, maxKurt = 0;
+    for (int i = 0; i < data.maxInfNormPerLayer.size(); ++i) {
+        norms << QPointF(i + 1, data.maxInfNormPerLayer[i]);
+        if (std::isfinite(data.maxInfNormPerLayer[i]))
+            maxNorm = std::max(maxNorm, data.maxInfNormPerLayer[i]);
+        if (i == data.layer) selectedNorm << norms.back();
+    }
+    for (int i = 0; i < data.kurtosisPerLayer.size(); ++i) {
+        kurt << QPointF(i + 1, data.kurtosisPerLayer[i]);
+        if (std::isfinite(data.kurtosisPerLayer[i])) maxKurt = std::max(maxKurt, data.kurtosisPerLayer[i]);
+        if (i == data.layer) selectedKurt << kurt.back();
+    }
+    infNorm->replace(norms);
+    kurtosis->replace(kurt);
+    selectedInfNorm->replace(selectedNorm);
+    selectedKurtosis->replace(selectedKurt);
+    selectedInfNorm->setName(data.layer >= 0 ? QStringLiteral("layer %1 (shown above)").arg(data.layer + 1)
+                                             : QStringLiteral("selected layer"));
+    const int layerCount = int(std::max(data.maxInfNormPerLayer.size(), data.kurtosisPerLayer.size()));
+    layerAxis->setRange(0.5, std::max(1, layerCount) + 0.5);
+    layerAxis->setTickInterval(niceStep(layerCount, 12));
+    charts::setNiceRange(infNormAxis, 0, std::max(maxNorm, 1.0));
+    charts::setNiceRange(kurtosisAxis, 0, std::max(maxKurt, 1.0));
+}
+
+OutlierDashboard::OutlierDashboard(QWidget* parent)
+    : QWidget(parent)
+    , m_charts(std::make_unique<DashboardCharts>())
+{
+    m_title = new QLabel(this);
+    QFont titleFont = m_title->font();
+    titleFont.setBold(true);
+    titleFont.setPointSizeF(titleFont.pointSizeF() * 1.2);
+    m_title->setFont(titleFont);
+    m_details = new QLabel(this);
+    m_details->setWordWrap(true);
+    m_details->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+    m_dimensionView = charts::makeChartView(m_charts->dimensions, QStringLiteral("dimensionChart"), this);
+    m_tokenView = charts::makeChartView(m_charts->tokens, QStringLiteral("tokenChart"), this);
+    m_layerView = charts::makeChartView(m_charts->layers, QStringLiteral("layerChart"), this);
+    m_dimensionView->viewport()->setMouseTracking(true);
+    m_dimensionView->viewport()->installEventFilter(this);
+    m_tokenView->installEventFilter(this);
+
+    connect(m_charts->tokenSet, &QBarSet::hovered, this, [this](bool status, int index) {
+        if (!status || index < 0 || index >= m_charts->tokenLabels.size()) {
+            QToolTip::hideText();
+            return;
+        }
+        QToolTip::showText(
+            QCursor::pos(),
+            QStringLiteral("%1: %2 outliers")
+                .arg(m_charts->tokenLabels[index], charts::displayNumber(m_charts->tokenSet->at(index))),
+            m_tokenView);
+    });
+
+    auto* layout = new QGridLayout(this);
+    layout->addWidget(m_title, 0, 0, 1, 2);
+    layout->addWidget(m_details, 1, 0, 1, 2);
+    layout->addWidget(m_dimensionView, 2, 0, 1, 2);
+    layout->addWidget(m_tokenView, 3, 0);
+    layout->addWidget(m_layerView, 3, 1);
+    layout->setRowStretch(2, 1);
+    layout->setRowStretch(3, 1);
+    layout->setColumnStretch(0, 2);
+    layout->setColumnStretch(1, 3);
+
+    setData(OutlierDashboardData{});
+}
+
+OutlierDashboard::~OutlierDashboard() = default;
+
+void OutlierDashboard::setData(const OutlierDashboardData& data)
+{
+    m_data = data;
+    m_hoveredDimension = m_pressedDimension = m_selectedDimension = -1;
+    m_charts->fill(m_data, m_charts->tokenRows);
+    m_title->setText(titleText());
+    QStringList details;
+    if (!m_data.sourceDescription.isEmpty()) details << tr("Source: %1").arg(m_data.sourceDescription);
+    if (!m_data.criterion.isEmpty()) details << tr("Outlier: %1").arg(m_data.criterion);
+    details
+        << Provenance::indexingNote() + QLatin1Char(' ') +
+               tr("Hover a dimension to see which head of the next layer reads it; click it to select it.");
+    m_details->setText(details.join(QLatin1Char('\n')));
+}
+
+QString OutlierDashboard::titleText() const
+{
+    if (m_data.layer < 0) return tr("Outliers");
+    const QString tensor = m_data.tensor.isEmpty() ? QString() : m_data.tensor + QLatin1Char(' ');
+    return tr("Outliers in %1of layer %2").arg(tensor).arg(m_data.layer + 1);
+}
+
+QString OutlierDashboard::dimensionToolTip(int dimension) const
+{
+    const QVector<double>& values = m_data.perDimension.values;
+    if (dimension < 0 || dimension >= values.size()) return QString();
+    QString text =
+        tr("dimension %1: %2 outliers").arg(dimension).arg(charts::displayNumber(values[dimension]));
+    if (m_data.headDim > 0) text += tr(" (head %1 of the next layer)").arg(dimension / m_data.headDim + 1);
+    return text;
+}
+
+int OutlierDashboard::dimensionAt(const QPoint& viewportPos) const
+{
+    const int d = m_charts->dimensionSet->count();
+    if (d == 0) return -1;
+    QChart* chart = m_dimensionView->chart();
+    const QPointF chartPos = chart->mapFromScene(m_dimensionView->mapToScene(viewportPos));
+    if (!chart->plotArea().contains(chartPos)) return -1;
+    // The whole column above a bar counts: with hundreds of bars each is about a pixel wide.
+    const double x = chart->mapToValue(chartPos, m_charts->dimensionSeries).x();
+    const int k = int(std::floor(x + 0.5));
+    return k >= 0 && k < d ? k : -1;
+}
+
+void OutlierDashboard::setHoveredDimension(int dimension, const QPoint& globalPos)
+{
+    if (dimension < 0)
+        QToolTip::hideText();
+    else
+        QToolTip::showText(globalPos, dimensionToolTip(dimension), m_dimensionView);
+    if (dimension == m_hoveredDimension) return;
+    m_hoveredDimension = dimension;
+    Q_EMIT dimensionHovered(dimension);
+}
+
+bool OutlierDashboard::eventFilter(QObject* watched, QEvent* event)
+{
+    if (watched == m_tokenView && event->type() == QEvent::Resize) {
+        const int rows = DashboardCharts::tokenRowsFor(m_tokenView->height());
+        if (rows != m_charts->tokenRows) m_charts->fillTokens(m_data, rows);
+    }
+    if (watched != m_dimensionView->viewport()) return QWidget::eventFilter(watched, event);
+    switch (event->type()) {
+    case QEvent::MouseMove: {
+        const auto* mouse = static_cast<QMouseEvent*>(event);
+        setHoveredDimension(dimensionAt(mouse->position().toPoint()), mouse->globalPosition().toPoint());
+        break;
+    }
+    case QEvent::Leave:
+        setHoveredDimension(-1, QPoint());
+        break;
+    case QEvent::MouseButtonPress: {
+        const auto* mouse = static_cast<QMouseEvent*>(event);
+        if (mouse->button() == Qt::LeftButton) m_pressedDimension = dimensionAt(mouse->position().toPoint());
+        break;
+    }
+    case QEvent::MouseButtonRelease: {
+        const auto* mouse = static_cast<QMouseEvent*>(event);
+        if (mouse->button() != Qt::LeftButton) break;
+        const int dimension = dimensionAt(mouse->position().toPoint());
+        const bool clicked = dimension >= 0 && dimension == m_pressedDimension;
+        m_pressedDimension = -1;
+        if (clicked) {
+            m_selectedDimension = dimension;
+            m_charts->dimensionSet->deselectAllBars();
+            m_charts->dimensionSet->selectBar(dimension);
+            Q_EMIT dimensionClicked(dimension);
+        }
+        break;
+    }
+    default:
+        break;
+    }
+    return QWidget::eventFilter(watched, event);
+}
+
+QSize OutlierDashboard::preferredFigureSize() const
+{
+    return QSize(1500, 1000);
+}
+
+void OutlierDashboard::paintFigure(QPainter& painter, const QRect& area) const
+{
+    painter.save();
+    painter.setRenderHint(QPainter::Antialiasing);
+    painter.setRenderHint(QPainter::TextAntialiasing);
+    painter.fillRect(area, Qt::white);
+    QStringList subtitle;
+    if (!m_data.sourceDescription.isEmpty()) subtitle << m_data.sourceDescription;
+    if (!m_data.criterion.isEmpty()) subtitle << tr("outlier: %1").arg(m_data.criterion);
+    const int top =
+        charts::paintFigureHeader(painter, area, titleText(), subtitle.join(QStringLiteral("  \u00b7  ")));
+    QStringList footer;
+    const Provenance& p = m_data.provenance;
+    QStringList origin;
+    if (!p.model.isEmpty()) origin << tr("model: %1").arg(p.model);
+    if (!p.checkpointSha256.isEmpty()) origin << tr("sha256: %1").arg(p.checkpointSha256.left(12));
+    if (!p.input.isEmpty()) origin << tr("input: %1").arg(p.input);
+    if (!origin.isEmpty()) footer << origin.join(QStringLiteral("  \u00b7  "));
+    footer << Provenance::indexingNote();
+    const int bottom = charts::paintFigureFooter(painter, area, footer);
+
+    const QRectF body(area.left(), area.top() + top, area.width(), area.height() - top - bottom);
+    const double upper = body.height() * 0.5;
+    const double left = body.width() * 0.42;
+    DashboardCharts fresh;
+    fresh.fill(m_data, DashboardCharts::tokenRowsFor(body.height() - upper));
+    charts::renderChart(std::unique_ptr<QChart>(fresh.dimensions), painter,
+                        QRectF(body.left(), body.top(), body.width(), upper));
+    charts::renderChart(std::unique_ptr<QChart>(fresh.tokens), painter,
+                        QRectF(body.left(), body.top() + upper, left, body.height() - upper));
+    charts::renderChart(
+        std::unique_ptr<QChart>(fresh.layers), painter,
+        QRectF(body.left() + left, body.top() + upper, body.width() - left, body.height() - upper));
+    painter.restore();
+}
+
+QString OutlierDashboard::figureCsv() const
+{
+    QString csv = QStringLiteral("dimension (0-based),count\n");
+    const QVector<double>& dims = m_data.perDimension.values;
+    for (int k = 0; k < dims.size(); ++k)
+        csv += QString::number(k) + QLatin1Char(',') + charts::csvNumber(dims[k]) + QLatin1Char('\n');
+    csv += QStringLiteral("\ntoken,count\n");
+    for (int i : tokensByCount(m_data.perToken))
+        csv += charts::csvField(m_data.perToken.labels[i]) + QLatin1Char(',') +
+               charts::csvNumber(m_data.perToken.values[i]) + QLatin1Char('\n');
+    csv += QStringLiteral("\nlayer (1-based),max inf norm,kurtosis\n");
+    const int layers = int(std::max(m_data.maxInfNormPerLayer.size(), m_data.kurtosisPerLayer.size()));
+    for (int i = 0; i < layers; ++i) {
+        csv += QString::number(i + 1) + QLatin1Char(',');
+        if (i < m_data.maxInfNormPerLayer.size()) csv += charts::csvNumber(m_data.maxInfNormPerLayer[i]);
+        csv += QLatin1Char(',');
+        if (i < m_data.kurtosisPerLayer.size()) csv += charts::csvNumber(m_data.kurtosisPerLayer[i]);
+        csv += QLatin1Char('\n');
+    }
+    return csv;
+}
+
+QString OutlierDashboard::figureName() const
+{
+    QString name = QStringLiteral("outliers");
+    if (m_data.layer >= 0) name += QStringLiteral("-L%1").arg(m_data.layer + 1);
+    if (!m_data.tensor.isEmpty()) name += QLatin1Char('-') + m_data.tensor;
+    return name;
+}
+
+} // namespace outlierlens
