@@ -1,0 +1,125 @@
+// CompareView: one column per model with its caption, shared zoom, arrangement, CSV and provenance.
+
+#include "compare_view.h"
+#include "head_test_data.h"
+#include "head_view.h"
+#include "heatmap_view.h"
+
+#include <QLabel>
+#include <QSignalSpy>
+#include <QTest>
+
+using namespace outlierlens;
+
+namespace {
+
+QVector<CompareEntry> threeModels(int t, int d)
+{
+    HeadViewData vanilla = testdata::head(t, d, false, false);
+    HeadViewData clipped = testdata::head(t, d, false, true);
+    HeadViewData gated = testdata::head(t, d, true, false);
+    vanilla.provenance.model = QStringLiteral("models/vanilla");
+    clipped.provenance.model = QStringLiteral("models/clipped");
+    gated.provenance.model = QStringLiteral("models/gated");
+    return {{QStringLiteral("vanilla"),
+             {QStringLiteral("max inf norm 73.2"), QStringLiteral("kurtosis 1830")},
+             vanilla},
+            {QStringLiteral("clipped softmax, gamma -0.025"), {QStringLiteral("max inf norm 21.5")}, clipped},
+            {QStringLiteral("gated attention"), {QStringLiteral("max inf norm 18.9")}, gated}};
+}
+
+} // namespace
+
+class TestCompareView : public QObject
+{
+    Q_OBJECT
+private Q_SLOTS:
+    void columnsWithCaptions();
+    void arrangement();
+    void zoomIsShared();
+    void csvAndProvenance();
+};
+
+void TestCompareView::columnsWithCaptions()
+{
+    CompareView view;
+    view.setEntries(threeModels(13, 16));
+    view.resize(1400, 900);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QCOMPARE(view.entries().size(), 3);
+    QCOMPARE(view.title(), QStringLiteral("Layer 11, head 3"));
+    for (int i = 0; i < 3; ++i)
+        QVERIFY(view.headView(i)->isVisible());
+    QVERIFY(!view.headView(0)->hasGatePanel());
+    QVERIFY(view.headView(2)->hasGatePanel());
+    QVERIFY(view.headView(1)->panel(HeadView::ProbabilitiesPanel)->marksExactZeros());
+    QCOMPARE(view.caption(0), QStringLiteral("vanilla\nmax inf norm 73.2\nkurtosis 1830"));
+    // The captions on screen.
+    QStringList shown;
+    for (QLabel* label : view.findChildren<QLabel*>())
+        shown << label->text();
+    QVERIFY(
+        shown.join(QLatin1Char('|')).contains(QStringLiteral("<b>gated attention</b><br>max inf norm 18.9")));
+    // Replacing the entries replaces the columns.
+    view.setEntries(threeModels(13, 16).mid(0, 2));
+    QCOMPARE(view.headView(2), nullptr);
+    QVERIFY(view.headView(1)->isVisible());
+}
+
+void TestCompareView::arrangement()
+{
+    CompareView view;
+    view.setEntries(threeModels(13, 64));
+    // 13 tokens x 64 dimensions: each head is wide, so automatic stacks them.
+    QCOMPARE(view.arrangement(), CompareView::Arrangement::Automatic);
+    QCOMPARE(view.orientation(), Qt::Vertical);
+    view.setArrangement(CompareView::Arrangement::SideBySide);
+    QCOMPARE(view.orientation(), Qt::Horizontal);
+    const QSize sideBySide = view.preferredFigureSize();
+    view.setArrangement(CompareView::Arrangement::Stacked);
+    QCOMPARE(view.orientation(), Qt::Vertical);
+    const QSize stacked = view.preferredFigureSize();
+    QVERIFY(sideBySide.width() > stacked.width());
+    QVERIFY(sideBySide.height() < stacked.height());
+}
+
+void TestCompareView::zoomIsShared()
+{
+    CompareView view;
+    view.setEntries(threeModels(30, 16));
+    view.resize(1400, 900);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    HeatmapView* probabilities = view.headView(1)->panel(HeadView::ProbabilitiesPanel);
+    probabilities->setFocus();
+    QTest::keyClick(probabilities, Qt::Key_Plus);
+    QTest::keyClick(probabilities, Qt::Key_Plus);
+    const double s = view.headView(1)->cellSize();
+    QVERIFY(!view.headView(1)->isFitToWindow());
+    QVERIFY(qFuzzyCompare(view.headView(0)->cellSize(), s));
+    QVERIFY(qFuzzyCompare(view.headView(2)->cellSize(), s));
+    QVERIFY(qFuzzyCompare(view.headView(2)->panel(HeadView::GatePanel)->cellSize(), s));
+}
+
+void TestCompareView::csvAndProvenance()
+{
+    CompareView view;
+    view.setEntries(threeModels(7, 4));
+    const QStringList lines = view.figureCsv().split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+    QCOMPARE(lines.first(), QStringLiteral("model,panel,row,col,row_label,col_label,value"));
+    const int perHead = 7 * 7 + 2 * 7 * 4;
+    QCOMPARE(lines.size(), 1 + 3 * perHead + 7); // + the gate column of the gated model
+    QVERIFY(lines[1].startsWith(QStringLiteral("vanilla,probabilities,0,0,[CLS],[CLS],")));
+    QVERIFY(
+        lines.contains(QStringLiteral("\"clipped softmax, gamma -0.025\",probabilities,0,1,[CLS],the,0")));
+    QVERIFY(lines.contains(QStringLiteral("gated attention,gate,0,0,[CLS],\u03c0,0.800000012")));
+    const Provenance p = view.figureProvenance();
+    QCOMPARE(p.model, QStringLiteral("models/vanilla | models/clipped | models/gated"));
+    QCOMPARE(p.selection, QStringLiteral("layer 11, head 3"));
+    QCOMPARE(p.input, QStringLiteral("the cat sat. / a cat, it sat."));
+    QCOMPARE(view.figureName(), QStringLiteral("compare-L11-H3"));
+}
+
+QTEST_MAIN(TestCompareView)
+#include "tst_compare_view.moc"

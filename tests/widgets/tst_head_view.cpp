@@ -1,0 +1,199 @@
+// HeadView: the gate column only for gated models, rows aligned across panels, zoom and scroll shared,
+// signals name the panel, long-format CSV, title 1-based.
+
+#include "head_test_data.h"
+#include "head_view.h"
+#include "heatmap_view.h"
+
+#include <QPainter>
+#include <QScrollBar>
+#include <QSignalSpy>
+#include <QTest>
+
+using namespace outlierlens;
+
+namespace {
+
+QPoint cellCentre(const HeatmapView& view, int row, int col)
+{
+    const QRect area = view.cellArea();
+    const double s = view.cellSize();
+    return QPoint(int(area.left() + (col + 0.5) * s - view.horizontalScrollBar()->value()),
+                  int(area.top() + (row + 0.5) * s - view.verticalScrollBar()->value()));
+}
+
+QVector<HeatmapView*> shownPanels(const HeadView& view)
+{
+    QVector<HeatmapView*> panels;
+    for (int p = HeadView::GatePanel; p <= HeadView::ProductPanel; ++p)
+        if (view.panel(HeadView::Panel(p))->isVisible()) panels << view.panel(HeadView::Panel(p));
+    return panels;
+}
+
+} // namespace
+
+class TestHeadView : public QObject
+{
+    Q_OBJECT
+private Q_SLOTS:
+    void gateColumnOnlyWithGates_data();
+    void gateColumnOnlyWithGates();
+    void rowsLineUpAcrossPanels();
+    void zoomAndScrollTogether();
+    void signalsNameThePanel();
+    void csvIsLongFormat_data();
+    void csvIsLongFormat();
+    void figureProvenance();
+};
+
+void TestHeadView::gateColumnOnlyWithGates_data()
+{
+    QTest::addColumn<bool>("gated");
+    QTest::newRow("vanilla") << false;
+    QTest::newRow("gated") << true;
+}
+
+void TestHeadView::gateColumnOnlyWithGates()
+{
+    QFETCH(bool, gated);
+    HeadView view;
+    view.setData(testdata::head(13, 16, gated, false));
+    view.resize(1100, 500);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QCOMPARE(view.title(), QStringLiteral("Layer 11, head 3"));
+    QCOMPARE(view.hasGatePanel(), gated);
+    QCOMPARE(view.panel(HeadView::GatePanel)->isVisible(), gated);
+    QVERIFY(view.panel(HeadView::ProbabilitiesPanel)->isVisible());
+    QVERIFY(view.panel(HeadView::ValuesPanel)->isVisible());
+    QVERIFY(view.panel(HeadView::ProductPanel)->isVisible());
+    QCOMPARE(view.figureCsv().contains(QStringLiteral("\ngate,")), gated);
+    if (gated) {
+        QCOMPARE(view.panel(HeadView::GatePanel)->data().rows, 13);
+        QCOMPARE(view.panel(HeadView::GatePanel)->data().cols, 1);
+        QCOMPARE(view.panel(HeadView::GatePanel)->data().at(5, 0), 0.03f); // [SEP]
+    }
+    // The same view with the other kind of model.
+    view.setData(testdata::head(13, 16, !gated, false));
+    QCOMPARE(view.panel(HeadView::GatePanel)->isVisible(), !gated);
+}
+
+void TestHeadView::rowsLineUpAcrossPanels()
+{
+    HeadView view;
+    view.setData(testdata::head(13, 16, true, true));
+    view.resize(1200, 520);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    const QVector<HeatmapView*> panels = shownPanels(view);
+    QCOMPARE(panels.size(), 4);
+    for (HeatmapView* panel : panels) {
+        QVERIFY(qFuzzyCompare(panel->cellSize(), view.cellSize()));
+        // Row 6 is at the same height in every panel.
+        const QPoint centre = panel->viewport()->mapTo(&view, cellCentre(*panel, 6, 0));
+        const QPoint reference = panels.first()->viewport()->mapTo(&view, cellCentre(*panels.first(), 6, 0));
+        QCOMPARE(centre.y(), reference.y());
+    }
+    // The probabilities mark exact zeros for clipped softmax.
+    QVERIFY(view.panel(HeadView::ProbabilitiesPanel)->marksExactZeros());
+}
+
+void TestHeadView::zoomAndScrollTogether()
+{
+    HeadView view;
+    view.setData(testdata::head(40, 16, false, false));
+    view.resize(1000, 420);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QVERIFY(view.isFitToWindow());
+    HeatmapView* probabilities = view.panel(HeadView::ProbabilitiesPanel);
+    probabilities->setFocus();
+    QSignalSpy zoomed(&view, &HeadView::userZoomed);
+    for (int i = 0; i < 4; ++i)
+        QTest::keyClick(probabilities, Qt::Key_Plus);
+    QCOMPARE(zoomed.size(), 4);
+    QVERIFY(!view.isFitToWindow());
+    for (HeatmapView* panel : shownPanels(view))
+        QVERIFY(qFuzzyCompare(panel->cellSize(), probabilities->cellSize()));
+
+    HeatmapView* values = view.panel(HeadView::ValuesPanel);
+    QTRY_VERIFY(values->verticalScrollBar()->maximum() >= 30);
+    values->verticalScrollBar()->setValue(30);
+    for (HeatmapView* panel : shownPanels(view))
+        QCOMPARE(panel->verticalScrollBar()->value(), 30);
+    QCOMPARE(view.verticalScroll(), 30);
+
+    QTest::keyClick(probabilities, Qt::Key_0);
+    QVERIFY(view.isFitToWindow());
+    for (HeatmapView* panel : shownPanels(view))
+        QCOMPARE(panel->verticalScrollBar()->value(), 0);
+}
+
+void TestHeadView::signalsNameThePanel()
+{
+    HeadView view;
+    view.setData(testdata::head(13, 16, true, false));
+    view.resize(1200, 520);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QSignalSpy clicked(&view, &HeadView::cellClicked);
+    QSignalSpy hovered(&view, &HeadView::cellHovered);
+    HeatmapView* product = view.panel(HeadView::ProductPanel);
+    QTest::mouseClick(product->viewport(), Qt::LeftButton, {}, cellCentre(*product, 2, 5));
+    QCOMPARE(clicked.size(), 1);
+    QCOMPARE(clicked.first(), (QVariantList{int(HeadView::ProductPanel), 2, 5}));
+    HeatmapView* gate = view.panel(HeadView::GatePanel);
+    QTest::mouseMove(gate->viewport(), cellCentre(*gate, 4, 0));
+    QTRY_VERIFY(!hovered.isEmpty());
+    QCOMPARE(hovered.last(), (QVariantList{int(HeadView::GatePanel), 4, 0}));
+}
+
+void TestHeadView::csvIsLongFormat_data()
+{
+    QTest::addColumn<bool>("gated");
+    QTest::newRow("vanilla") << false;
+    QTest::newRow("gated") << true;
+}
+
+void TestHeadView::csvIsLongFormat()
+{
+    QFETCH(bool, gated);
+    const int t = 13, d = 16;
+    const HeadViewData data = testdata::head(t, d, gated, false);
+    HeadView view;
+    view.setData(data);
+    const QStringList lines = view.figureCsv().split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+    QCOMPARE(lines.first(), QStringLiteral("panel,row,col,row_label,col_label,value"));
+    QCOMPARE(lines.size(), 1 + (gated ? t : 0) + t * t + 2 * t * d);
+    // Query [CLS] (0) attending to key [SEP] (5); a value with its token and 0-based dimension.
+    const QString attention = QStringLiteral("probabilities,0,5,[CLS],[SEP],%1")
+                                  .arg(QString::asprintf("%.9g", double(data.probabilities.at(0, 5))));
+    QVERIFY(lines.contains(attention));
+    const QString value =
+        QStringLiteral("values,2,7,cat,7,%1").arg(QString::asprintf("%.9g", double(data.values.at(2, 7))));
+    QVERIFY(lines.contains(value));
+    QVERIFY(lines.contains(QStringLiteral("product,12,15,[SEP],15,%1")
+                               .arg(QString::asprintf("%.9g", double(data.product.at(12, 15))))));
+    if (gated) QVERIFY(lines.contains(QStringLiteral("gate,5,0,[SEP],\u03c0,0.0299999993")));
+}
+
+void TestHeadView::figureProvenance()
+{
+    HeadView view;
+    view.setData(testdata::head(13, 16, true, false));
+    QCOMPARE(view.figureName(), QStringLiteral("head-L11-H3"));
+    QCOMPARE(view.figureProvenance().selection, QStringLiteral("layer 11, head 3"));
+    QCOMPARE(view.figureProvenance().model, QStringLiteral("sample_data/models/tiny-bert"));
+    // The figure is drawn from the data at any size, shown or not.
+    const QSize size = view.preferredFigureSize();
+    QVERIFY(size.width() > size.height());
+    QImage image(size, QImage::Format_RGB32);
+    image.fill(Qt::black);
+    QPainter painter(&image);
+    view.paintFigure(painter, image.rect());
+    painter.end();
+    QCOMPARE(image.pixel(0, 0), qRgb(255, 255, 255)); // background filled
+}
+
+QTEST_MAIN(TestHeadView)
+#include "tst_head_view.moc"

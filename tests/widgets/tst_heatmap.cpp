@@ -1,0 +1,296 @@
+// HeatmapView: hover tooltips name the exact value and both labels, clicks map to cells, zoom and pan
+// keep the mapping right, exact zeros are marked (and tiny non-zeros are not), CSV.
+
+#include "colormap.h"
+#include "figure_style.h"
+#include "head_test_data.h"
+#include "heatmap_view.h"
+
+#include <QPainter>
+#include <QScrollBar>
+#include <QSignalSpy>
+#include <QTest>
+#include <QToolTip>
+#include <QWheelEvent>
+
+using namespace outlierlens;
+
+namespace {
+
+int colorDistance(QRgb a, QRgb b)
+{
+    return std::max(
+        {std::abs(qRed(a) - qRed(b)), std::abs(qGreen(a) - qGreen(b)), std::abs(qBlue(a) - qBlue(b))});
+}
+
+MatrixData labelledRamp(int rows, int cols)
+{
+    MatrixData m = testdata::ramp(rows, cols);
+    for (int r = 0; r < rows; ++r)
+        m.rowLabels << QStringLiteral("q%1").arg(r);
+    for (int c = 0; c < cols; ++c)
+        m.colLabels << QStringLiteral("k%1").arg(c);
+    m.rowTitle = QStringLiteral("query token");
+    m.colTitle = QStringLiteral("key token");
+    m.valueTitle = QStringLiteral("attention probability");
+    return m;
+}
+
+/// Centre of a cell in viewport coordinates, computed from the cell size and the scroll bars (not from
+/// the view's own mapping functions).
+QPoint cellCentre(const HeatmapView& view, int row, int col)
+{
+    const QRect area = view.cellArea();
+    const double s = view.cellSize();
+    return QPoint(int(area.left() + (col + 0.5) * s - view.horizontalScrollBar()->value()),
+                  int(area.top() + (row + 0.5) * s - view.verticalScrollBar()->value()));
+}
+
+void sendCtrlWheel(QWidget* viewport, const QPoint& pos, int delta)
+{
+    QWheelEvent event(pos, viewport->mapToGlobal(pos), QPoint(), QPoint(0, delta), Qt::NoButton,
+                      Qt::ControlModifier, Qt::NoScrollPhase, false);
+    QApplication::sendEvent(viewport, &event);
+}
+
+void sendMouse(QWidget* viewport, QEvent::Type type, const QPoint& pos, Qt::MouseButton button,
+               Qt::MouseButtons buttons)
+{
+    QMouseEvent event(type, pos, viewport->mapToGlobal(pos), button, buttons, Qt::NoModifier);
+    QApplication::sendEvent(viewport, &event);
+}
+
+QImage renderFigure(const HeatmapView& view, const QSize& size)
+{
+    QImage image(size, QImage::Format_RGB32);
+    QPainter painter(&image);
+    view.paintFigure(painter, QRect(QPoint(0, 0), size));
+    return image;
+}
+
+} // namespace
+
+class TestHeatmap : public QObject
+{
+    Q_OBJECT
+private Q_SLOTS:
+    void hoverShowsValueAndLabels_data();
+    void hoverShowsValueAndLabels();
+    void clickEmitsCell();
+    void exactZerosAreMarked_data();
+    void exactZerosAreMarked();
+    void zoomKeepsCellMapping();
+    void dragPans();
+    void highlightedRowIsOutlined();
+    void csvIsLongFormat();
+};
+
+void TestHeatmap::hoverShowsValueAndLabels_data()
+{
+    QTest::addColumn<int>("row");
+    QTest::addColumn<int>("col");
+    QTest::newRow("first cell") << 0 << 0;
+    QTest::newRow("middle") << 7 << 11;
+    QTest::newRow("last cell") << 19 << 19;
+}
+
+void TestHeatmap::hoverShowsValueAndLabels()
+{
+    QFETCH(int, row);
+    QFETCH(int, col);
+    HeatmapView view;
+    const MatrixData data = labelledRamp(20, 20);
+    view.setData(data, ColorScale::Sequential);
+    view.resize(600, 560);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QSignalSpy hovered(&view, &HeatmapView::cellHovered);
+
+    QTest::mouseMove(view.viewport(), cellCentre(view, row, col));
+    QTRY_VERIFY(!hovered.isEmpty());
+    QCOMPARE(hovered.last().at(0).toInt(), row);
+    QCOMPARE(hovered.last().at(1).toInt(), col);
+    QTRY_VERIFY(QToolTip::isVisible());
+    const QString tip = QToolTip::text();
+    const QString value = QString::asprintf("%.6g", double(data.at(row, col)));
+    QVERIFY2(tip.contains(value), qPrintable(tip + " lacks " + value));
+    QVERIFY2(tip.contains(QStringLiteral("query token: q%1 (position %1)").arg(row)), qPrintable(tip));
+    QVERIFY2(tip.contains(QStringLiteral("key token: k%1 (position %1)").arg(col)), qPrintable(tip));
+    QVERIFY(tip.contains(QStringLiteral("attention probability")));
+    QToolTip::hideText();
+}
+
+void TestHeatmap::clickEmitsCell()
+{
+    HeatmapView view;
+    view.setData(labelledRamp(12, 30), ColorScale::Diverging);
+    view.resize(700, 400);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QSignalSpy clicked(&view, &HeatmapView::cellClicked);
+    QTest::mouseClick(view.viewport(), Qt::LeftButton, {}, cellCentre(view, 4, 27));
+    QCOMPARE(clicked.size(), 1);
+    QCOMPARE(clicked.first().at(0).toInt(), 4);
+    QCOMPARE(clicked.first().at(1).toInt(), 27);
+    // Outside the matrix (the title area): nothing.
+    QTest::mouseClick(view.viewport(), Qt::LeftButton, {}, QPoint(2, 2));
+    QCOMPARE(clicked.size(), 1);
+}
+
+void TestHeatmap::exactZerosAreMarked_data()
+{
+    QTest::addColumn<int>("size");   // matrix side
+    QTest::addColumn<int>("pixels"); // figure side
+    QTest::addColumn<bool>("mark");
+    // 8 cells in 400 pixels: ~40-pixel cells get a cross; 100 cells: ~3-pixel cells are filled grey.
+    QTest::newRow("big cells, marked") << 8 << 400 << true;
+    QTest::newRow("tiny cells, marked") << 100 << 420 << true;
+    QTest::newRow("big cells, not marked") << 8 << 400 << false;
+}
+
+void TestHeatmap::exactZerosAreMarked()
+{
+    QFETCH(int, size);
+    QFETCH(int, pixels);
+    QFETCH(bool, mark);
+    MatrixData data = testdata::ramp(size, size);
+    const int r = size / 2, zeroCol = size / 2 - 2, tinyCol = size / 2 + 2;
+    data.values[r * size + zeroCol] = 0.0f;
+    data.values[r * size + tinyCol] = 1e-7f;
+    HeatmapView view;
+    view.setMarkExactZeros(mark);
+    view.setData(data, ColorScale::Sequential);
+    const QImage image = renderFigure(view, QSize(pixels, pixels));
+    const QRectF zeroCell = view.figureCellRect(image.rect(), r, zeroCol);
+    const QRectF tinyCell = view.figureCellRect(image.rect(), r, tinyCol);
+    QVERIFY(image.rect().contains(zeroCell.center().toPoint()));
+
+    const QRgb zeroColour = ColorMap::color(ColorScale::Sequential, 0.0, view.colorMaximum()).rgb();
+    const QRgb tinyColour = ColorMap::color(ColorScale::Sequential, 1e-7, view.colorMaximum()).rgb();
+    const QRgb atZero = image.pixel(zeroCell.center().toPoint());
+    const QRgb atTiny = image.pixel(tinyCell.center().toPoint());
+    // The tiny non-zero value is never marked: its centre has the colour map's colour.
+    QVERIFY2(colorDistance(atTiny, tinyColour) <= 3, qPrintable(QColor(atTiny).name()));
+    if (mark) {
+        QVERIFY2(colorDistance(atZero, zeroColour) > 60, qPrintable(QColor(atZero).name()));
+        if (zeroCell.width() < 6) // too small for a cross: grey fill
+            QVERIFY2(colorDistance(atZero, qRgb(150, 150, 150)) <= 3, qPrintable(QColor(atZero).name()));
+    } else {
+        QVERIFY2(colorDistance(atZero, zeroColour) <= 3, qPrintable(QColor(atZero).name()));
+    }
+    QCOMPARE(view.cellToolTip(r, zeroCol).contains(QStringLiteral("exactly 0")), mark);
+    QVERIFY(!view.cellToolTip(r, tinyCol).contains(QStringLiteral("exactly 0")));
+    QVERIFY(view.cellToolTip(r, tinyCol).contains(QStringLiteral("1e-07")));
+}
+
+void TestHeatmap::zoomKeepsCellMapping()
+{
+    HeatmapView view;
+    view.setData(labelledRamp(40, 40), ColorScale::Sequential);
+    view.resize(520, 480);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.setFocus();
+    QVERIFY(view.isFitToWindow());
+    const double fit = view.cellSize();
+    QSignalSpy zoomed(&view, &HeatmapView::userZoomed);
+
+    QTest::keyClick(&view, Qt::Key_Plus);
+    QCOMPARE(zoomed.size(), 1);
+    QVERIFY(!view.isFitToWindow());
+    QVERIFY(qFuzzyCompare(view.cellSize(), fit * 1.25));
+
+    // Ctrl+wheel over a cell zooms around it: the same cell stays under the mouse.
+    const QPoint anchor = cellCentre(view, 10, 12);
+    sendCtrlWheel(view.viewport(), anchor, 120);
+    QVERIFY(qFuzzyCompare(view.cellSize(), fit * 1.25 * 1.25));
+    int row = -1, col = -1;
+    QVERIFY(view.cellAt(anchor, &row, &col));
+    QCOMPARE(row, 10);
+    QCOMPARE(col, 12);
+    sendCtrlWheel(view.viewport(), anchor, 240);
+    QVERIFY(view.horizontalScrollBar()->maximum() > 0); // now larger than the window
+
+    // Hovering after zoom and scroll still names the right cell.
+    view.horizontalScrollBar()->setValue(view.horizontalScrollBar()->maximum() / 2);
+    view.verticalScrollBar()->setValue(view.verticalScrollBar()->maximum() / 3);
+    QSignalSpy hovered(&view, &HeatmapView::cellHovered);
+    const QRect area = view.cellArea();
+    const int visibleCol = int((view.horizontalScrollBar()->value() + area.width() / 2) / view.cellSize());
+    const int visibleRow = int((view.verticalScrollBar()->value() + area.height() / 2) / view.cellSize());
+    QTest::mouseMove(view.viewport(), cellCentre(view, visibleRow, visibleCol));
+    QTRY_VERIFY(!hovered.isEmpty());
+    QCOMPARE(hovered.last().at(0).toInt(), visibleRow);
+    QCOMPARE(hovered.last().at(1).toInt(), visibleCol);
+    QTRY_VERIFY(QToolTip::text().contains(QStringLiteral("q%1 ").arg(visibleRow)));
+    QToolTip::hideText();
+
+    // 0 fits the window again; - at the fit stays there.
+    QTest::keyClick(&view, Qt::Key_0);
+    QVERIFY(view.isFitToWindow());
+    QCOMPARE(view.horizontalScrollBar()->maximum(), 0);
+    // The scroll bars hide after the event loop runs; the fit follows the larger viewport.
+    QTRY_VERIFY(qFuzzyCompare(view.cellSize(), fit));
+    QTest::keyClick(&view, Qt::Key_Minus);
+    QVERIFY(view.isFitToWindow());
+    QVERIFY(qFuzzyCompare(view.cellSize(), fit));
+}
+
+void TestHeatmap::dragPans()
+{
+    HeatmapView view;
+    view.setData(labelledRamp(64, 64), ColorScale::Diverging);
+    view.resize(400, 400);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.setCellSize(20);
+    view.horizontalScrollBar()->setValue(100);
+    view.verticalScrollBar()->setValue(100);
+    QSignalSpy clicked(&view, &HeatmapView::cellClicked);
+    const QPoint start = view.cellArea().center();
+    QWidget* vp = view.viewport();
+    sendMouse(vp, QEvent::MouseButtonPress, start, Qt::LeftButton, Qt::LeftButton);
+    sendMouse(vp, QEvent::MouseMove, start + QPoint(-10, -5), Qt::NoButton, Qt::LeftButton);
+    sendMouse(vp, QEvent::MouseMove, start + QPoint(-50, -40), Qt::NoButton, Qt::LeftButton);
+    sendMouse(vp, QEvent::MouseButtonRelease, start + QPoint(-50, -40), Qt::LeftButton, Qt::NoButton);
+    QCOMPARE(view.horizontalScrollBar()->value(), 150);
+    QCOMPARE(view.verticalScrollBar()->value(), 140);
+    QCOMPARE(clicked.size(), 0); // a drag is not a click
+}
+
+void TestHeatmap::highlightedRowIsOutlined()
+{
+    HeatmapView view;
+    view.setData(labelledRamp(10, 10), ColorScale::Sequential);
+    view.setHighlightedRows({3});
+    QCOMPARE(view.highlightedRows(), QVector<int>{3});
+    const QImage image = renderFigure(view, QSize(400, 400));
+    const QRectF cell = view.figureCellRect(image.rect(), 3, 5);
+    const QRgb orange = FigureStyle::highlight().rgb();
+    const QPoint onEdge(int(cell.center().x()), int(std::floor(cell.top())));
+    QVERIFY2(colorDistance(image.pixel(onEdge), orange) <= 40 ||
+                 colorDistance(image.pixel(onEdge - QPoint(0, 1)), orange) <= 40,
+             qPrintable(QColor(image.pixel(onEdge)).name()));
+    // A row that is not highlighted has no outline.
+    const QRectF other = view.figureCellRect(image.rect(), 7, 5);
+    QVERIFY(colorDistance(image.pixel(int(other.center().x()), int(other.top()) + 1), orange) > 40);
+}
+
+void TestHeatmap::csvIsLongFormat()
+{
+    MatrixData data = labelledRamp(3, 4);
+    data.rowLabels[1] = QStringLiteral("a,\"b\"");
+    HeatmapView view;
+    view.setData(data, ColorScale::Sequential);
+    const QStringList lines = view.figureCsv().split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+    QCOMPARE(lines.size(), 1 + 3 * 4);
+    QCOMPARE(lines.first(), QStringLiteral("row,col,row_label,col_label,value"));
+    QCOMPARE(
+        lines[1 + 1 * 4 + 2],
+        QStringLiteral("1,2,\"a,\"\"b\"\"\",k2,%1").arg(QString::asprintf("%.9g", double(data.at(1, 2)))));
+    // Values read back exactly.
+    QCOMPARE(lines.last().section(QLatin1Char(','), -1).toFloat(), data.at(2, 3));
+}
+
+QTEST_MAIN(TestHeatmap)
+#include "tst_heatmap.moc"

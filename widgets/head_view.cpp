@@ -1,0 +1,411 @@
+#include "head_view.h"
+
+#include "figure_style.h"
+#include "heatmap_view.h"
+
+#include <QEvent>
+#include <QFontMetricsF>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPainter>
+#include <QScrollArea>
+#include <QScrollBar>
+#include <QSignalBlocker>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+
+namespace outlierlens {
+namespace {
+
+constexpr int kPanelGap = 28;     // between panels in figures
+constexpr int kPanelSpacing = 12; // between panels in the widget
+
+const char* panelName(int panel)
+{
+    switch (panel) {
+    case HeadView::GatePanel:
+        return "gate";
+    case HeadView::ProbabilitiesPanel:
+        return "probabilities";
+    case HeadView::ValuesPanel:
+        return "values";
+    default:
+        return "product";
+    }
+}
+
+/// Token labels for rows (and key columns) the app left unlabelled.
+MatrixData withTokens(MatrixData m, const QStringList& tokens, bool columnsToo)
+{
+    if (m.rowLabels.isEmpty() && tokens.size() == m.rows) m.rowLabels = tokens;
+    if (columnsToo && m.colLabels.isEmpty() && tokens.size() == m.cols) m.colLabels = tokens;
+    return m;
+}
+
+} // namespace
+
+HeadView::HeadView(QWidget* parent)
+    : QWidget(parent)
+{
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(4, 4, 4, 4);
+    m_title = new QLabel(this);
+    QFont titleFont = m_title->font();
+    titleFont.setBold(true);
+    titleFont.setPointSizeF(titleFont.pointSizeF() * 1.2);
+    m_title->setFont(titleFont);
+    layout->addWidget(m_title);
+
+    auto* body = new QHBoxLayout;
+    body->setSpacing(0);
+    layout->addLayout(body, 1);
+    m_scroll = new QScrollArea(this);
+    m_scroll->setFrameShape(QFrame::NoFrame);
+    m_scroll->setWidgetResizable(true);
+    m_scroll->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    m_scroll->viewport()->installEventFilter(this);
+    body->addWidget(m_scroll, 1);
+    m_vbar = new QScrollBar(Qt::Vertical, this);
+    m_vbar->hide();
+    body->addWidget(m_vbar);
+
+    auto* row = new QWidget(m_scroll);
+    auto* rowLayout = new QHBoxLayout(row);
+    rowLayout->setContentsMargins(0, 0, 0, 0);
+    rowLayout->setSpacing(kPanelSpacing);
+    for (int i = 0; i < 4; ++i) {
+        auto* view = new HeatmapView(row);
+        m_panels[i] = view;
+        view->setRowLabelsVisible(false);
+        // Panels are exactly as wide as their cells; rows scroll with the shared bar.
+        view->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+        view->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+        rowLayout->addWidget(view);
+        connect(view, &HeatmapView::cellHovered, this,
+                [this, i](int r, int c) { Q_EMIT cellHovered(i, r, c); });
+        connect(view, &HeatmapView::cellClicked, this,
+                [this, i](int r, int c) { Q_EMIT cellClicked(i, r, c); });
+        connect(view, &HeatmapView::userZoomed, this, [this, view] { onPanelZoomed(view); });
+        connect(view->verticalScrollBar(), &QScrollBar::valueChanged, this,
+                [this, view](int value) { onPanelScrolled(view, value); });
+        connect(view->verticalScrollBar(), &QScrollBar::rangeChanged, this, &HeadView::updateScrollRange);
+    }
+    rowLayout->addStretch(1);
+    m_scroll->setWidget(row);
+    connect(m_vbar, &QScrollBar::valueChanged, this, [this](int value) {
+        setVerticalScroll(value);
+        Q_EMIT verticalScrolled(value);
+    });
+
+    m_panels[GatePanel]->setTitle(tr("gate \u03c0"));
+    m_panels[GatePanel]->setFixedMaximum(1.0);
+    m_panels[ValuesPanel]->setTitle(tr("values V"));
+    setData(HeadViewData());
+}
+
+void HeadView::setData(const HeadViewData& data)
+{
+    m_data = data;
+    m_title->setText(title());
+
+    MatrixData gate;
+    if (hasGatePanel()) {
+        gate.rows = m_data.gate.size();
+        gate.cols = 1;
+        gate.values = m_data.gate;
+        gate.rowLabels = m_data.tokens.size() == gate.rows ? m_data.tokens : QStringList();
+        gate.colLabels = QStringList{QStringLiteral("\u03c0")};
+        gate.valueTitle = tr("gate probability \u03c0");
+    }
+    m_panels[GatePanel]->setData(gate, ColorScale::Sequential);
+    m_panels[GatePanel]->setVisible(hasGatePanel());
+
+    HeatmapView* probabilities = m_panels[ProbabilitiesPanel];
+    probabilities->setTitle(m_data.clippedSoftmax ? tr("attention probabilities (clipped softmax)")
+                                                  : tr("attention probabilities"));
+    probabilities->setMarkExactZeros(m_data.clippedSoftmax);
+    probabilities->setData(withTokens(m_data.probabilities, m_data.tokens, true), ColorScale::Sequential);
+    m_panels[ValuesPanel]->setData(withTokens(m_data.values, m_data.tokens, false), ColorScale::Diverging);
+    m_panels[ProductPanel]->setTitle(hasGatePanel() ? tr("P\u00b7V (before the gate)") : tr("P\u00b7V"));
+    m_panels[ProductPanel]->setData(withTokens(m_data.product, m_data.tokens, false), ColorScale::Diverging);
+
+    // Token labels once, on the leftmost panel.
+    for (int i = 0; i < 4; ++i) {
+        HeatmapView* view = m_panels[i];
+        view->setRowLabelsVisible(view == visiblePanels().value(0));
+        view->setProvenance(figureProvenance());
+        view->setFigureName(figureName() + QLatin1Char('-') + QLatin1String(panelName(i)));
+    }
+    syncTopMargins();
+    m_fit = true;
+    refit();
+}
+
+QString HeadView::title() const
+{
+    if (m_data.layer < 0 || m_data.head < 0) return tr("No head selected");
+    return tr("Layer %1, head %2").arg(m_data.layer + 1).arg(m_data.head + 1);
+}
+
+void HeadView::setTitleVisible(bool visible)
+{
+    m_titleVisible = visible;
+    m_title->setVisible(visible);
+}
+
+QVector<HeatmapView*> HeadView::visiblePanels() const
+{
+    QVector<HeatmapView*> panels;
+    for (int i = 0; i < 4; ++i)
+        if (i != GatePanel || hasGatePanel()) panels.append(m_panels[i]);
+    return panels;
+}
+
+void HeadView::setHighlightedTokens(const QVector<int>& tokens)
+{
+    for (HeatmapView* view : m_panels)
+        view->setHighlightedRows(tokens);
+    m_panels[ProbabilitiesPanel]->setHighlightedColumns(tokens);
+}
+
+int HeadView::verticalScroll() const
+{
+    return m_panels[ProbabilitiesPanel]->verticalScrollBar()->value();
+}
+
+void HeadView::syncTopMargins()
+{
+    int top = 0;
+    for (HeatmapView* view : visiblePanels()) {
+        view->setMinimumTopMargin(0);
+        top = std::max(top, view->naturalTopMargin());
+    }
+    for (HeatmapView* view : visiblePanels())
+        view->setMinimumTopMargin(top);
+}
+
+double HeadView::fitCellSize() const
+{
+    const QVector<HeatmapView*> panels = visiblePanels();
+    double fixed = kPanelSpacing * (panels.size() - 1) + panels.size(); // + a pixel each for rounding
+    int cols = 0, top = 0;
+    for (HeatmapView* view : panels) {
+        const QMargins m = view->cellMargins();
+        fixed += m.left() + m.right() + 2 * view->frameWidth();
+        top = std::max(top, m.top());
+        cols += view->data().cols;
+    }
+    const QSize available = m_scroll->viewport()->size();
+    const int rows = std::max(m_data.probabilities.rows, 1);
+    const double s =
+        std::min((available.width() - fixed) / std::max(cols, 1), double(available.height() - top) / rows);
+    return std::clamp(s, 0.05, 96.0);
+}
+
+void HeadView::applyCellSize(double cellSize, int scroll)
+{
+    m_cell = cellSize;
+    m_syncing = true;
+    for (HeatmapView* view : visiblePanels()) {
+        view->setCellSize(cellSize);
+        view->setFixedWidth(view->sizeForCellSize(cellSize).width());
+    }
+    for (HeatmapView* view : visiblePanels())
+        view->verticalScrollBar()->setValue(scroll);
+    m_syncing = false;
+    updateScrollRange();
+}
+
+void HeadView::refit()
+{
+    if (m_fit && !m_syncing) applyCellSize(fitCellSize(), 0);
+}
+
+void HeadView::updateScrollRange()
+{
+    const QScrollBar* bar = m_panels[ProbabilitiesPanel]->verticalScrollBar();
+    const QSignalBlocker blocker(m_vbar);
+    m_vbar->setRange(bar->minimum(), bar->maximum());
+    m_vbar->setPageStep(bar->pageStep());
+    m_vbar->setSingleStep(bar->singleStep());
+    m_vbar->setValue(bar->value());
+    m_vbar->setVisible(bar->maximum() > 0);
+}
+
+void HeadView::setCellSize(double pixels)
+{
+    m_fit = false;
+    applyCellSize(pixels, verticalScroll());
+}
+
+void HeadView::fitToWindow()
+{
+    m_fit = true;
+    refit();
+}
+
+void HeadView::setVerticalScroll(int pixels)
+{
+    m_syncing = true;
+    for (HeatmapView* view : visiblePanels())
+        view->verticalScrollBar()->setValue(pixels);
+    m_syncing = false;
+    const QSignalBlocker blocker(m_vbar);
+    m_vbar->setValue(pixels);
+}
+
+void HeadView::onPanelZoomed(HeatmapView* source)
+{
+    if (m_syncing) return;
+    if (source->isFitToWindow()) {
+        fitToWindow();
+        Q_EMIT userZoomed(m_cell, true);
+        return;
+    }
+    // The source kept the point under the mouse in place; the others follow its scroll position.
+    m_fit = false;
+    applyCellSize(source->cellSize(), source->verticalScrollBar()->value());
+    Q_EMIT userZoomed(m_cell, false);
+}
+
+void HeadView::onPanelScrolled(HeatmapView* source, int value)
+{
+    if (m_syncing) return;
+    m_syncing = true;
+    for (HeatmapView* view : visiblePanels())
+        if (view != source) view->verticalScrollBar()->setValue(value);
+    m_syncing = false;
+    const QSignalBlocker blocker(m_vbar);
+    m_vbar->setValue(value);
+    Q_EMIT verticalScrolled(value);
+}
+
+bool HeadView::eventFilter(QObject* watched, QEvent* event)
+{
+    if (watched == m_scroll->viewport() && event->type() == QEvent::Resize) refit();
+    return QWidget::eventFilter(watched, event);
+}
+
+void HeadView::changeEvent(QEvent* event)
+{
+    QWidget::changeEvent(event);
+    if (event->type() == QEvent::FontChange) {
+        syncTopMargins();
+        refit();
+    }
+}
+
+// ---- Figure ----
+
+int HeadView::figureTitleHeight() const
+{
+    if (!m_titleVisible) return 0;
+    return int(std::ceil(QFontMetricsF(FigureStyle::titleFont()).height())) + 10;
+}
+
+QSize HeadView::figureExtent(double cellSize) const
+{
+    double width = 0;
+    int top = 0, bottom = 0;
+    const QVector<HeatmapView*> panels = visiblePanels();
+    for (HeatmapView* view : panels) {
+        const QMargins m = view->figureMargins();
+        width += m.left() + m.right() + view->data().cols * cellSize;
+        top = std::max(top, m.top());
+        bottom = std::max(bottom, m.bottom());
+    }
+    width += kPanelGap * (panels.size() - 1);
+    const double height =
+        figureTitleHeight() + top + std::max(m_data.probabilities.rows, 1) * cellSize + bottom;
+    return QSize(int(std::ceil(width)), int(std::ceil(height)));
+}
+
+double HeadView::figureCellSizeFor(const QSizeF& size) const
+{
+    // The extent is linear in the cell size: fixed part + cells * s.
+    const QSize fixed = figureExtent(0.0);
+    int cols = 0;
+    for (HeatmapView* view : visiblePanels())
+        cols += view->data().cols;
+    const int rows = std::max(m_data.probabilities.rows, 1);
+    const double s =
+        std::min((size.width() - fixed.width()) / std::max(cols, 1), (size.height() - fixed.height()) / rows);
+    return std::max(s, 0.05);
+}
+
+void HeadView::paintFigureWithCellSize(QPainter& painter, const QPointF& topLeft, double cellSize) const
+{
+    painter.save();
+    const QSize extent = figureExtent(cellSize);
+    painter.setFont(FigureStyle::titleFont());
+    painter.setPen(FigureStyle::text());
+    if (m_titleVisible)
+        painter.drawText(QRectF(topLeft.x(), topLeft.y(), std::max(extent.width(), 400), figureTitleHeight()),
+                         Qt::AlignLeft | Qt::AlignVCenter, title());
+    int top = 0;
+    for (HeatmapView* view : visiblePanels())
+        top = std::max(top, view->figureMargins().top());
+    double x = topLeft.x();
+    for (HeatmapView* view : visiblePanels()) {
+        const QMargins m = view->figureMargins();
+        view->paintFigureWithCellSize(painter, QPointF(x, topLeft.y() + figureTitleHeight()), cellSize, top);
+        x += m.left() + view->data().cols * cellSize + m.right() + kPanelGap;
+    }
+    painter.restore();
+}
+
+QSize HeadView::preferredFigureSize() const
+{
+    int cols = 0;
+    for (HeatmapView* view : visiblePanels())
+        cols += view->data().cols;
+    const int rows = std::max(m_data.probabilities.rows, 1);
+    const double s = std::clamp(std::min(1800.0 / std::max(cols, 1), 720.0 / rows), 2.0, 24.0);
+    return figureExtent(s).expandedTo(QSize(480, 240));
+}
+
+void HeadView::paintFigure(QPainter& painter, const QRect& area) const
+{
+    painter.fillRect(area, FigureStyle::background());
+    const double s = figureCellSizeFor(area.size());
+    const QSize extent = figureExtent(s);
+    const double x = area.left() + std::max(0.0, (area.width() - extent.width()) / 2.0);
+    paintFigureWithCellSize(painter, QPointF(x, area.top()), s);
+}
+
+QString HeadView::figureCsv() const
+{
+    QString csv = QStringLiteral("panel,row,col,row_label,col_label,value\n");
+    for (int i = 0; i < 4; ++i) {
+        if (i == GatePanel && !hasGatePanel()) continue;
+        const QString prefix = QLatin1String(panelName(i)) + QLatin1Char(',');
+        const QString body = m_panels[i]->figureCsv();
+        // Drop the panel's own header line, prefix every row with the panel name.
+        for (qsizetype start = body.indexOf(QLatin1Char('\n')) + 1; start > 0 && start < body.size();) {
+            qsizetype end = body.indexOf(QLatin1Char('\n'), start);
+            if (end < 0) end = body.size() - 1;
+            csv += prefix;
+            csv += QStringView(body).mid(start, end - start + 1);
+            start = end + 1;
+        }
+    }
+    return csv;
+}
+
+Provenance HeadView::figureProvenance() const
+{
+    Provenance p = m_data.provenance;
+    if (p.selection.isEmpty() && m_data.layer >= 0)
+        p.selection = tr("layer %1, head %2").arg(m_data.layer + 1).arg(m_data.head + 1);
+    return p;
+}
+
+QString HeadView::figureName() const
+{
+    if (m_data.layer < 0) return QStringLiteral("head");
+    return QStringLiteral("head-L%1-H%2").arg(m_data.layer + 1).arg(m_data.head + 1);
+}
+
+} // namespace outlierlens

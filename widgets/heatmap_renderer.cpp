@@ -1,0 +1,610 @@
+#include "heatmap_renderer.h"
+
+#include "colormap.h"
+#include "figure_style.h"
+
+#include <QCoreApplication>
+#include <QFontMetricsF>
+#include <QLinearGradient>
+#include <QPaintEngine>
+#include <QPainter>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+namespace outlierlens {
+namespace {
+
+QString tr(const char* text)
+{
+    return QCoreApplication::translate("HeatmapView", text);
+}
+
+constexpr double kMaxLabelWidth = 120.0; // longer labels are elided
+constexpr double kGap = 4.0;
+constexpr double kBarWidth = 12.0;
+constexpr double kTickLength = 3.0;
+constexpr double kSwatch = 10.0;
+constexpr double kCrossMinCell = 6.0; // smaller zero cells are filled grey instead of crossed
+constexpr int kLutSize = 1024;
+const QRgb kZeroFill = qRgb(150, 150, 150);
+const QRgb kNonFinite = qRgb(255, 0, 255); // impossible to mistake for a colour-map value
+
+/// 1, 2, 5, 10, 20, ...: the smallest such step >= minStep.
+int niceStep(double minStep)
+{
+    if (!(minStep > 1.0)) return 1;
+    for (long long p = 1; p < 1000000000LL; p *= 10)
+        for (int m : {1, 2, 5})
+            if (double(m * p) >= minStep) return int(m * p);
+    return 1000000000;
+}
+
+/// About `target` round tick values from lo to hi.
+QVector<double> ticks(double lo, double hi, int target)
+{
+    QVector<double> result;
+    if (!(hi > lo) || target < 1) return result;
+    const double raw = (hi - lo) / target;
+    const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+    const double norm = raw / magnitude;
+    const double step = (norm <= 1 ? 1 : norm <= 2 ? 2 : norm <= 2.5 ? 2.5 : norm <= 5 ? 5 : 10) * magnitude;
+    for (double v = std::ceil(lo / step - 1e-9) * step; v <= hi + step * 1e-9; v += step)
+        result.append(std::abs(v) < step * 1e-9 ? 0.0 : v);
+    return result;
+}
+
+QString tickText(double v)
+{
+    return QString::number(v, 'g', 4);
+}
+
+/// Positions to label between first and last (exclusive): `priority` ones (highlights) first, then every
+/// step-th, keeping labels at least `spacing` pixels apart. `step` receives the step.
+QVector<int> labelPositions(int first, int last, double cell, double spacing, const QVector<int>& priority,
+                            int* step)
+{
+    *step = niceStep(spacing / std::max(cell, 1e-9));
+    QVector<int> chosen;
+    const auto clear = [&](int i) {
+        return std::all_of(chosen.begin(), chosen.end(),
+                           [&](int j) { return std::abs(i - j) * cell >= spacing - 1e-9; });
+    };
+    for (int p : priority)
+        if (p >= first && p < last && clear(p)) chosen.append(p);
+    const int prioritized = chosen.size();
+    for (int i = (first + *step - 1) / *step * *step; i < last; i += *step) {
+        const bool free = std::all_of(chosen.begin(), chosen.begin() + prioritized,
+                                      [&](int j) { return std::abs(i - j) * cell >= spacing - 1e-9; });
+        if (free) chosen.append(i);
+    }
+    return chosen;
+}
+
+/// Visible cell range [first, last) along one axis.
+void visibleRange(double clipStart, double clipEnd, double origin, double cell, int count, int* first,
+                  int* last)
+{
+    *first = std::clamp(int(std::floor((clipStart - origin) / cell)), 0, count);
+    *last = std::clamp(int(std::ceil((clipEnd - origin) / cell)), 0, count);
+}
+
+} // namespace
+
+HeatmapRenderer::Fonts HeatmapRenderer::figureFonts()
+{
+    Fonts f;
+    f.title = FigureStyle::captionFont();
+    f.label = FigureStyle::labelFont();
+    f.small = FigureStyle::smallFont();
+    f.text = FigureStyle::text();
+    f.secondary = FigureStyle::secondaryText();
+    f.background = FigureStyle::background();
+    return f;
+}
+
+void HeatmapRenderer::setData(const MatrixData& data, ColorScale scale)
+{
+    m_data = data;
+    if (m_data.values.size() != qsizetype(m_data.rows) * m_data.cols || m_data.rows < 0 || m_data.cols < 0) {
+        qWarning("HeatmapRenderer: %d x %d matrix with %lld values; showing nothing", m_data.rows,
+                 m_data.cols, static_cast<long long>(m_data.values.size()));
+        m_data = MatrixData();
+    }
+    m_scale = scale;
+    m_highlightRows.clear();
+    m_highlightCols.clear();
+    rebuildImage();
+}
+
+void HeatmapRenderer::setFixedMaximum(double maximum)
+{
+    m_fixedMax = maximum;
+    rebuildImage();
+}
+
+void HeatmapRenderer::setMarkExactZeros(bool mark)
+{
+    m_markZeros = mark;
+    rebuildImage();
+}
+
+QString HeatmapRenderer::rowLabel(int row) const
+{
+    return row < m_data.rowLabels.size() ? m_data.rowLabels[row] : QString::number(row);
+}
+
+QString HeatmapRenderer::columnLabel(int col) const
+{
+    return col < m_data.colLabels.size() ? m_data.colLabels[col] : QString::number(col);
+}
+
+QString HeatmapRenderer::subtitle() const
+{
+    // "query token × key token": what rows and columns are, short enough for narrow panels.
+    if (!m_data.rowTitle.isEmpty() && !m_data.colTitle.isEmpty())
+        return tr("%1 × %2").arg(m_data.rowTitle, m_data.colTitle);
+    if (!m_data.rowTitle.isEmpty()) return tr("rows: %1").arg(m_data.rowTitle);
+    if (!m_data.colTitle.isEmpty()) return tr("columns: %1").arg(m_data.colTitle);
+    return QString();
+}
+
+HeatmapRenderer::Metrics HeatmapRenderer::measure(const Fonts& fonts) const
+{
+    Metrics m;
+    const QFontMetricsF label(fonts.label);
+    const QFontMetricsF title(fonts.title);
+    const QFontMetricsF small(fonts.small);
+    m.lineHeight = std::ceil(label.height());
+    if (!m_title.isEmpty()) m.titleHeight += std::ceil(title.height()) + kGap;
+    if (!subtitle().isEmpty()) m.titleHeight += std::ceil(small.height()) + kGap;
+
+    double widestCol = 0;
+    for (int c = 0; c < m_data.cols; ++c)
+        widestCol = std::max(widestCol, label.horizontalAdvance(columnLabel(c)));
+    widestCol = std::min(std::ceil(widestCol), kMaxLabelWidth);
+    // Numbers (dimensions) stay horizontal; words (tokens) stand on end.
+    m.rotateColumns = widestCol > label.horizontalAdvance(QStringLiteral("0000"));
+    m.headerHeight = m.rotateColumns ? widestCol + 2 * kGap : m.lineHeight + kGap;
+    // Glyphs need less than the line height (which includes leading): denser labels still don't touch.
+    const double glyphs = std::ceil(label.height() * 0.85);
+    m.colSpacing = m.rotateColumns ? glyphs : widestCol + 2 * kGap;
+    m.rowSpacing = glyphs;
+
+    if (m_rowLabelsVisible) {
+        double widestRow = 0;
+        for (int r = 0; r < m_data.rows; ++r)
+            widestRow = std::max(widestRow, label.horizontalAdvance(rowLabel(r)));
+        m.rowLabelWidth = std::min(std::ceil(widestRow), kMaxLabelWidth) + 2 * kGap;
+    }
+
+    if (m_colorBarVisible) {
+        const double lo = m_scale == ColorScale::Sequential ? 0.0 : -m_colorMax;
+        for (double v : ticks(lo, m_colorMax, 4))
+            m.tickWidth = std::max(m.tickWidth, std::ceil(label.horizontalAdvance(tickText(v))));
+        m.colorBarWidth = 2 * kGap + kBarWidth + kTickLength + kGap + m.tickWidth + kGap;
+        if (!m_data.valueTitle.isEmpty()) m.colorBarWidth += m.lineHeight + kGap;
+        if (m_markZeros && m_hasZeros) {
+            m.legendHeight = m.lineHeight + kGap;
+            const double legend = kSwatch + kGap + small.horizontalAdvance(tr("exactly 0"));
+            m.colorBarWidth = std::max(m.colorBarWidth, std::ceil(2 * kGap + legend + kGap));
+        }
+    }
+    return m;
+}
+
+HeatmapRenderer::Frame HeatmapRenderer::figureFrame(const QPointF& topLeft, double cellSize, int top) const
+{
+    Frame f;
+    f.figure = true;
+    f.fonts = figureFonts();
+    f.metrics = measure(f.fonts);
+    const Metrics& m = f.metrics;
+    const double width = m.rowLabelWidth + m_data.cols * cellSize + m.colorBarWidth;
+    f.cells = QRectF(topLeft.x() + m.rowLabelWidth, topLeft.y() + top, m_data.cols * cellSize,
+                     m_data.rows * cellSize);
+    f.title = QRectF(topLeft.x(), topLeft.y(), width, m.titleHeight);
+    f.header = QRectF(f.cells.left(), f.cells.top() - m.headerHeight, f.cells.width(), m.headerHeight);
+    f.rowLabels = QRectF(topLeft.x(), f.cells.top(), m.rowLabelWidth, f.cells.height());
+    f.origin = f.cells.topLeft();
+    f.exposed = f.cells;
+    f.cell = cellSize;
+    f.bottom = f.cells.bottom() + std::max(m.legendHeight + kGap, kMinBarHeight - f.cells.height());
+    return f;
+}
+
+QMargins HeatmapRenderer::figureMargins() const
+{
+    const Metrics m = measure(figureFonts());
+    return QMargins(int(std::ceil(m.rowLabelWidth)), int(std::ceil(m.titleHeight + m.headerHeight)),
+                    int(std::ceil(m.colorBarWidth)), int(std::ceil(m.legendHeight + kGap)));
+}
+
+void HeatmapRenderer::figurePlacement(const QRect& area, QPointF* topLeft, double* cellSize) const
+{
+    const QMargins m = figureMargins();
+    const int rows = std::max(m_data.rows, 1);
+    const int cols = std::max(m_data.cols, 1);
+    double s = std::min(double(area.width() - m.left() - m.right()) / cols,
+                        double(area.height() - m.top() - m.bottom()) / rows);
+    s = std::max(s, kMinCellSize);
+    const double width = m.left() + cols * s + m.right();
+    *topLeft = QPointF(area.left() + std::max(0.0, (area.width() - width) / 2), area.top());
+    *cellSize = s;
+}
+
+QSize HeatmapRenderer::preferredFigureSize() const
+{
+    const QMargins m = figureMargins();
+    const int rows = std::max(m_data.rows, 1);
+    const int cols = std::max(m_data.cols, 1);
+    const double s = std::clamp(640.0 / std::max(rows, cols), 2.0, 28.0);
+    return QSize(std::max(240, int(std::ceil(m.left() + cols * s + m.right()))),
+                 std::max(160, int(std::ceil(m.top() + rows * s + m.bottom()))));
+}
+
+void HeatmapRenderer::paintFigure(QPainter& painter, const QRect& area) const
+{
+    painter.fillRect(area, FigureStyle::background());
+    QPointF topLeft;
+    double s = 1;
+    figurePlacement(area, &topLeft, &s);
+    paint(painter, figureFrame(topLeft, s, figureMargins().top()));
+}
+
+QRectF HeatmapRenderer::figureCellRect(const QRect& area, int row, int col) const
+{
+    QPointF topLeft;
+    double s = 1;
+    figurePlacement(area, &topLeft, &s);
+    const Frame f = figureFrame(topLeft, s, figureMargins().top());
+    return QRectF(f.origin.x() + col * s, f.origin.y() + row * s, s, s);
+}
+
+void HeatmapRenderer::paint(QPainter& painter, const Frame& f) const
+{
+    painter.save();
+    const Metrics& m = f.metrics;
+    // Title and subtitle, starting over the cells when there is room.
+    double y = f.title.top();
+    const auto drawTitleLine = [&](const QFont& font, const QColor& color, const QString& text) {
+        const QFontMetricsF fm(font);
+        const double width = fm.horizontalAdvance(text);
+        const double x = width <= f.title.right() - f.cells.left() ? f.cells.left() : f.title.left() + kGap;
+        painter.setFont(font);
+        painter.setPen(color);
+        const QRectF line(x, y, f.title.right() - x, std::ceil(fm.height()));
+        painter.drawText(line, Qt::AlignLeft | Qt::AlignVCenter,
+                         fm.elidedText(text, Qt::ElideRight, line.width()));
+        y += std::ceil(fm.height()) + kGap;
+    };
+    if (!m_title.isEmpty()) drawTitleLine(f.fonts.title, f.fonts.text, m_title);
+    if (!subtitle().isEmpty()) drawTitleLine(f.fonts.small, f.fonts.secondary, subtitle());
+
+    if (!m_data.isEmpty()) {
+        paintCells(painter, f);
+        paintZeroCrosses(painter, f);
+        paintHighlights(painter, f);
+        paintRowLabels(painter, f);
+        paintColumnLabels(painter, f);
+        if (m.colorBarWidth > 0) paintColorBar(painter, f);
+    }
+    painter.restore();
+}
+
+void HeatmapRenderer::paintCells(QPainter& painter, const Frame& f) const
+{
+    const double s = f.cell;
+    if (f.exposed.isEmpty()) return;
+    int c0, c1, r0, r1;
+    visibleRange(f.exposed.left(), f.exposed.right(), f.origin.x(), s, m_data.cols, &c0, &c1);
+    visibleRange(f.exposed.top(), f.exposed.bottom(), f.origin.y(), s, m_data.rows, &r0, &r1);
+    if (c0 >= c1 || r0 >= r1) return;
+    const QImage& image = (m_markZeros && m_hasZeros && s < kCrossMinCell) ? m_zeroImage : m_image;
+    const QRect source(c0, r0, c1 - c0, r1 - r0);
+    const QRectF target(f.origin.x() + c0 * s, f.origin.y() + r0 * s, (c1 - c0) * s, (r1 - r0) * s);
+    painter.save();
+    painter.setClipRect(f.cells, Qt::IntersectClip);
+    painter.setRenderHint(QPainter::SmoothPixmapTransform, false);
+    if (f.figure) {
+        // Viewers smooth embedded images they scale (SVG, PDF): hand them the cells already enlarged
+        // with nearest-neighbour sampling, at the device's resolution (twice that for vector devices).
+        const QTransform t = painter.deviceTransform();
+        const QPaintEngine* engine = painter.paintEngine();
+        const bool vector =
+            engine && (engine->type() == QPaintEngine::SVG || engine->type() == QPaintEngine::Pdf);
+        const double scale = std::max({std::hypot(t.m11(), t.m12()), std::hypot(t.m21(), t.m22()), 1.0}) *
+                             (vector ? 2.0 : 1.0);
+        const QSize pixels(int(std::ceil(target.width() * scale)), int(std::ceil(target.height() * scale)));
+        if (qint64(pixels.width()) * pixels.height() <= 4096LL * 4096LL && pixels.width() >= source.width() &&
+            pixels.height() >= source.height())
+            painter.drawImage(
+                target, image.copy(source).scaled(pixels, Qt::IgnoreAspectRatio, Qt::FastTransformation));
+        else
+            painter.drawImage(target, image, source);
+    } else {
+        painter.drawImage(target, image, source);
+    }
+    painter.restore();
+}
+
+void HeatmapRenderer::paintZeroCrosses(QPainter& painter, const Frame& f) const
+{
+    const double s = f.cell;
+    if (!m_markZeros || !m_hasZeros || s < kCrossMinCell) return;
+    if (f.exposed.isEmpty()) return;
+    int c0, c1, r0, r1;
+    visibleRange(f.exposed.left(), f.exposed.right(), f.origin.x(), s, m_data.cols, &c0, &c1);
+    visibleRange(f.exposed.top(), f.exposed.bottom(), f.origin.y(), s, m_data.rows, &r0, &r1);
+    QColor color = ColorMap::textOn(ColorMap::color(m_scale, 0.0, m_colorMax));
+    color.setAlpha(150); // visible, yet the pattern of non-zero cells stays readable
+    const QPen pen(color, std::max(1.2, s * 0.08), Qt::SolidLine, Qt::RoundCap);
+    const double inset = s * 0.2;
+    painter.save();
+    painter.setClipRect(f.cells, Qt::IntersectClip);
+    const QPaintEngine* engine = painter.paintEngine();
+    const QTransform device = painter.deviceTransform();
+    if (engine && engine->type() == QPaintEngine::Raster && device.type() <= QTransform::TxTranslate) {
+        // Thousands of antialiased lines take ~100 ms; stamping one pre-drawn cross takes a few.
+        const int side = int(std::ceil(s));
+        QImage cross(side, side, QImage::Format_ARGB32_Premultiplied);
+        cross.fill(Qt::transparent);
+        {
+            QPainter p(&cross);
+            p.setRenderHint(QPainter::Antialiasing);
+            p.setPen(pen);
+            p.drawLine(QPointF(inset, inset), QPointF(s - inset, s - inset));
+            p.drawLine(QPointF(s - inset, inset), QPointF(inset, s - inset));
+        }
+        for (int r = r0; r < r1; ++r) {
+            const float* row = m_data.values.constData() + qsizetype(r) * m_data.cols;
+            for (int c = c0; c < c1; ++c)
+                if (row[c] == 0.0f)
+                    painter.drawImage(
+                        QPointF(std::round(f.origin.x() + c * s), std::round(f.origin.y() + r * s)), cross);
+        }
+    } else {
+        QVector<QLineF> lines;
+        for (int r = r0; r < r1; ++r)
+            for (int c = c0; c < c1; ++c)
+                if (m_data.at(r, c) == 0.0f) {
+                    const double x = f.origin.x() + c * s;
+                    const double y = f.origin.y() + r * s;
+                    lines << QLineF(x + inset, y + inset, x + s - inset, y + s - inset)
+                          << QLineF(x + s - inset, y + inset, x + inset, y + s - inset);
+                }
+        painter.setRenderHint(QPainter::Antialiasing);
+        painter.setPen(pen);
+        painter.drawLines(lines);
+    }
+    painter.restore();
+}
+
+void HeatmapRenderer::paintHighlights(QPainter& painter, const Frame& f) const
+{
+    if (m_highlightRows.isEmpty() && m_highlightCols.isEmpty()) return;
+    const double s = f.cell;
+    const QRectF content(f.origin, QSizeF(m_data.cols * s, m_data.rows * s));
+    painter.save();
+    painter.setClipRect(f.cells.adjusted(-2, -2, 2, 2), Qt::IntersectClip);
+    painter.setBrush(Qt::NoBrush);
+    painter.setPen(QPen(FigureStyle::highlight(), 2));
+    for (int r : m_highlightRows)
+        if (r >= 0 && r < m_data.rows)
+            painter.drawRect(QRectF(content.left(), f.origin.y() + r * s, content.width(), s));
+    for (int c : m_highlightCols)
+        if (c >= 0 && c < m_data.cols)
+            painter.drawRect(QRectF(f.origin.x() + c * s, content.top(), s, content.height()));
+    painter.restore();
+}
+
+void HeatmapRenderer::paintRowLabels(QPainter& painter, const Frame& f) const
+{
+    const Metrics& m = f.metrics;
+    if (m.rowLabelWidth <= 0) return;
+    int r0, r1, step = 1;
+    visibleRange(f.cells.top(), f.cells.bottom(), f.origin.y(), f.cell, m_data.rows, &r0, &r1);
+    const QVector<int> rows = labelPositions(r0, r1, f.cell, m.rowSpacing, m_highlightRows, &step);
+    // Sparse words mean little; sparse positions work as a ruler.
+    const bool numbers = step >= 5 && m_data.rows > 1;
+    const QFontMetricsF fm(f.fonts.label);
+    QFont bold = f.fonts.label;
+    bold.setBold(true);
+    painter.save();
+    painter.setClipRect(f.rowLabels.adjusted(0, -m.lineHeight / 2, 0, m.lineHeight / 2), Qt::IntersectClip);
+    for (int r : rows) {
+        const bool highlighted = m_highlightRows.contains(r);
+        const double y = f.origin.y() + (r + 0.5) * f.cell;
+        if (y < f.cells.top() - 1 || y > f.cells.bottom() + 1) continue;
+        const QRectF box(f.rowLabels.left(), y - m.lineHeight / 2, m.rowLabelWidth - kGap, m.lineHeight);
+        const QString text = numbers && !highlighted ? QString::number(r) : rowLabel(r);
+        painter.setFont(highlighted ? bold : f.fonts.label);
+        painter.setPen(highlighted ? FigureStyle::highlight() : f.fonts.text);
+        painter.drawText(box, Qt::AlignRight | Qt::AlignVCenter,
+                         fm.elidedText(text, Qt::ElideRight, box.width() - kGap));
+    }
+    painter.restore();
+}
+
+void HeatmapRenderer::paintColumnLabels(QPainter& painter, const Frame& f) const
+{
+    const Metrics& m = f.metrics;
+    int c0, c1, step = 1;
+    visibleRange(f.cells.left(), f.cells.right(), f.origin.x(), f.cell, m_data.cols, &c0, &c1);
+    const QVector<int> cols = labelPositions(c0, c1, f.cell, m.colSpacing, m_highlightCols, &step);
+    const bool numbers = step >= 5 && m_data.cols > 1;
+    const QFontMetricsF fm(f.fonts.label);
+    QFont bold = f.fonts.label;
+    bold.setBold(true);
+    painter.save();
+    const double spill = m.rotateColumns ? m.lineHeight / 2 : m.colSpacing / 2;
+    painter.setClipRect(f.header.adjusted(-spill, 0, spill, 0), Qt::IntersectClip);
+    for (int c : cols) {
+        const bool highlighted = m_highlightCols.contains(c);
+        const double x = f.origin.x() + (c + 0.5) * f.cell;
+        if (x < f.cells.left() - 1 || x > f.cells.right() + 1) continue;
+        const QString text = numbers && !highlighted ? QString::number(c) : columnLabel(c);
+        painter.setFont(highlighted ? bold : f.fonts.label);
+        painter.setPen(highlighted ? FigureStyle::highlight() : f.fonts.text);
+        if (m.rotateColumns) {
+            const double length = f.header.height() - 2 * kGap;
+            painter.save();
+            painter.translate(x, f.header.bottom() - kGap);
+            painter.rotate(-90);
+            painter.drawText(QRectF(0, -m.lineHeight / 2, length, m.lineHeight),
+                             Qt::AlignLeft | Qt::AlignVCenter, fm.elidedText(text, Qt::ElideRight, length));
+            painter.restore();
+        } else {
+            const QRectF box(x - m.colSpacing / 2, f.header.top(), m.colSpacing,
+                             f.header.height() - kGap / 2);
+            painter.drawText(box, Qt::AlignHCenter | Qt::AlignBottom, text);
+        }
+    }
+    painter.restore();
+}
+
+void HeatmapRenderer::paintColorBar(QPainter& painter, const Frame& f) const
+{
+    const Metrics& m = f.metrics;
+    const double contentRight = std::min(f.cells.right(), f.origin.x() + m_data.cols * f.cell);
+    const double contentBottom = std::min(f.cells.bottom(), f.origin.y() + m_data.rows * f.cell);
+    const double available = f.bottom - f.cells.top() - m.legendHeight;
+    double height = std::max(contentBottom - f.cells.top(), std::min(kMinBarHeight, available));
+    height = std::min(height, available);
+    if (height < 8) return;
+    const QRectF bar(contentRight + 2 * kGap, f.cells.top(), kBarWidth, height);
+    const double lo = m_scale == ColorScale::Sequential ? 0.0 : -m_colorMax;
+    const double hi = m_colorMax;
+
+    QLinearGradient gradient(bar.bottomLeft(), bar.topLeft());
+    constexpr int kStops = 32;
+    for (int i = 0; i <= kStops; ++i) {
+        const double t = double(i) / kStops;
+        gradient.setColorAt(t, ColorMap::color(m_scale, lo + t * (hi - lo), m_colorMax));
+    }
+    painter.save();
+    painter.fillRect(bar, gradient);
+    painter.setPen(QPen(FigureStyle::gridLine(), 1));
+    painter.setBrush(Qt::NoBrush);
+    painter.drawRect(bar);
+
+    painter.setFont(f.fonts.label);
+    const int target = std::clamp(int(height / (2 * m.lineHeight)), 1, 4);
+    for (double v : ticks(lo, hi, target)) {
+        const double y = bar.bottom() - (v - lo) / (hi - lo) * height;
+        painter.setPen(f.fonts.text);
+        painter.drawLine(QPointF(bar.right(), y), QPointF(bar.right() + kTickLength, y));
+        painter.drawText(
+            QRectF(bar.right() + kTickLength + kGap, y - m.lineHeight / 2, m.tickWidth + kGap, m.lineHeight),
+            Qt::AlignLeft | Qt::AlignVCenter, tickText(v));
+    }
+    if (!m_data.valueTitle.isEmpty()) {
+        const QFontMetricsF fm(f.fonts.label);
+        painter.save();
+        painter.translate(bar.right() + kTickLength + kGap + m.tickWidth + kGap, bar.center().y());
+        painter.rotate(-90);
+        painter.setPen(f.fonts.secondary);
+        painter.drawText(QRectF(-height / 2, 0, height, m.lineHeight), Qt::AlignCenter,
+                         fm.elidedText(m_data.valueTitle, Qt::ElideRight, height));
+        painter.restore();
+    }
+    if (m.legendHeight > 0) {
+        // The zero marker as it appears in the cells.
+        const QRectF swatch(bar.left(), bar.bottom() + kGap + (m.lineHeight - kSwatch) / 2, kSwatch, kSwatch);
+        const QColor zero = ColorMap::color(m_scale, 0.0, m_colorMax);
+        if (f.cell < kCrossMinCell) {
+            painter.fillRect(swatch, QColor(kZeroFill)); // as the tiny cells show it
+        } else {
+            painter.fillRect(swatch, zero);
+            painter.setRenderHint(QPainter::Antialiasing);
+            painter.setPen(QPen(ColorMap::textOn(zero), 1.2));
+            const double in = 2;
+            painter.drawLine(swatch.topLeft() + QPointF(in, in), swatch.bottomRight() - QPointF(in, in));
+            painter.drawLine(swatch.topRight() + QPointF(-in, in), swatch.bottomLeft() + QPointF(in, -in));
+        }
+        painter.setFont(f.fonts.small);
+        painter.setPen(f.fonts.text);
+        painter.drawText(
+            QRectF(swatch.right() + kGap, bar.bottom() + kGap, f.metrics.colorBarWidth, m.lineHeight),
+            Qt::AlignLeft | Qt::AlignVCenter, tr("exactly 0"));
+    }
+    painter.restore();
+}
+
+QString HeatmapRenderer::csv() const
+{
+    QString csv = QStringLiteral("row,col,row_label,col_label,value\n");
+    csv.reserve(csv.size() + m_data.rows * m_data.cols * 24);
+    for (int r = 0; r < m_data.rows; ++r)
+        for (int c = 0; c < m_data.cols; ++c)
+            csv += QString::number(r) + QLatin1Char(',') + QString::number(c) + QLatin1Char(',') +
+                   csvField(rowLabel(r)) + QLatin1Char(',') + csvField(columnLabel(c)) + QLatin1Char(',') +
+                   csvNumber(m_data.at(r, c)) + QLatin1Char('\n');
+    return csv;
+}
+
+QString HeatmapRenderer::cellToolTip(int row, int col) const
+{
+    if (row < 0 || col < 0 || row >= m_data.rows || col >= m_data.cols) return QString();
+    const float v = m_data.at(row, col);
+    QString value = QString::asprintf("%.6g", double(v));
+    if (v == 0.0f && m_markZeros) value += tr("  (exactly 0)");
+    const QString valueTitle = m_data.valueTitle.isEmpty() ? tr("value") : m_data.valueTitle;
+    const QString rowTitle = m_data.rowTitle.isEmpty() ? tr("row") : m_data.rowTitle;
+    const QString colTitle = m_data.colTitle.isEmpty() ? tr("column") : m_data.colTitle;
+    return tr("%1: %2\n%3: %4 (position %5)\n%6: %7 (position %8)")
+        .arg(valueTitle, value, rowTitle, rowLabel(row), QString::number(row), colTitle, columnLabel(col),
+             QString::number(col));
+}
+
+void HeatmapRenderer::rebuildImage()
+{
+    const int rows = m_data.rows;
+    const int cols = m_data.cols;
+    double magnitude = 0;
+    m_hasZeros = false;
+    for (float v : m_data.values) {
+        if (!std::isfinite(v)) continue;
+        magnitude = std::max(magnitude, m_scale == ColorScale::Sequential ? double(v) : std::abs(double(v)));
+        m_hasZeros = m_hasZeros || v == 0.0f;
+    }
+    m_colorMax = m_fixedMax > 0 ? m_fixedMax : (magnitude > 0 ? magnitude : 1.0);
+
+    // A lookup table keeps colouring 512 x 512 cells to a few milliseconds.
+    std::array<QRgb, kLutSize> lut;
+    for (int i = 0; i < kLutSize; ++i) {
+        const double t = double(i) / (kLutSize - 1);
+        lut[i] =
+            (m_scale == ColorScale::Sequential ? ColorMap::sequential(t) : ColorMap::diverging(2 * t - 1))
+                .rgb();
+    }
+    const double inverse = 1.0 / m_colorMax;
+    m_image = QImage(std::max(cols, 1), std::max(rows, 1), QImage::Format_RGB32);
+    m_image.fill(FigureStyle::background());
+    for (int r = 0; r < rows; ++r) {
+        auto* line = reinterpret_cast<QRgb*>(m_image.scanLine(r));
+        const float* values = m_data.values.constData() + qsizetype(r) * cols;
+        for (int c = 0; c < cols; ++c) {
+            const double v = values[c];
+            if (!std::isfinite(v)) {
+                line[c] = kNonFinite;
+                continue;
+            }
+            double t = v * inverse;
+            if (m_scale == ColorScale::Diverging) t = 0.5 * (t + 1.0);
+            line[c] = lut[std::clamp(int(std::lround(t * (kLutSize - 1))), 0, kLutSize - 1)];
+        }
+    }
+    m_zeroImage = QImage();
+    if (m_markZeros && m_hasZeros) {
+        m_zeroImage = m_image.copy();
+        for (int r = 0; r < rows; ++r) {
+            auto* line = reinterpret_cast<QRgb*>(m_zeroImage.scanLine(r));
+            for (int c = 0; c < cols; ++c)
+                if (m_data.at(r, c) == 0.0f) line[c] = kZeroFill;
+        }
+    }
+}
+
+} // namespace outlierlens

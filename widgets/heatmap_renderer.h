@@ -1,0 +1,132 @@
+#pragma once
+// GUI thread (fonts).
+
+#include "view_data.h"
+
+#include <QColor>
+#include <QFont>
+#include <QImage>
+#include <QMargins>
+#include <QPointF>
+#include <QRectF>
+#include <QString>
+#include <QVector>
+
+class QPainter;
+
+namespace outlierlens {
+
+/// Draws one MatrixData as a heatmap: coloured cells (a one-pixel-per-cell image coloured once per data
+/// change, then scaled), exact-zero marks, highlighted rows and columns, row labels (left), column labels
+/// (top; rotated when they are words; every n-th when cells are small), a colour bar with numbers, title
+/// and subtitle. The geometry comes in a Frame chosen by the caller: HeatmapView for the screen (scrolled,
+/// zoomed) and figures (whole matrix at a given cell size), so both look the same. Rows and columns are
+/// numbered from 0.
+class HeatmapRenderer
+{
+public:
+    static constexpr double kMinBarHeight = 60.0;
+    static constexpr double kMinCellSize = 0.05;
+    static constexpr double kMaxCellSize = 96.0;
+
+    struct Fonts
+    {
+        QFont title, label, small;
+        QColor text, secondary, background;
+    };
+    /// Sizes that depend on the data and fonts, not on the cell size.
+    struct Metrics
+    {
+        double titleHeight = 0;   // title and subtitle lines
+        double headerHeight = 0;  // column labels
+        double rowLabelWidth = 0; // 0 when hidden
+        double colorBarWidth = 0; // 0 when hidden
+        double legendHeight = 0;  // the "exactly 0" entry under the bar
+        double lineHeight = 0;    // of the label font
+        double tickWidth = 0;
+        double rowSpacing = 0; // least distance between row labels
+        double colSpacing = 0;
+        bool rotateColumns = false;
+    };
+    /// Where everything goes.
+    struct Frame
+    {
+        Fonts fonts;
+        Metrics metrics;
+        QRectF title;     // title and subtitle
+        QRectF header;    // column labels, directly above the cells
+        QRectF rowLabels; // left of the cells
+        QRectF cells;     // where cells may be drawn (the visible part in a widget)
+        QRectF exposed;   // the part of `cells` to paint now (a paint event's rectangle)
+        QPointF origin;   // top-left corner of cell (0, 0)
+        double cell = 1;
+        double bottom = 0; // lowest y the colour bar and its legend may use
+        bool figure = false;
+    };
+
+    /// The fixed fonts and colours of figures (FigureStyle).
+    static Fonts figureFonts();
+
+    /// Replaces the matrix (a values size other than rows * cols empties it) and clears the highlights.
+    void setData(const MatrixData& data, ColorScale scale);
+    const MatrixData& data() const { return m_data; }
+    ColorScale colorScale() const { return m_scale; }
+    void setTitle(const QString& title) { m_title = title; }
+    QString title() const { return m_title; }
+    /// <= 0: max |value| of the data.
+    void setFixedMaximum(double maximum);
+    double colorMaximum() const { return m_colorMax; }
+    void setMarkExactZeros(bool mark);
+    bool marksExactZeros() const { return m_markZeros; }
+    void setHighlightedRows(const QVector<int>& rows) { m_highlightRows = rows; }
+    void setHighlightedColumns(const QVector<int>& columns) { m_highlightCols = columns; }
+    QVector<int> highlightedRows() const { return m_highlightRows; }
+    QVector<int> highlightedColumns() const { return m_highlightCols; }
+    void setRowLabelsVisible(bool visible) { m_rowLabelsVisible = visible; }
+    void setColorBarVisible(bool visible) { m_colorBarVisible = visible; }
+
+    Metrics measure(const Fonts& fonts) const;
+    void paint(QPainter& painter, const Frame& frame) const;
+
+    /// Figures: the whole matrix with square cells, in figure fonts.
+    QMargins figureMargins() const;
+    Frame figureFrame(const QPointF& topLeft, double cellSize, int top) const;
+    /// The largest cell size that fits `area`, and where the figure starts (centred horizontally).
+    void figurePlacement(const QRect& area, QPointF* topLeft, double* cellSize) const;
+    QSize preferredFigureSize() const;
+    void paintFigure(QPainter& painter, const QRect& area) const;
+    QRectF figureCellRect(const QRect& area, int row, int col) const;
+
+    /// row, col, row_label, col_label, value (long format, header first).
+    QString csv() const;
+    /// Exact value (%.6g), row label and column label.
+    QString cellToolTip(int row, int col) const;
+    QString rowLabel(int row) const;
+    QString columnLabel(int col) const;
+
+private:
+    QString subtitle() const;
+    void rebuildImage();
+    void paintCells(QPainter& painter, const Frame& frame) const;
+    void paintZeroCrosses(QPainter& painter, const Frame& frame) const;
+    void paintHighlights(QPainter& painter, const Frame& frame) const;
+    void paintRowLabels(QPainter& painter, const Frame& frame) const;
+    void paintColumnLabels(QPainter& painter, const Frame& frame) const;
+    void paintColorBar(QPainter& painter, const Frame& frame) const;
+
+    MatrixData m_data;
+    ColorScale m_scale = ColorScale::Sequential;
+    QString m_title;
+    double m_fixedMax = 0;
+    double m_colorMax = 1;
+    bool m_markZeros = false;
+    bool m_hasZeros = false;
+    bool m_rowLabelsVisible = true;
+    bool m_colorBarVisible = true;
+    QVector<int> m_highlightRows;
+    QVector<int> m_highlightCols;
+    QImage m_image;     // one pixel per cell
+    QImage m_zeroImage; // the same with exact zeros grey, for cells too small for a cross
+};
+
+} // namespace outlierlens
