@@ -2,9 +2,15 @@
 // subcommand (DESIGN.md, "Command line").
 
 #include "cli/command_line.h"
+#include "gui/job_manager.h"
+#include "gui/main_window.h"
 #include "model/runtime.h"
+#include "paths.h"
 
+#include <QApplication>
+#include <QCommandLineParser>
 #include <QCoreApplication>
+#include <QStandardPaths>
 #include <QStringList>
 
 #include <cstdio>
@@ -25,8 +31,10 @@ const Subcommand kSubcommands[] = {
     {"tokenize", "show how BertTokenizer splits a text (one JSON line)", outlierlens::cli::runTokenize},
     {"stats", "outlier statistics over a whole data set (MNLI pairs or images) to HDF5",
      outlierlens::cli::runStats},
-    {"train", "train a BERT or ViT (vanilla, clipped softmax, gated attention); JSON progress", outlierlens::cli::runTrain},
-    {"sweep", "a grid of training runs and a summary table (the paper's Figures 6 and 7)", outlierlens::cli::runSweep},
+    {"train", "train a BERT or ViT (vanilla, clipped softmax, gated attention); JSON progress",
+     outlierlens::cli::runTrain},
+    {"sweep", "a grid of training runs and a summary table (the paper's Figures 6 and 7)",
+     outlierlens::cli::runSweep},
     {"bench", "time forward passes with and without activation capture", outlierlens::cli::runBench},
     {"create-model", "write a randomly initialised BERT model folder", outlierlens::cli::runCreateModel},
 };
@@ -35,12 +43,40 @@ void printUsage(std::FILE* out)
 {
     std::fprintf(out, "OutlierLens %s: see why transformers grow activation outliers.\n\n",
                  OUTLIERLENS_VERSION);
-    std::fprintf(
-        out, "Usage: outlierlens                  open the desktop app (not built yet in this version)\n");
+    std::fprintf(out,
+                 "Usage: outlierlens [--model DIR]    open the desktop app (default: the bundled model)\n");
     std::fprintf(out, "       outlierlens <command> [options]\n\nCommands:\n");
     for (const auto& c : kSubcommands)
         std::fprintf(out, "  %-14s %s\n", c.name, c.summary);
     std::fprintf(out, "\n'outlierlens <command> --help' describes a command's options.\n");
+}
+
+int runGui(int argc, char* argv[])
+{
+    QApplication app(argc, argv);
+    QCoreApplication::setOrganizationName(QStringLiteral("OutlierLens"));
+    QCoreApplication::setApplicationName(QStringLiteral("OutlierLens"));
+    QCoreApplication::setApplicationVersion(QStringLiteral(OUTLIERLENS_VERSION));
+    QCommandLineParser parser;
+    parser.addOption(
+        {QStringLiteral("model"), QStringLiteral("Model folder to open."), QStringLiteral("dir")});
+    if (!parser.parse(QCoreApplication::arguments()) || !parser.positionalArguments().isEmpty()) {
+        std::fprintf(stderr, "outlierlens: %s\n\n",
+                     qPrintable(parser.errorText().isEmpty() ? QStringLiteral("unexpected argument")
+                                                             : parser.errorText()));
+        printUsage(stderr);
+        return outlierlens::cli::UsageError;
+    }
+    outlierlens::configureTorchThreads();
+    const QString data = QString::fromStdString(outlierlens::sampleDataDir());
+    outlierlens::JobManager jobs(QCoreApplication::applicationFilePath(),
+                                 QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) +
+                                     QStringLiteral("/jobs"));
+    outlierlens::MainWindow window(parser.value(QStringLiteral("model")),
+                                   data + QStringLiteral("/mnli/mnli_dev_matched.jsonl"),
+                                   data + QStringLiteral("/images"), &jobs);
+    window.show();
+    return app.exec();
 }
 
 } // namespace
@@ -71,6 +107,5 @@ int main(int argc, char* argv[])
         std::printf("outlierlens %s\n", OUTLIERLENS_VERSION);
         return 0;
     }
-    printUsage(argc >= 2 ? stderr : stdout);
-    return argc >= 2 ? outlierlens::cli::UsageError : 0;
+    return runGui(argc, argv);
 }

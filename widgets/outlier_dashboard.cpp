@@ -394,6 +394,15 @@ QString OutlierDashboard::dimensionToolTip(int dimension) const
     return text;
 }
 
+QPoint OutlierDashboard::dimensionBarCenter(int dimension) const
+{
+    QChart* chart = m_dimensionView->chart();
+    const double value =
+        dimension < m_charts->dimensionSet->count() ? m_charts->dimensionSet->at(dimension) : 0.0;
+    const QPointF top = chart->mapToPosition(QPointF(dimension, value / 2), m_charts->dimensionSeries);
+    return m_dimensionView->mapFromScene(chart->mapToScene(top));
+}
+
 int OutlierDashboard::dimensionAt(const QPoint& viewportPos) const
 {
     const int d = m_charts->dimensionSet->count();

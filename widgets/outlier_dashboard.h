@@ -40,6 +40,10 @@ public:
     /// "dimension k: N outliers (head h+1 of the next layer)" with h = k / headDim (0-based k);
     /// empty for a dimension out of range.
     QString dimensionToolTip(int dimension) const;
+    /// The chart of outliers per dimension, and where the bar of `dimension` is in its viewport
+    /// (for tests and scripted demos that click a bar as a user would).
+    QChartView* dimensionChartView() const { return m_dimensionView; }
+    QPoint dimensionBarCenter(int dimension) const;
     /// The dimension last clicked (highlighted), or -1.
     int selectedDimension() const { return m_selectedDimension; }
 

@@ -1,6 +1,10 @@
 // Training tasks on BERT: masked-LM pre-training, MNLI fine-tuning and the synthetic no-op task.
 
 #include "common/error.h"
+#include "common/json_util.h"
+#include "train/run_folder.h"
+
+#include <nlohmann/json.hpp>
 #include "model/bert_network.h"
 #include "text/wordpiece.h"
 #include "train/data/mlm_data.h"
@@ -331,6 +335,20 @@ public:
         return "Synthetic no-op task (" + std::to_string(c.numLayers) + " layers, hidden " +
                std::to_string(c.hiddenSize) + ", " + std::to_string(c.numHeads) + " heads, T " +
                std::to_string(m_options.seqLength) + "), " + c.variant.describe();
+    }
+
+    /// Also records the task's options in config.json ("outlierlens_synthetic"), so the app can
+    /// generate inputs of the kind the model was trained on.
+    void saveModel(const std::string& dir, const std::string& card) const override
+    {
+        BertTaskBase::saveModel(dir, card);
+        const std::string configPath = (fs::path(dir) / "config.json").string();
+        nlohmann::json config = jsonutil::parseFile(configPath);
+        config["outlierlens_synthetic"] = {{"vocab_size", m_options.vocabSize},     {"seq_length", m_options.seqLength},
+                                           {"min_length", m_options.minLength},     {"delimiters", m_options.numDelimiters},
+                                           {"delimiter_rate", m_options.delimiterRate}, {"operator_rate", m_options.operatorRate},
+                                           {"topic_size", m_options.topicSize},     {"copy_offsets", m_options.copyOffsets}};
+        writeTextFileAtomically(configPath, config.dump(2) + "\n");
     }
 
     /// The vocabulary file a synthetic run writes once into its run folder.

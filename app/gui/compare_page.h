@@ -1,0 +1,55 @@
+#pragma once
+// GUI thread. Owns one InspectionController (one worker thread) per compared model.
+
+#include "input_request.h"
+#include "inspection_snapshot.h"
+
+#include <QWidget>
+
+#include <array>
+#include <memory>
+
+class QComboBox;
+
+namespace outlierlens {
+
+class CompareView;
+class InspectionController;
+class Figure;
+
+/// Two or three models side by side on the same input, layer and head: by default the vanilla,
+/// clipped-softmax and gated demo models of the current model's kind.
+class ComparePage : public QWidget
+{
+    Q_OBJECT
+public:
+    explicit ComparePage(QWidget* parent = nullptr);
+    ~ComparePage() override;
+
+    /// Offers the demo trio of the given kind first; keeps the user's choice otherwise.
+    void setCandidates(const QString& demoKind);
+    /// Runs `input` on every chosen model (when the page is visible; otherwise on showing it).
+    void setInput(const InputRequest& input);
+    void setSelection(int layer, int head);
+    const Figure* figure() const;
+
+Q_SIGNALS:
+    void failed(const QString& message);
+
+protected:
+    void showEvent(QShowEvent* event) override;
+
+private:
+    void modelChosen(int slot);
+    void rebuild();
+
+    std::array<QComboBox*, 3> m_pickers{};
+    std::array<std::unique_ptr<InspectionController>, 3> m_controllers;
+    std::array<SnapshotPtr, 3> m_snapshots;
+    CompareView* m_view = nullptr;
+    InputRequest m_input;
+    bool m_inputPending = false;
+    int m_layer = 0, m_head = 0;
+};
+
+} // namespace outlierlens

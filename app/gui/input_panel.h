@@ -1,0 +1,81 @@
+#pragma once
+// GUI thread. Reading the MNLI file and the image gallery happens on a worker thread
+// (QtConcurrent); the panel only shows what comes back.
+
+#include <QFutureWatcher>
+#include <QWidget>
+
+class QLabel;
+class QLineEdit;
+class QListWidget;
+class QPlainTextEdit;
+class QPushButton;
+class QSortFilterProxyModel;
+class QTabWidget;
+class QTableView;
+
+namespace outlierlens {
+
+class MnliTableModel;
+
+/// Where the user picks an input: an MNLI pair from a searchable table (with gold label and the
+/// model's prediction), a sentence pair of their own, an image (gallery, file dialog, drop), or a
+/// generated example of the synthetic task.
+class InputPanel : public QWidget
+{
+    Q_OBJECT
+public:
+    explicit InputPanel(QWidget* parent = nullptr);
+    ~InputPanel() override;
+
+    /// Loads the MNLI file (JSONL or GLUE TSV) in the background into the table.
+    void loadPairs(const QString& path);
+    /// Fills the gallery from a folder of images (with credits.json if present).
+    void loadGallery(const QString& folder);
+    /// Shows the tabs that fit the loaded model: text for BERT, images for ViT, examples for
+    /// synthetic-task models.
+    void setModelKind(const QString& family, bool synthetic);
+
+    MnliTableModel* pairsModel() const { return m_pairs; }
+    QTableView* pairsView() const { return m_table; }
+    /// Selects row `row` of the (unfiltered) pair table and requests it.
+    void selectPair(int row);
+    QPlainTextEdit* premiseEdit() const { return m_premise; }
+    QPlainTextEdit* hypothesisEdit() const { return m_hypothesis; }
+    QPushButton* runTextButton() const { return m_runText; }
+
+Q_SIGNALS:
+    void textRequested(const QString& premise, const QString& hypothesis);
+    void imageRequested(const QString& path, const QString& credit);
+    void syntheticRequested(quint64 seed);
+    void pairsLoaded(int count);
+    void failed(const QString& message);
+
+private:
+    struct PairsData
+    {
+        QStringList premises, hypotheses, gold;
+        QString error;
+    };
+    void pairActivated(const QModelIndex& proxyIndex);
+    void openImage();
+
+    QTabWidget* m_tabs = nullptr;
+    QWidget* m_pairsTab = nullptr;
+    QWidget* m_textTab = nullptr;
+    QWidget* m_imagesTab = nullptr;
+    QWidget* m_syntheticTab = nullptr;
+    QLineEdit* m_search = nullptr;
+    QTableView* m_table = nullptr;
+    MnliTableModel* m_pairs = nullptr;
+    QSortFilterProxyModel* m_filter = nullptr;
+    QPlainTextEdit* m_premise = nullptr;
+    QPlainTextEdit* m_hypothesis = nullptr;
+    QPushButton* m_runText = nullptr;
+    QListWidget* m_gallery = nullptr;
+    QLabel* m_galleryCredit = nullptr;
+    quint64 m_seed = 1;
+    QFutureWatcher<PairsData> m_pairsWatcher;
+};
+
+} // namespace outlierlens

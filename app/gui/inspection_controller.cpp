@@ -1,0 +1,146 @@
+#include "inspection_controller.h"
+
+#include <QMetaObject>
+
+namespace outlierlens {
+
+InspectionController::InspectionController(QObject* parent)
+    : QObject(parent)
+{
+    qRegisterMetaType<outlierlens::ModelInfo>();
+    qRegisterMetaType<outlierlens::SnapshotPtr>();
+    qRegisterMetaType<outlierlens::StatisticsPtr>();
+    m_thread.setObjectName(QStringLiteral("inspection"));
+    m_worker = new InspectionWorker;
+    m_worker->moveToThread(&m_thread);
+    connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
+
+    connect(m_worker, &InspectionWorker::modelLoaded, this, [this](quint64 g, const ModelInfo& info) {
+        if (!wanted(Kind::Model, g)) return;
+        m_model = info;
+        m_snapshot.reset();
+        Q_EMIT modelLoaded(info);
+    });
+    connect(m_worker, &InspectionWorker::inspected, this, [this](quint64 g, const SnapshotPtr& s) {
+        if (!wanted(Kind::Inspect, g) || s->model.dir != m_model.dir) return;
+        m_snapshot = s;
+        Q_EMIT snapshotReady(s);
+    });
+    connect(m_worker, &InspectionWorker::predictionsReady, this,
+            [this](quint64 g, int first, const QVector<int>& labels) {
+                if (wanted(Kind::Predict, g)) Q_EMIT predictionsReady(first, labels);
+            });
+    connect(m_worker, &InspectionWorker::progress, this, [this](quint64 g, qint64 done, qint64 total) {
+        if (wanted(Kind::Predict, g)) Q_EMIT progress(done, total);
+    });
+    connect(m_worker, &InspectionWorker::statisticsLoaded, this,
+            [this](quint64 g, const StatisticsPtr& stats, const QString& path) {
+                if (!wanted(Kind::Statistics, g)) return;
+                m_statistics = stats;
+                m_statisticsPath = path;
+                Q_EMIT statisticsReady(stats, path);
+            });
+    connect(m_worker, &InspectionWorker::failed, this, [this](quint64 g, const QString& message) {
+        for (const auto& [kind, generation] : m_wanted)
+            if (generation == g) {
+                Q_EMIT failed(message);
+                return;
+            }
+    });
+    connect(m_worker, &InspectionWorker::requestFinished, this, &InspectionController::requestFinished);
+    m_thread.start();
+}
+
+InspectionController::~InspectionController()
+{
+    m_worker->cancelFlag() = true;
+    m_thread.quit();
+    m_thread.wait();
+}
+
+bool InspectionController::wanted(Kind kind, quint64 generation) const
+{
+    const auto it = m_wanted.find(kind);
+    return it != m_wanted.end() && it->second == generation;
+}
+
+void InspectionController::submit(Kind kind, std::function<void(quint64)> request)
+{
+    if (m_inFlight.count(kind)) {
+        m_pending[kind] = std::move(request);
+        m_wanted[kind] = 0; // the running request's result is stale now
+        return;
+    }
+    start(kind, std::move(request));
+}
+
+void InspectionController::start(Kind kind, std::function<void(quint64)> request)
+{
+    const quint64 generation = ++m_next;
+    m_wanted[kind] = generation;
+    m_inFlight[kind] = generation;
+    if (!m_busy) Q_EMIT busyChanged(m_busy = true);
+    QMetaObject::invokeMethod(
+        m_worker, [request = std::move(request), generation] { request(generation); }, Qt::QueuedConnection);
+}
+
+void InspectionController::requestFinished(quint64 generation)
+{
+    for (auto it = m_inFlight.begin(); it != m_inFlight.end(); ++it) {
+        if (it->second != generation) continue;
+        const Kind kind = it->first;
+        m_inFlight.erase(it);
+        const auto pending = m_pending.find(kind);
+        if (pending != m_pending.end()) {
+            auto request = std::move(pending->second);
+            m_pending.erase(pending);
+            start(kind, std::move(request));
+        }
+        break;
+    }
+    if (m_busy && m_inFlight.empty()) Q_EMIT busyChanged(m_busy = false);
+}
+
+void InspectionController::loadModel(const QString& dir)
+{
+    m_worker->cancelFlag() = true; // stop a running prediction of the old model
+    m_wanted[Kind::Predict] = 0;
+    InspectionWorker* w = m_worker;
+    submit(Kind::Model, [w, dir](quint64 g) { w->loadModel(g, dir); });
+}
+
+void InspectionController::inspectText(const QString& text, const QString& pair)
+{
+    InspectionWorker* w = m_worker;
+    submit(Kind::Inspect, [w, text, pair](quint64 g) { w->inspectText(g, text, pair); });
+}
+
+void InspectionController::inspectImage(const QString& path, const QString& credit)
+{
+    InspectionWorker* w = m_worker;
+    submit(Kind::Inspect, [w, path, credit](quint64 g) { w->inspectImage(g, path, credit); });
+}
+
+void InspectionController::inspectSyntheticExample(quint64 seed)
+{
+    InspectionWorker* w = m_worker;
+    submit(Kind::Inspect, [w, seed](quint64 g) { w->inspectSyntheticExample(g, seed); });
+}
+
+void InspectionController::predictPairs(const QStringList& premises, const QStringList& hypotheses)
+{
+    m_worker->cancelFlag() = true; // the running one stops between batches...
+    InspectionWorker* w = m_worker;
+    submit(Kind::Predict, [w, premises, hypotheses](quint64 g) {
+        w->cancelFlag() = false; // ...and this one starts with a clear flag, on the worker thread
+        w->predictPairs(g, premises, hypotheses);
+    });
+}
+
+void InspectionController::loadStatistics(const QString& path)
+{
+    InspectionWorker* w = m_worker;
+    submit(Kind::Statistics, [w, path](quint64 g) { w->loadStatistics(g, path); });
+}
+
+} // namespace outlierlens

@@ -1,0 +1,72 @@
+#pragma once
+// GUI thread. Owns one InspectionWorker in its own QThread (ended by RAII: quit + wait) and keeps
+// the GUI thread free of model and file work. Requests are coalesced: while the worker is busy only
+// the newest request of each kind waits, and results of superseded requests are dropped (generation
+// ids), so stepping quickly through inputs never queues stale work.
+
+#include "inspection_snapshot.h"
+#include "inspection_worker.h"
+
+#include <QObject>
+#include <QThread>
+
+#include <functional>
+#include <optional>
+
+namespace outlierlens {
+
+class InspectionController : public QObject
+{
+    Q_OBJECT
+public:
+    explicit InspectionController(QObject* parent = nullptr);
+    ~InspectionController() override;
+
+    void loadModel(const QString& dir);
+    void inspectText(const QString& text, const QString& pair);
+    void inspectImage(const QString& path, const QString& credit = {});
+    void inspectSyntheticExample(quint64 seed);
+    /// Predictions for a table of pairs; replaces (and cancels) any running prediction.
+    void predictPairs(const QStringList& premises, const QStringList& hypotheses);
+    void loadStatistics(const QString& path);
+
+    /// The model loaded last (empty name before the first load succeeds).
+    const ModelInfo& model() const { return m_model; }
+    SnapshotPtr snapshot() const { return m_snapshot; }
+    StatisticsPtr statistics() const { return m_statistics; }
+    QString statisticsPath() const { return m_statisticsPath; }
+    bool busy() const { return m_busy; }
+
+Q_SIGNALS:
+    void modelLoaded(const outlierlens::ModelInfo& info);
+    void snapshotReady(const outlierlens::SnapshotPtr& snapshot);
+    void predictionsReady(int firstRow, const QVector<int>& labels);
+    void statisticsReady(const outlierlens::StatisticsPtr& statistics, const QString& path);
+    void progress(qint64 done, qint64 total);
+    /// A request failed; `message` names the file, tensor or input.
+    void failed(const QString& message);
+    void busyChanged(bool busy);
+
+private:
+    enum class Kind { Model, Inspect, Predict, Statistics };
+    /// Runs `request` on the worker now, or, while one of its kind runs, keeps it as the pending
+    /// request of that kind (replacing an older pending one).
+    void submit(Kind kind, std::function<void(quint64)> request);
+    void start(Kind kind, std::function<void(quint64)> request);
+    void requestFinished(quint64 generation);
+    bool wanted(Kind kind, quint64 generation) const;
+
+    QThread m_thread;
+    InspectionWorker* m_worker = nullptr; ///< lives in m_thread; deleted when the thread finishes
+    quint64 m_next = 0;
+    std::map<Kind, quint64> m_wanted;   ///< generation whose result is wanted, per kind
+    std::map<Kind, quint64> m_inFlight; ///< generation running on the worker, per kind
+    std::map<Kind, std::function<void(quint64)>> m_pending;
+    bool m_busy = false;
+    ModelInfo m_model;
+    SnapshotPtr m_snapshot;
+    StatisticsPtr m_statistics;
+    QString m_statisticsPath;
+};
+
+} // namespace outlierlens

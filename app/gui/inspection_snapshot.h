@@ -1,0 +1,86 @@
+#pragma once
+// Plain data (no torch): built by the inspection worker thread, then read by the GUI thread. A
+// snapshot is immutable once emitted and shared through std::shared_ptr<const ...>.
+
+#include <QImage>
+#include <QString>
+#include <QStringList>
+#include <QVector>
+
+#include <memory>
+
+namespace outlierlens {
+
+/// What the app knows about the loaded model.
+struct ModelInfo
+{
+    QString dir;
+    QString name;    ///< folder name
+    QString family;  ///< "BERT" or "ViT"
+    QString head;    ///< "BertForSequenceClassification", "vit_small_patch16_224", ...
+    QString variant; ///< e.g. "clipped softmax (gamma -0.025, zeta 1)"
+    QString sha256;
+    int layers = 0, heads = 0, hidden = 0, headDim = 0;
+    bool clipped = false, gated = false;
+    bool synthetic = false;          ///< trained on the synthetic no-op task (inputs are generated)
+    QStringList classNames;          ///< classifier labels
+    QString card;                    ///< README.md model card, if any
+    int imageSize = 0, gridSize = 0; ///< ViT
+};
+
+/// Every activation of one input, as flat float arrays with 0-based indices.
+struct InspectionSnapshot
+{
+    quint64 generation = 0;
+    ModelInfo model;
+    QString input;      ///< "premise ||| hypothesis", image path, or generated example
+    QStringList tokens; ///< T labels ("[CLS]", "patch 3,7", ...)
+    int T = 0;
+    QImage image; ///< ViT: the model's input as a picture
+    QString imageCredit;
+
+    QVector<float> embeddings; ///< [T][d]
+    QVector<float> scores;     ///< [L][H][T][T]
+    QVector<float> probs;      ///< [L][H][T][T]
+    QVector<float> values;     ///< [L][H][T][dh]
+    QVector<float> context;    ///< [L][H][T][dh]
+    QVector<float> gates;      ///< [L][H][T]; empty for ungated models
+    QVector<float> attnOut;    ///< [L][T][d]
+    QVector<float> ffnOut;     ///< [L][T][d]
+    QVector<float> residual;   ///< [L][T][d]
+    QVector<float> out;        ///< [L][T][d]
+
+    QVector<double> probabilities; ///< class probabilities (classifier) or empty
+    QStringList prediction;        ///< human-readable top predictions, best first
+
+    int L() const { return model.layers; }
+    int H() const { return model.heads; }
+    int d() const { return model.hidden; }
+    int dh() const { return model.headDim; }
+    const float* probsOf(int layer, int head) const
+    {
+        return probs.constData() + (std::size_t(layer) * H() + head) * T * T;
+    }
+    const float* scoresOf(int layer, int head) const
+    {
+        return scores.constData() + (std::size_t(layer) * H() + head) * T * T;
+    }
+    const float* valuesOf(int layer, int head) const
+    {
+        return values.constData() + (std::size_t(layer) * H() + head) * T * dh();
+    }
+    const float* contextOf(int layer, int head) const
+    {
+        return context.constData() + (std::size_t(layer) * H() + head) * T * dh();
+    }
+    const float* gatesOf(int layer, int head) const
+    {
+        return gates.isEmpty() ? nullptr : gates.constData() + (std::size_t(layer) * H() + head) * T;
+    }
+    /// A [T][d] tensor of `layer`; `name` is attn_out, ffn_out, residual or out.
+    const QVector<float>& perLayer(const QString& name) const;
+};
+
+using SnapshotPtr = std::shared_ptr<const InspectionSnapshot>;
+
+} // namespace outlierlens

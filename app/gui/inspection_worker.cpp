@@ -1,0 +1,338 @@
+#include "inspection_worker.h"
+
+#include "analysis/bert_inspection.h"
+#include "analysis/statistics_file.h"
+#include "analysis/vit_inspection.h"
+#include "common/error.h"
+#include "common/json_util.h"
+#include "model/bert_network.h"
+#include "model/runtime.h"
+#include "model/vit_network.h"
+#include "paths.h"
+#include "text/imagenet.h"
+#include "train/data/synthetic_data.h"
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <QFile>
+#include <QFileInfo>
+
+#include <filesystem>
+
+namespace outlierlens {
+
+struct InspectionWorker::Model
+{
+    ModelInfo info;
+    std::unique_ptr<BertNetwork> bert;
+    std::unique_ptr<BertTokenizer> tokenizer;
+    std::unique_ptr<VitNetwork> vit;
+    std::unique_ptr<ImagePreprocessing> preprocessing;
+    std::vector<std::string> classNames;
+    std::optional<SyntheticTaskOptions> synthetic;
+};
+
+namespace {
+
+/// Emits requestFinished(generation) when a slot returns, however it returns.
+class FinishGuard
+{
+public:
+    FinishGuard(InspectionWorker* worker, quint64 generation)
+        : m_worker(worker)
+        , m_generation(generation)
+    {}
+    ~FinishGuard() { Q_EMIT m_worker->requestFinished(m_generation); }
+
+private:
+    InspectionWorker* m_worker;
+    quint64 m_generation;
+};
+
+QVector<float> toFloats(const torch::Tensor& t)
+{
+    const torch::Tensor c = t.detach().to(torch::kFloat).contiguous();
+    return QVector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+}
+
+/// [1, L-stacked captures] -> one flat array per kind, layers concatenated in order.
+QVector<float> stackLayers(const RecordingSink& sink, CapturePoint point, int layers)
+{
+    QVector<float> out;
+    for (int l = 0; l < layers; ++l) {
+        const std::string name = captureName(point, l);
+        if (!sink.contains(name)) return {};
+        out += toFloats(sink.at(name)[0]);
+    }
+    return out;
+}
+
+void fillActivations(InspectionSnapshot& s, const RecordingSink& sink)
+{
+    const int L = s.model.layers;
+    s.embeddings = toFloats(sink.at("embeddings")[0]);
+    s.scores = stackLayers(sink, CapturePoint::AttnScores, L);
+    s.probs = stackLayers(sink, CapturePoint::AttnProbs, L);
+    s.values = stackLayers(sink, CapturePoint::AttnValues, L);
+    s.context = stackLayers(sink, CapturePoint::AttnContext, L);
+    s.gates = stackLayers(sink, CapturePoint::AttnGate, L);
+    s.attnOut = stackLayers(sink, CapturePoint::AttnOut, L);
+    s.ffnOut = stackLayers(sink, CapturePoint::FfnOut, L);
+    s.residual = stackLayers(sink, CapturePoint::Residual, L);
+    s.out = stackLayers(sink, CapturePoint::Out, L);
+}
+
+QString readCard(const std::string& dir)
+{
+    QFile file(QString::fromStdString((std::filesystem::path(dir) / "README.md").string()));
+    return file.open(QIODevice::ReadOnly) ? QString::fromUtf8(file.readAll()) : QString();
+}
+
+std::optional<SyntheticTaskOptions> syntheticOptionsOf(const std::string& dir)
+{
+    const nlohmann::json j = jsonutil::parseFile((std::filesystem::path(dir) / "config.json").string());
+    if (!j.contains("outlierlens_synthetic")) return std::nullopt;
+    const auto& s = j["outlierlens_synthetic"];
+    SyntheticTaskOptions o;
+    o.vocabSize = s.value("vocab_size", o.vocabSize);
+    o.seqLength = s.value("seq_length", o.seqLength);
+    o.minLength = s.value("min_length", o.minLength);
+    o.numDelimiters = s.value("delimiters", o.numDelimiters);
+    o.delimiterRate = s.value("delimiter_rate", o.delimiterRate);
+    o.operatorRate = s.value("operator_rate", o.operatorRate);
+    o.topicSize = s.value("topic_size", o.topicSize);
+    if (s.contains("copy_offsets")) o.copyOffsets = s["copy_offsets"].get<std::vector<int>>();
+    o.validate();
+    return o;
+}
+
+} // namespace
+
+InspectionWorker::InspectionWorker() = default;
+InspectionWorker::~InspectionWorker() = default;
+
+void InspectionWorker::ensureThreads()
+{
+    if (!m_threadsConfigured) {
+        configureTorchThreads(); // OpenMP settings are per thread: this worker's own
+        m_threadsConfigured = true;
+    }
+}
+
+void InspectionWorker::loadModel(quint64 generation, const QString& dirText)
+{
+    const FinishGuard guard(this, generation);
+    try {
+        ensureThreads();
+        const std::string dir = dirText.toStdString();
+        auto model = std::make_unique<Model>();
+        ModelInfo& info = model->info;
+        info.dir = dirText;
+        info.name = QFileInfo(dirText).fileName();
+        info.card = readCard(dir);
+        if (detectModelFamily(dir) == ModelFamily::Bert) {
+            model->bert = std::make_unique<BertNetwork>(BertNetwork::load(dir));
+            model->tokenizer = std::make_unique<BertTokenizer>(BertTokenizer::fromModelDir(dir));
+            const BertConfig& c = model->bert->config();
+            if (model->tokenizer->vocabSize() != c.vocabSize)
+                throw Error(dir + "/vocab.txt has " + std::to_string(model->tokenizer->vocabSize()) +
+                            " tokens but the model's vocab_size is " + std::to_string(c.vocabSize));
+            info.family = QStringLiteral("BERT");
+            info.head = QString::fromStdString(toString(model->bert->head()));
+            info.variant = QString::fromStdString(c.variant.describe());
+            info.sha256 = QString::fromStdString(model->bert->checkpointSha256());
+            info.layers = c.numLayers, info.heads = c.numHeads, info.hidden = c.hiddenSize,
+            info.headDim = c.headDim();
+            info.clipped = c.variant.softmax == SoftmaxKind::Clipped;
+            info.gated = c.variant.gate != GateKind::None;
+            for (const auto& l : c.id2label)
+                info.classNames << QString::fromStdString(l);
+            model->synthetic = syntheticOptionsOf(dir);
+            info.synthetic = model->synthetic.has_value();
+        } else {
+            model->vit = std::make_unique<VitNetwork>(VitNetwork::load(dir));
+            model->preprocessing =
+                std::make_unique<ImagePreprocessing>(ImagePreprocessing::fromModelDir(dir));
+            const VitConfig& c = model->vit->config();
+            info.family = QStringLiteral("ViT");
+            info.head = QString::fromStdString(c.architecture);
+            info.variant = QString::fromStdString(c.variant.describe());
+            info.sha256 = QString::fromStdString(model->vit->checkpointSha256());
+            info.layers = c.numLayers, info.heads = c.numHeads, info.hidden = c.hiddenSize,
+            info.headDim = c.headDim();
+            info.clipped = c.variant.softmax == SoftmaxKind::Clipped;
+            info.gated = c.variant.gate != GateKind::None;
+            info.imageSize = c.imageSize, info.gridSize = c.gridSize();
+            if (!c.id2label.empty())
+                model->classNames = c.id2label;
+            else if (c.numClasses == 1000)
+                model->classNames =
+                    ImageNetClasses::fromFiles(sampleDataFile("imagenet/imagenet_classes_ILSVRC2012.txt"))
+                        .names();
+            for (const auto& l : model->classNames)
+                info.classNames << QString::fromStdString(l);
+        }
+        m_model = std::move(model);
+        Q_EMIT modelLoaded(generation, m_model->info);
+    } catch (const std::exception& e) {
+        Q_EMIT failed(generation, QString::fromStdString(e.what()));
+    }
+}
+
+void InspectionWorker::inspectText(quint64 generation, const QString& text, const QString& pair)
+{
+    const FinishGuard guard(this, generation);
+    try {
+        ensureThreads();
+        if (!m_model || !m_model->bert) throw Error("load a BERT model to run text");
+        const std::optional<std::string> second =
+            pair.isEmpty() ? std::nullopt : std::optional<std::string>(pair.toStdString());
+        const BertInspection r = inspectBert(*m_model->bert, *m_model->tokenizer, text.toStdString(), second);
+        auto s = std::make_shared<InspectionSnapshot>();
+        s->generation = generation;
+        s->model = m_model->info;
+        s->input = pair.isEmpty() ? text : text + QStringLiteral(" ||| ") + pair;
+        for (const auto& t : r.encoding.tokens)
+            s->tokens << QString::fromStdString(t);
+        s->T = s->tokens.size();
+        fillActivations(*s, r.activations);
+        s->probabilities = QVector<double>(r.probabilities.begin(), r.probabilities.end());
+        if (r.predicted >= 0) s->prediction << s->model.classNames.value(r.predicted);
+        Q_EMIT inspected(generation, s);
+    } catch (const std::exception& e) {
+        Q_EMIT failed(generation, QString::fromStdString(e.what()));
+    }
+}
+
+void InspectionWorker::inspectImage(quint64 generation, const QString& path, const QString& credit)
+{
+    const FinishGuard guard(this, generation);
+    try {
+        ensureThreads();
+        if (!m_model || !m_model->vit) throw Error("load a ViT model to run images");
+        const VitInspection r = inspectVit(*m_model->vit, *m_model->preprocessing, path.toStdString());
+        auto s = std::make_shared<InspectionSnapshot>();
+        s->generation = generation;
+        s->model = m_model->info;
+        s->input = path;
+        s->imageCredit = credit;
+        for (const auto& t : vitTokenLabels(m_model->vit->config()))
+            s->tokens << QString::fromStdString(t);
+        s->T = s->tokens.size();
+        s->image = QImage(r.resized.pixels.data(), r.resized.width, r.resized.height, r.resized.width * 3,
+                          QImage::Format_RGB888)
+                       .copy();
+        fillActivations(*s, r.activations);
+        s->probabilities = QVector<double>(r.probabilities.begin(), r.probabilities.end());
+        for (int k : r.top)
+            s->prediction << QStringLiteral("%1 (%2)")
+                                 .arg(s->model.classNames.value(k, QStringLiteral("class %1").arg(k)))
+                                 .arg(r.probabilities[std::size_t(k)], 0, 'f', 3);
+        Q_EMIT inspected(generation, s);
+    } catch (const std::exception& e) {
+        Q_EMIT failed(generation, QString::fromStdString(e.what()));
+    }
+}
+
+void InspectionWorker::inspectSyntheticExample(quint64 generation, quint64 seed)
+{
+    const FinishGuard guard(this, generation);
+    try {
+        ensureThreads();
+        if (!m_model || !m_model->bert || !m_model->synthetic)
+            throw Error("the loaded model was not trained on the synthetic task");
+        at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+        const SyntheticBatch b = syntheticBatch(*m_model->synthetic, 1, gen);
+        const std::int64_t length = b.attentionMask.sum().item<std::int64_t>();
+        using torch::indexing::Slice;
+        const torch::Tensor ids = b.inputIds.index({Slice(), Slice(0, length)});
+        RecordingSink sink;
+        {
+            c10::InferenceMode guard;
+            m_model->bert->forward(ids, torch::zeros_like(ids), torch::ones_like(ids), &sink);
+        }
+        auto s = std::make_shared<InspectionSnapshot>();
+        s->generation = generation;
+        s->model = m_model->info;
+        for (std::int64_t i = 0; i < length; ++i)
+            s->tokens << QString::fromStdString(
+                m_model->tokenizer->idToToken(ids[0][i].item<std::int64_t>()));
+        s->T = s->tokens.size();
+        s->input = QStringLiteral("synthetic example %1: ").arg(seed) + s->tokens.join(QLatin1Char(' '));
+        fillActivations(*s, sink);
+        Q_EMIT inspected(generation, s);
+    } catch (const std::exception& e) {
+        Q_EMIT failed(generation, QString::fromStdString(e.what()));
+    }
+}
+
+void InspectionWorker::predictPairs(quint64 generation, const QStringList& premises,
+                                    const QStringList& hypotheses)
+{
+    const FinishGuard guard(this, generation);
+    try {
+        ensureThreads();
+        if (!m_model || !m_model->bert || m_model->bert->head() != BertHead::SequenceClassification)
+            return; // nothing to predict with
+        BertNetwork& net = *m_model->bert;
+        const int total = int(premises.size());
+        constexpr int kBatch = 32;
+        for (int start = 0; start < total && !m_cancel; start += kBatch) {
+            const int count = std::min(kBatch, total - start);
+            std::vector<Encoding> encodings;
+            std::int64_t T = 0;
+            for (int i = 0; i < count; ++i) {
+                encodings.push_back(m_model->tokenizer->encode(premises[start + i].toStdString(),
+                                                               hypotheses[start + i].toStdString(),
+                                                               net.config().maxPositions));
+                T = std::max<std::int64_t>(T, std::int64_t(encodings.back().inputIds.size()));
+            }
+            torch::Tensor ids = torch::zeros({count, T}, torch::kLong),
+                          types = torch::zeros({count, T}, torch::kLong),
+                          mask = torch::zeros({count, T}, torch::kLong);
+            using torch::indexing::Slice;
+            for (int i = 0; i < count; ++i) {
+                const auto n = std::int64_t(encodings[std::size_t(i)].inputIds.size());
+                ids.index_put_({i, Slice(0, n)},
+                               torch::tensor(encodings[std::size_t(i)].inputIds, torch::kLong));
+                types.index_put_({i, Slice(0, n)},
+                                 torch::tensor(encodings[std::size_t(i)].tokenTypeIds, torch::kLong));
+                mask.index_put_({i, Slice(0, n)}, 1);
+            }
+            torch::Tensor predicted;
+            {
+                c10::InferenceMode guard;
+                predicted = net.forward(ids, types, mask).logits.argmax(-1).contiguous();
+            }
+            QVector<int> labels;
+            for (int i = 0; i < count; ++i)
+                labels << int(predicted[i].item<std::int64_t>());
+            Q_EMIT predictionsReady(generation, start, labels);
+            Q_EMIT progress(generation, start + count, total);
+        }
+    } catch (const std::exception& e) {
+        Q_EMIT failed(generation, QString::fromStdString(e.what()));
+    }
+}
+
+void InspectionWorker::loadStatistics(quint64 generation, const QString& path)
+{
+    const FinishGuard guard(this, generation);
+    try {
+        auto file = std::make_shared<StatisticsFile>(readStatisticsFile(path.toStdString()));
+        Q_EMIT statisticsLoaded(generation, file, path);
+    } catch (const std::exception& e) {
+        Q_EMIT failed(generation, QString::fromStdString(e.what()));
+    }
+}
+
+const QVector<float>& InspectionSnapshot::perLayer(const QString& name) const
+{
+    if (name == QLatin1String("attn_out")) return attnOut;
+    if (name == QLatin1String("residual")) return residual;
+    if (name == QLatin1String("out")) return out;
+    return ffnOut;
+}
+
+} // namespace outlierlens

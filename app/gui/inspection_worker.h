@@ -1,0 +1,61 @@
+#pragma once
+// An InspectionWorker lives in its own QThread (InspectionController moves it there); its slots run
+// there and never on the GUI thread. Every request carries a generation id that comes back with
+// the result, so the controller can drop results of superseded requests. No exception leaves a
+// slot: errors become failed(generation, message).
+
+#include "inspection_snapshot.h"
+
+#include <QObject>
+#include <QString>
+#include <QStringList>
+#include <QVector>
+
+#include <atomic>
+#include <memory>
+
+namespace outlierlens {
+
+struct StatisticsFile;
+using StatisticsPtr = std::shared_ptr<const StatisticsFile>;
+
+class InspectionWorker : public QObject
+{
+    Q_OBJECT
+public:
+    InspectionWorker();
+    ~InspectionWorker() override;
+
+    /// Set from the GUI thread to stop a running batch prediction between batches.
+    std::atomic<bool>& cancelFlag() { return m_cancel; }
+
+public Q_SLOTS:
+    void loadModel(quint64 generation, const QString& dir);
+    void inspectText(quint64 generation, const QString& text, const QString& pair);
+    void inspectImage(quint64 generation, const QString& path, const QString& credit);
+    /// A generated example of the synthetic task the model was trained on (seeded).
+    void inspectSyntheticExample(quint64 generation, quint64 seed);
+    /// Predicted class of every pair, in batches, reported with predictionsReady as they finish.
+    void predictPairs(quint64 generation, const QStringList& premises, const QStringList& hypotheses);
+    void loadStatistics(quint64 generation, const QString& path);
+
+Q_SIGNALS:
+    void modelLoaded(quint64 generation, const outlierlens::ModelInfo& info);
+    void inspected(quint64 generation, const outlierlens::SnapshotPtr& snapshot);
+    void predictionsReady(quint64 generation, int firstRow, const QVector<int>& labels);
+    void statisticsLoaded(quint64 generation, const outlierlens::StatisticsPtr& statistics,
+                          const QString& path);
+    void progress(quint64 generation, qint64 done, qint64 total);
+    void failed(quint64 generation, const QString& message);
+    /// Emitted last by every request, whether it succeeded, failed or was cancelled.
+    void requestFinished(quint64 generation);
+
+private:
+    struct Model;
+    void ensureThreads();
+    std::unique_ptr<Model> m_model;
+    std::atomic<bool> m_cancel{false};
+    bool m_threadsConfigured = false;
+};
+
+} // namespace outlierlens

@@ -1,0 +1,360 @@
+#include "job_manager.h"
+
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QSettings>
+#include <QtConcurrent>
+
+#include <csignal>
+#include <sys/types.h>
+
+namespace outlierlens {
+namespace {
+
+QJsonObject toJson(const JobInfo& j)
+{
+    return {{"id", j.id},
+            {"kind", j.kind},
+            {"title", j.title},
+            {"arguments", QJsonArray::fromStringList(j.arguments)},
+            {"folder", j.folder},
+            {"output", j.output},
+            {"log", j.logFile},
+            {"pid", j.pid},
+            {"started", j.started.toString(Qt::ISODate)},
+            {"state", j.state},
+            {"step", j.step},
+            {"total", j.total},
+            {"message", j.message}};
+}
+
+JobInfo fromJson(const QJsonObject& o)
+{
+    JobInfo j;
+    j.id = o["id"].toString();
+    j.kind = o["kind"].toString();
+    j.title = o["title"].toString();
+    for (const auto& a : o["arguments"].toArray())
+        j.arguments << a.toString();
+    j.folder = o["folder"].toString();
+    j.output = o["output"].toString();
+    j.logFile = o["log"].toString();
+    j.pid = o["pid"].toInteger();
+    j.started = QDateTime::fromString(o["started"].toString(), Qt::ISODate);
+    j.state = o["state"].toString();
+    j.step = o["step"].toInteger();
+    j.total = o["total"].toInteger();
+    j.message = o["message"].toString();
+    return j;
+}
+
+/// True if `pid` is a live outlierlens process (not a reused pid of something else).
+bool processAlive(qint64 pid)
+{
+    if (pid <= 0 || ::kill(pid_t(pid), 0) != 0) return false;
+    QFile cmdline(QStringLiteral("/proc/%1/cmdline").arg(pid));
+    if (!cmdline.open(QIODevice::ReadOnly)) return true;
+    return cmdline.readAll().contains("outlierlens");
+}
+
+QString lastLine(const QString& path, const QString& startsWith = {})
+{
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly)) return {};
+    const qint64 size = file.size();
+    file.seek(std::max<qint64>(0, size - 8192));
+    const QList<QByteArray> lines = file.readAll().split('\n');
+    for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+        // Progress bars redraw with carriage returns: take the last segment.
+        const QString line = QString::fromUtf8(it->split('\r').last()).trimmed();
+        if (!line.isEmpty() && (startsWith.isEmpty() || line.startsWith(startsWith))) return line;
+    }
+    return {};
+}
+
+void updateTraining(JobInfo& j, bool alive)
+{
+    QFile file(j.folder + QStringLiteral("/status.json"));
+    if (file.open(QIODevice::ReadOnly)) {
+        const QJsonObject s = QJsonDocument::fromJson(file.readAll()).object();
+        j.step = s["step"].toInteger();
+        j.total = s["total"].toInteger();
+        const QString state = s["state"].toString();
+        j.message = s["message"].toString();
+        if (state == QLatin1String("running") || state == QLatin1String("starting"))
+            j.state = alive ? QStringLiteral("running") : QStringLiteral("stopped");
+        else
+            j.state = state;
+        if (!alive && j.state == QLatin1String("stopped") && j.message.isEmpty())
+            j.message = QStringLiteral(
+                "the process ended without finishing (killed?); resume continues from the last checkpoint");
+    } else if (!alive) {
+        j.state = QStringLiteral("failed");
+        j.message = lastLine(j.logFile + QStringLiteral(".err"));
+    }
+}
+
+void updateStatistics(JobInfo& j, bool alive)
+{
+    const QString progress = lastLine(j.logFile + QStringLiteral(".err"), QStringLiteral("stats: "));
+    const QRegularExpression counts(QStringLiteral("stats: (\\d+)/(\\d+)"));
+    const auto m = counts.match(progress);
+    if (m.hasMatch()) {
+        j.step = m.captured(1).toLongLong();
+        j.total = m.captured(2).toLongLong();
+    }
+    if (alive) {
+        j.state = QStringLiteral("running");
+    } else if (QFileInfo::exists(j.output)) {
+        j.state = QStringLiteral("finished");
+        j.message = lastLine(j.logFile);
+    } else {
+        j.state = QStringLiteral("failed");
+        j.message = lastLine(j.logFile + QStringLiteral(".err"));
+    }
+}
+
+} // namespace
+
+TrainingCurveData readTrainingCurves(const QString& runFolder)
+{
+    TrainingCurveData c;
+    c.name = QFileInfo(runFolder).fileName();
+    QFile file(runFolder + QStringLiteral("/metrics.jsonl"));
+    if (!file.open(QIODevice::ReadOnly)) return c;
+    const QList<QByteArray> lines = file.readAll().split('\n');
+    for (const QByteArray& line : lines) {
+        const QJsonObject o = QJsonDocument::fromJson(line).object();
+        if (o.isEmpty()) continue;
+        const double step = o["step"].toDouble();
+        if (o["type"].toString() == QLatin1String("eval")) {
+            const QJsonObject eval = o["eval"].toObject();
+            if (eval.isEmpty()) continue;
+            c.evalName = eval.keys().first();
+            c.evalSteps << step;
+            c.evalValue << eval[c.evalName].toDouble();
+            auto perLayer = [](const QJsonValue& v) {
+                QVector<double> out;
+                for (const auto& x : v.toArray())
+                    out << x.toDouble();
+                return out;
+            };
+            c.maxInfNorm << perLayer(o["max_inf_norm"].toObject()["ffn_out"]);
+            c.kurtosis << perLayer(o["kurtosis"].toObject()["ffn_out"]);
+        } else if (o.contains("loss")) {
+            c.steps << step;
+            c.loss << o["loss"].toDouble();
+        }
+    }
+    return c;
+}
+
+JobManager::JobManager(QString program, QString jobsDir, QObject* parent)
+    : QObject(parent)
+    , m_program(std::move(program))
+    , m_jobsDir(std::move(jobsDir))
+{
+    QDir().mkpath(m_jobsDir);
+    load();
+    connect(&m_watcher, &QFutureWatcher<Poll>::finished, this, &JobManager::pollDone);
+    connect(&m_timer, &QTimer::timeout, this, &JobManager::refresh);
+    m_timer.start(1000);
+    refresh();
+}
+
+JobManager::~JobManager()
+{
+    m_timer.stop();
+    m_watcher.waitForFinished(); // the poll reads files only; it ends quickly
+    save();
+}
+
+const JobInfo* JobManager::job(const QString& id) const
+{
+    for (const JobInfo& j : m_jobs)
+        if (j.id == id) return &j;
+    return nullptr;
+}
+
+QString JobManager::newId() const
+{
+    return QDateTime::currentDateTimeUtc().toString(QStringLiteral("yyyyMMdd-HHmmss-zzz"));
+}
+
+QString JobManager::queueTraining(const QString& title, const QString& runJson, const QString& runFolder)
+{
+    JobInfo j;
+    j.id = newId();
+    j.kind = QStringLiteral("train");
+    j.title = title;
+    const QString config = m_jobsDir + QStringLiteral("/") + j.id + QStringLiteral(".json");
+    QFile file(config);
+    if (file.open(QIODevice::WriteOnly)) file.write(runJson.toUtf8());
+    j.arguments = {QStringLiteral("train"), QStringLiteral("--config"), config, QStringLiteral("--output"),
+                   runFolder};
+    j.folder = runFolder;
+    j.output = runFolder + QStringLiteral("/final");
+    j.logFile = m_jobsDir + QStringLiteral("/") + j.id + QStringLiteral(".log");
+    m_jobs << j;
+    save();
+    startNext();
+    Q_EMIT jobsChanged();
+    return j.id;
+}
+
+QString JobManager::queueStatistics(const QString& title, const QStringList& arguments, const QString& output)
+{
+    JobInfo j;
+    j.id = newId();
+    j.kind = QStringLiteral("stats");
+    j.title = title;
+    j.arguments =
+        QStringList{QStringLiteral("stats")} + arguments + QStringList{QStringLiteral("--out"), output};
+    j.folder = QFileInfo(output).absolutePath();
+    j.output = output;
+    j.logFile = m_jobsDir + QStringLiteral("/") + j.id + QStringLiteral(".log");
+    m_jobs << j;
+    save();
+    startNext();
+    Q_EMIT jobsChanged();
+    return j.id;
+}
+
+void JobManager::startNext()
+{
+    for (const JobInfo& j : m_jobs)
+        if (j.state == QLatin1String("running")) return;
+    for (JobInfo& j : m_jobs) {
+        if (j.state != QLatin1String("queued")) continue;
+        QProcess process;
+        process.setProgram(m_program);
+        process.setArguments(j.arguments);
+        process.setStandardOutputFile(j.logFile, QIODevice::Append);
+        process.setStandardErrorFile(j.logFile + QStringLiteral(".err"), QIODevice::Append);
+        process.setStandardInputFile(QProcess::nullDevice());
+        if (process.startDetached(&j.pid)) {
+            j.state = QStringLiteral("running");
+            j.started = QDateTime::currentDateTime();
+        } else {
+            j.state = QStringLiteral("failed");
+            j.message = QStringLiteral("cannot start %1").arg(m_program);
+        }
+        save();
+        return;
+    }
+}
+
+void JobManager::cancel(const QString& id)
+{
+    for (JobInfo& j : m_jobs) {
+        if (j.id != id) continue;
+        if (j.state == QLatin1String("queued")) {
+            j.state = QStringLiteral("stopped");
+            j.message = QStringLiteral("cancelled before it started");
+        } else if (processAlive(j.pid)) {
+            ::kill(pid_t(j.pid), SIGTERM);
+        }
+    }
+    save();
+    Q_EMIT jobsChanged();
+}
+
+void JobManager::resume(const QString& id)
+{
+    for (JobInfo& j : m_jobs)
+        if (j.id == id && j.kind == QLatin1String("train") && j.state != QLatin1String("running") &&
+            j.state != QLatin1String("finished")) {
+            j.arguments = {QStringLiteral("train"), QStringLiteral("--resume"), QStringLiteral("--output"),
+                           j.folder};
+            j.state = QStringLiteral("queued");
+            j.message.clear();
+        }
+    save();
+    startNext();
+    Q_EMIT jobsChanged();
+}
+
+void JobManager::remove(const QString& id)
+{
+    m_jobs.erase(
+        std::remove_if(m_jobs.begin(), m_jobs.end(),
+                       [&](const JobInfo& j) { return j.id == id && j.state != QLatin1String("running"); }),
+        m_jobs.end());
+    m_curves.remove(id);
+    save();
+    Q_EMIT jobsChanged();
+}
+
+void JobManager::refresh()
+{
+    if (m_watcher.isRunning()) return;
+    m_watcher.setFuture(QtConcurrent::run(&JobManager::poll, m_jobs));
+}
+
+JobManager::Poll JobManager::poll(QList<JobInfo> jobs)
+{
+    Poll result;
+    for (JobInfo& j : jobs) {
+        if (j.state == QLatin1String("running")) {
+            const bool alive = processAlive(j.pid);
+            if (j.kind == QLatin1String("train"))
+                updateTraining(j, alive);
+            else
+                updateStatistics(j, alive);
+        }
+        if (j.kind == QLatin1String("train") &&
+            (j.state == QLatin1String("running") || !result.curves.contains(j.id)))
+            result.curves.insert(j.id, readTrainingCurves(j.folder));
+    }
+    result.jobs = jobs;
+    return result;
+}
+
+void JobManager::pollDone()
+{
+    const Poll result = m_watcher.result();
+    bool changed = false;
+    for (const JobInfo& updated : result.jobs)
+        for (JobInfo& j : m_jobs)
+            if (j.id == updated.id && j.state == QLatin1String("running")) {
+                const bool ended = updated.state != QLatin1String("running");
+                changed |= j.step != updated.step || ended || j.total != updated.total;
+                j = updated;
+                if (ended) Q_EMIT jobFinished(j.id);
+            }
+    for (auto it = result.curves.begin(); it != result.curves.end(); ++it)
+        if (m_curves.value(it.key()).steps.size() != it.value().steps.size() ||
+            !m_curves.contains(it.key())) {
+            m_curves.insert(it.key(), it.value());
+            Q_EMIT curvesChanged(it.key());
+        }
+    if (changed) {
+        save();
+        startNext();
+        Q_EMIT jobsChanged();
+    }
+}
+
+void JobManager::save() const
+{
+    QJsonArray array;
+    for (const JobInfo& j : m_jobs)
+        array << toJson(j);
+    QSettings().setValue(QStringLiteral("jobs/list"),
+                         QString::fromUtf8(QJsonDocument(array).toJson(QJsonDocument::Compact)));
+}
+
+void JobManager::load()
+{
+    const QJsonArray array =
+        QJsonDocument::fromJson(QSettings().value(QStringLiteral("jobs/list")).toString().toUtf8()).array();
+    for (const auto& v : array)
+        m_jobs << fromJson(v.toObject());
+}
+
+} // namespace outlierlens

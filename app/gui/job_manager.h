@@ -1,0 +1,94 @@
+#pragma once
+// GUI thread. Training runs and statistics runs are separate `outlierlens` processes (DESIGN.md),
+// started detached so that they survive closing the window; the registry of jobs is kept in
+// QSettings, so a reopened app shows runs still going and finished ones. Progress comes from the
+// files the processes write (status.json, metrics.jsonl, logs), read on a worker thread.
+
+#include "view_data.h"
+
+#include <QDateTime>
+#include <QFutureWatcher>
+#include <QHash>
+#include <QObject>
+#include <QStringList>
+#include <QTimer>
+
+namespace outlierlens {
+
+struct JobInfo
+{
+    QString id;
+    QString kind; ///< "train" or "stats"
+    QString title;
+    QStringList arguments; ///< of `outlierlens`, e.g. {"train", "--config", ...}
+    QString folder;        ///< train: the run folder; stats: the folder of the output file
+    QString output;        ///< stats: the output file; train: <run>/final
+    QString logFile;
+    qint64 pid = 0;
+    QDateTime started;
+    QString state = QStringLiteral("queued"); ///< queued, running, finished, stopped, diverged, failed
+    qint64 step = 0, total = 0;
+    QString message;
+};
+
+class JobManager : public QObject
+{
+    Q_OBJECT
+public:
+    /// `program` is the outlierlens executable (this one, normally); `jobsDir` holds logs and
+    /// generated configs.
+    JobManager(QString program, QString jobsDir, QObject* parent = nullptr);
+    ~JobManager() override;
+
+    QList<JobInfo> jobs() const { return m_jobs; }
+    const JobInfo* job(const QString& id) const;
+
+    /// Queues `outlierlens train` with a run configuration (JSON text, written into the jobs
+    /// folder). Jobs run one at a time, in order: two busy processes on two cores slow each other
+    /// down many times over.
+    QString queueTraining(const QString& title, const QString& runJson, const QString& runFolder);
+    /// Queues `outlierlens stats` with the given arguments (without "stats") writing `output`.
+    QString queueStatistics(const QString& title, const QStringList& arguments, const QString& output);
+    /// SIGTERM: a training run saves a checkpoint and stops; a statistics run stops without output.
+    void cancel(const QString& id);
+    /// Queues `outlierlens train --resume` for a stopped or interrupted run.
+    void resume(const QString& id);
+    /// Forgets a job that is not running (its files stay).
+    void remove(const QString& id);
+
+    /// The training curves of a run, as last read (empty if none).
+    TrainingCurveData curves(const QString& id) const { return m_curves.value(id); }
+
+    /// Reads every job's files now (on a worker thread); jobsChanged follows.
+    void refresh();
+
+Q_SIGNALS:
+    void jobsChanged();
+    void curvesChanged(const QString& id);
+    void jobFinished(const QString& id);
+
+private:
+    struct Poll
+    {
+        QList<JobInfo> jobs;
+        QHash<QString, TrainingCurveData> curves;
+    };
+    static Poll poll(QList<JobInfo> jobs);
+    void pollDone();
+    void startNext();
+    void save() const;
+    void load();
+    QString newId() const;
+
+    QString m_program;
+    QString m_jobsDir;
+    QList<JobInfo> m_jobs;
+    QHash<QString, TrainingCurveData> m_curves;
+    QTimer m_timer;
+    QFutureWatcher<Poll> m_watcher;
+};
+
+/// Parses a run's metrics.jsonl (progress and evaluation lines) into curves.
+TrainingCurveData readTrainingCurves(const QString& runFolder);
+
+} // namespace outlierlens

@@ -1,0 +1,269 @@
+#include "jobs_page.h"
+
+#include "common/error.h"
+#include "job_manager.h"
+#include "paths.h"
+#include "train/core/train_config.h"
+#include "training_charts.h"
+
+#include <QComboBox>
+#include <QDir>
+#include <QDoubleSpinBox>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QStandardPaths>
+#include <QTableWidget>
+#include <QVBoxLayout>
+
+namespace outlierlens {
+namespace {
+
+struct TaskChoice
+{
+    const char* label;
+    const char* preset; ///< training preset it starts from
+    QStringList sizes;  ///< model sizes offered
+};
+
+const std::vector<TaskChoice>& taskChoices()
+{
+    static const std::vector<TaskChoice> choices = {
+        {"Synthetic no-op task (minutes)", "demo-synthetic", {"bert-tiny", "bert-mini"}},
+        {"ViT on Fashion-MNIST", "demo-vit-fmnist", {"vit-fmnist"}},
+        {"BERT masked-LM on Wikipedia text", "demo-bert-mlm", {"bert-tiny", "bert-mini", "bert-small"}},
+    };
+    return choices;
+}
+
+QString runsDir()
+{
+    return QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/runs");
+}
+
+} // namespace
+
+JobsPage::JobsPage(JobManager* jobs, QWidget* parent)
+    : QWidget(parent)
+    , m_jobs(jobs)
+{
+    // The form.
+    m_task = new QComboBox;
+    for (const TaskChoice& c : taskChoices())
+        m_task->addItem(tr(c.label));
+    m_size = new QComboBox;
+    m_variant = new QComboBox;
+    m_variant->addItems({tr("vanilla softmax"), tr("clipped softmax"), tr("gated attention (linear)"),
+                         tr("gated attention (mlp)"), tr("gated attention (all heads linear)")});
+    m_alpha = new QDoubleSpinBox;
+    m_alpha->setRange(0.0, 64.0);
+    m_alpha->setValue(4.0);
+    m_alpha->setToolTip(tr("clipped softmax: gamma = -alpha / T, zeta = 1"));
+    m_piInit = new QDoubleSpinBox;
+    m_piInit->setRange(0.01, 0.99);
+    m_piInit->setSingleStep(0.05);
+    m_piInit->setValue(0.25);
+    m_steps = new QSpinBox;
+    m_steps->setRange(1, 10000000);
+    m_steps->setValue(1000);
+    m_name = new QLineEdit;
+    m_name->setPlaceholderText(tr("run name (folder under %1)").arg(runsDir()));
+    m_start = new QPushButton(tr("Queue training run"));
+    auto* form = new QFormLayout;
+    form->addRow(tr("Task"), m_task);
+    form->addRow(tr("Model size"), m_size);
+    form->addRow(tr("Attention"), m_variant);
+    form->addRow(tr("alpha (clipped)"), m_alpha);
+    form->addRow(tr("pi_init (gated)"), m_piInit);
+    form->addRow(tr("Steps"), m_steps);
+    form->addRow(tr("Name"), m_name);
+    form->addRow(m_start);
+    auto* formBox = new QWidget;
+    formBox->setLayout(form);
+
+    // The queue.
+    m_table = new QTableWidget(0, 5);
+    m_table->setHorizontalHeaderLabels({tr("Job"), tr("Kind"), tr("State"), tr("Progress"), tr("Message")});
+    m_table->horizontalHeader()->setStretchLastSection(true);
+    m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_table->setSelectionMode(QAbstractItemView::SingleSelection);
+    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_table->verticalHeader()->hide();
+    m_cancel = new QPushButton(tr("Cancel"));
+    m_resume = new QPushButton(tr("Resume"));
+    m_open = new QPushButton(tr("Open result"));
+    m_remove = new QPushButton(tr("Remove from list"));
+    auto* buttons = new QHBoxLayout;
+    for (QPushButton* b : {m_cancel, m_resume, m_open, m_remove})
+        buttons->addWidget(b);
+    buttons->addStretch();
+    m_detail = new QLabel;
+    m_detail->setWordWrap(true);
+    m_detail->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_charts = new TrainingCharts;
+
+    auto* queue = new QWidget;
+    auto* queueLayout = new QVBoxLayout(queue);
+    queueLayout->addWidget(m_table, 1);
+    queueLayout->addLayout(buttons);
+    queueLayout->addWidget(m_detail);
+    auto* top = new QSplitter(Qt::Horizontal);
+    top->addWidget(formBox);
+    top->addWidget(queue);
+    top->setStretchFactor(1, 1);
+    auto* split = new QSplitter(Qt::Vertical);
+    split->addWidget(top);
+    split->addWidget(m_charts);
+    split->setStretchFactor(1, 1);
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(split);
+
+    auto updateSizes = [this] {
+        m_size->clear();
+        m_size->addItems(taskChoices()[std::size_t(std::max(0, m_task->currentIndex()))].sizes);
+    };
+    updateSizes();
+    connect(m_task, &QComboBox::currentIndexChanged, this, updateSizes);
+    connect(m_start, &QPushButton::clicked, this, &JobsPage::startTraining);
+    connect(m_cancel, &QPushButton::clicked, this, [this] { m_jobs->cancel(selectedId()); });
+    connect(m_resume, &QPushButton::clicked, this, [this] { m_jobs->resume(selectedId()); });
+    connect(m_remove, &QPushButton::clicked, this, [this] { m_jobs->remove(selectedId()); });
+    connect(m_open, &QPushButton::clicked, this, [this] {
+        const JobInfo* j = m_jobs->job(selectedId());
+        if (!j) return;
+        if (j->kind == QLatin1String("stats"))
+            Q_EMIT openStatistics(j->output);
+        else if (QFileInfo::exists(j->output))
+            Q_EMIT openModel(j->output);
+        else if (QDir(j->folder + QStringLiteral("/checkpoints")).exists())
+            Q_EMIT openModel(
+                QDir(j->folder + QStringLiteral("/checkpoints"))
+                    .absoluteFilePath(QDir(j->folder + QStringLiteral("/checkpoints"))
+                                          .entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name)
+                                          .value(0)));
+    });
+    connect(m_table, &QTableWidget::itemSelectionChanged, this, &JobsPage::selectionChanged);
+    connect(m_jobs, &JobManager::jobsChanged, this, &JobsPage::refreshTable);
+    connect(m_jobs, &JobManager::curvesChanged, this, [this](const QString& id) {
+        if (id == selectedId()) m_charts->setCurves(m_jobs->curves(id));
+    });
+    refreshTable();
+}
+
+const Figure* JobsPage::figure() const
+{
+    return m_charts;
+}
+
+QString JobsPage::selectedId() const
+{
+    const auto rows = m_table->selectionModel()->selectedRows();
+    return rows.isEmpty() ? QString() : m_table->item(rows.first().row(), 0)->data(Qt::UserRole).toString();
+}
+
+void JobsPage::refreshTable()
+{
+    const QString selected = selectedId();
+    const QList<JobInfo> jobs = m_jobs->jobs();
+    m_table->setRowCount(int(jobs.size()));
+    for (int r = 0; r < jobs.size(); ++r) {
+        const JobInfo& j = jobs[r];
+        const QString progress =
+            j.total > 0 ? QStringLiteral("%1 / %2 (%3%)").arg(j.step).arg(j.total).arg(100 * j.step / j.total)
+                        : QString();
+        const QStringList cells = {j.title, j.kind, j.state, progress, j.message};
+        for (int c = 0; c < cells.size(); ++c) {
+            auto* item = new QTableWidgetItem(cells[c]);
+            item->setData(Qt::UserRole, j.id);
+            item->setToolTip(cells[c]);
+            m_table->setItem(r, c, item);
+        }
+        if (j.id == selected) m_table->selectRow(r);
+    }
+    selectionChanged();
+}
+
+void JobsPage::selectionChanged()
+{
+    const JobInfo* j = m_jobs->job(selectedId());
+    m_cancel->setEnabled(j && (j->state == QLatin1String("running") || j->state == QLatin1String("queued")));
+    m_resume->setEnabled(j && j->kind == QLatin1String("train") &&
+                         (j->state == QLatin1String("stopped") || j->state == QLatin1String("failed")));
+    m_open->setEnabled(j && (j->state == QLatin1String("finished") || j->kind == QLatin1String("train")));
+    m_remove->setEnabled(j && j->state != QLatin1String("running"));
+    if (!j) {
+        m_detail->clear();
+        return;
+    }
+    m_detail->setText(tr("Folder: %1\nLog: %2\nCommand: outlierlens %3")
+                          .arg(j->folder, j->logFile, j->arguments.join(QLatin1Char(' '))));
+    if (j->kind == QLatin1String("train")) m_charts->setCurves(m_jobs->curves(j->id));
+}
+
+void JobsPage::startTraining()
+{
+    try {
+        const TaskChoice& choice = taskChoices()[std::size_t(std::max(0, m_task->currentIndex()))];
+        TrainConfig c = presetConfig(choice.preset);
+        QString name = m_name->text().trimmed();
+        if (name.isEmpty())
+            name = QStringLiteral("%1-%2").arg(
+                QString::fromLatin1(choice.preset),
+                QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")));
+        const QString folder = runsDir() + QStringLiteral("/") + name;
+        c.output = folder.toStdString();
+        c.preset = m_size->currentText().toStdString();
+        c.steps = m_steps->value();
+        c.warmupSteps = std::min<std::int64_t>(c.warmupSteps, c.steps / 10);
+        c.evalEvery = std::max<std::int64_t>(1, std::min<std::int64_t>(c.evalEvery, c.steps / 10));
+        c.checkpointEvery = std::max<std::int64_t>(1, std::min<std::int64_t>(c.checkpointEvery, c.steps / 4));
+        c.logEvery = std::max<std::int64_t>(1, std::min<std::int64_t>(c.logEvery, c.steps / 50));
+        switch (m_variant->currentIndex()) {
+        case 1:
+            c.variant.softmax = SoftmaxKind::Clipped;
+            c.variant.alpha = m_alpha->value();
+            break;
+        case 2:
+        case 3:
+        case 4:
+            c.variant.gate = m_variant->currentIndex() == 2   ? GateKind::Linear
+                             : m_variant->currentIndex() == 3 ? GateKind::Mlp
+                                                              : GateKind::AllHeadsLinear;
+            c.variant.piInit = m_piInit->value();
+            if (c.variant.gate == GateKind::Mlp) c.variant.nHid = 16;
+            break;
+        default:
+            break;
+        }
+        // The presets name sample data relative to the source tree; make them absolute.
+        for (std::string* path : {&c.corpus, &c.validCorpus, &c.vocab})
+            if (path->rfind("sample_data/", 0) == 0) *path = sampleDataFile(path->substr(12));
+        if (c.task == TrainTask::MaskedLm && c.vocab.empty()) c.vocab = sampleDataFile("bert/vocab.txt");
+        validateTrainConfig(c);
+        m_jobs->queueTraining(
+            tr("%1, %2, %3").arg(tr(choice.label), m_size->currentText(), m_variant->currentText()),
+            QString::fromStdString(trainConfigToJson(c)), folder);
+        m_name->clear();
+    } catch (const std::exception& e) {
+        Q_EMIT failed(QString::fromStdString(e.what()));
+    }
+}
+
+void JobsPage::queueStatistics(const QString& model, const QString& data)
+{
+    const QString out =
+        runsDir() + QStringLiteral("/stats-%1-%2.h5")
+                        .arg(QFileInfo(model).fileName(),
+                             QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")));
+    QDir().mkpath(runsDir());
+    m_jobs->queueStatistics(tr("statistics of %1 over %2").arg(QFileInfo(model).fileName(), data),
+                            {QStringLiteral("--model"), model, QStringLiteral("--data"), data}, out);
+}
+
+} // namespace outlierlens

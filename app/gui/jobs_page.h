@@ -1,0 +1,63 @@
+#pragma once
+// GUI thread.
+
+#include <QWidget>
+
+class QComboBox;
+class QDoubleSpinBox;
+class QLineEdit;
+class QSpinBox;
+class QTableWidget;
+class QPushButton;
+class QLabel;
+
+namespace outlierlens {
+
+class JobManager;
+class TrainingCharts;
+class Figure;
+
+/// Training runs and statistics runs as background jobs: a form to start one, the queue with
+/// progress, live charts of the selected run (loss, evaluation metric, max inf norm and kurtosis
+/// per layer), cancel, resume, and opening a finished model or statistics file in the views.
+class JobsPage : public QWidget
+{
+    Q_OBJECT
+public:
+    JobsPage(JobManager* jobs, QWidget* parent = nullptr);
+    const Figure* figure() const;
+    /// Queues a statistics run over `data` (mnli:FILE[:N] or images:DIR[:N]) for `model`.
+    void queueStatistics(const QString& model, const QString& data);
+    QPushButton* startButton() const { return m_start; }
+    QTableWidget* table() const { return m_table; }
+
+Q_SIGNALS:
+    void openModel(const QString& dir);
+    void openStatistics(const QString& path);
+    void failed(const QString& message);
+
+private:
+    void startTraining();
+    void refreshTable();
+    void selectionChanged();
+    QString selectedId() const;
+
+    JobManager* m_jobs;
+    QComboBox* m_task = nullptr;
+    QComboBox* m_size = nullptr;
+    QComboBox* m_variant = nullptr;
+    QDoubleSpinBox* m_alpha = nullptr;
+    QDoubleSpinBox* m_piInit = nullptr;
+    QSpinBox* m_steps = nullptr;
+    QLineEdit* m_name = nullptr;
+    QPushButton* m_start = nullptr;
+    QTableWidget* m_table = nullptr;
+    QPushButton* m_cancel = nullptr;
+    QPushButton* m_resume = nullptr;
+    QPushButton* m_open = nullptr;
+    QPushButton* m_remove = nullptr;
+    QLabel* m_detail = nullptr;
+    TrainingCharts* m_charts = nullptr;
+};
+
+} // namespace outlierlens

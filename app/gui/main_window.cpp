@@ -1,0 +1,455 @@
+#include "main_window.h"
+
+#include "compare_page.h"
+#include "export_dialog.h"
+#include "figure_export.h"
+#include "head_view.h"
+#include "image_view.h"
+#include "input_panel.h"
+#include "inspection_controller.h"
+#include "job_manager.h"
+#include "jobs_page.h"
+#include "mnli_table_model.h"
+#include "model_catalog.h"
+#include "outliers_page.h"
+#include "overview_grid.h"
+#include "paths.h"
+#include "sweeps_page.h"
+#include "teaching_page.h"
+#include "view_builders.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QComboBox>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QInputDialog>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QProgressBar>
+#include <QSettings>
+#include <QSpinBox>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTableView>
+#include <QToolBar>
+
+namespace outlierlens {
+
+MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const QString& galleryDir,
+                       JobManager* jobs, QWidget* parent)
+    : QMainWindow(parent)
+    , m_jobManager(jobs)
+    , m_galleryDir(galleryDir)
+{
+    setWindowTitle(tr("OutlierLens"));
+    m_controller = new InspectionController(this);
+
+    // Input dock.
+    m_input = new InputPanel;
+    auto* dock = new QDockWidget(tr("Input"), this);
+    dock->setObjectName(QStringLiteral("inputDock"));
+    dock->setWidget(m_input);
+    addDockWidget(Qt::LeftDockWidgetArea, dock);
+
+    // Pages.
+    m_pages = new QTabWidget;
+    m_headView = new HeadView;
+    m_overview = new OverviewGrid;
+    m_outliers = new OutliersPage(m_controller);
+    m_imageView = new ImageView;
+    m_compare = new ComparePage;
+    m_teaching = new TeachingPage;
+    m_sweeps = new SweepsPage;
+    m_jobs = new JobsPage(jobs);
+    m_pages->addTab(m_headView, tr("&Head"));
+    m_pages->addTab(m_overview, tr("O&verview"));
+    m_pages->addTab(m_outliers, tr("&Outliers"));
+    m_pages->addTab(m_imageView, tr("&Image"));
+    m_pages->addTab(m_compare, tr("&Compare"));
+    m_pages->addTab(m_teaching, tr("&Teaching"));
+    m_pages->addTab(m_sweeps, tr("&Sweeps"));
+    m_pages->addTab(m_jobs, tr("&Jobs"));
+    setCentralWidget(m_pages);
+
+    buildActions();
+
+    // Status bar: the indexing convention, said once, and what is loaded.
+    m_modelLabel = new QLabel;
+    m_predictionLabel = new QLabel;
+    m_busy = new QProgressBar;
+    m_busy->setMaximumWidth(160);
+    m_busy->setTextVisible(false);
+    m_busy->hide();
+    statusBar()->addWidget(m_modelLabel, 1);
+    statusBar()->addWidget(m_predictionLabel, 1);
+    statusBar()->addPermanentWidget(m_busy);
+    statusBar()->addPermanentWidget(new QLabel(Provenance::indexingNote()));
+
+    connect(m_controller, &InspectionController::modelLoaded, this, &MainWindow::modelLoaded);
+    connect(m_controller, &InspectionController::snapshotReady, this, &MainWindow::snapshotReady);
+    connect(m_controller, &InspectionController::failed, this, &MainWindow::showError);
+    connect(m_controller, &InspectionController::busyChanged, this, [this](bool busy) {
+        m_busy->setRange(0, 0);
+        m_busy->setVisible(busy);
+    });
+    connect(m_controller, &InspectionController::predictionsReady, this,
+            [this](int first, const QVector<int>& labels) {
+                m_input->pairsModel()->setPredictions(first, labels, m_controller->model().classNames);
+            });
+    connect(m_input, &InputPanel::textRequested, this, [this](const QString& text, const QString& pair) {
+        request({InputRequest::Kind::Text, text, pair, {}, {}, 0});
+    });
+    connect(m_input, &InputPanel::imageRequested, this, [this](const QString& path, const QString& credit) {
+        request({InputRequest::Kind::Image, {}, {}, path, credit, 0});
+    });
+    connect(m_input, &InputPanel::syntheticRequested, this, [this](quint64 seed) {
+        request({InputRequest::Kind::Synthetic, {}, {}, {}, {}, seed});
+    });
+    connect(m_input, &InputPanel::pairsLoaded, this, [this] {
+        const ModelInfo& m = m_controller->model();
+        if (m.family == QLatin1String("BERT") && !m.synthetic && m_lastInput.kind == InputRequest::Kind::None)
+            m_input->selectPair(0);
+        if (m.family == QLatin1String("BERT") && !m.classNames.isEmpty())
+            m_controller->predictPairs(m_input->pairsModel()->premises(),
+                                       m_input->pairsModel()->hypotheses());
+    });
+    connect(m_input, &InputPanel::failed, this, &MainWindow::showError);
+    connect(m_imageView, &ImageView::imageDropped, this, [this](const QString& path) {
+        request({InputRequest::Kind::Image, {}, {}, path, {}, 0});
+    });
+    connect(m_overview, &OverviewGrid::headActivated, this, [this](int layer, int head) {
+        setSelection(layer, head);
+        m_pages->setCurrentWidget(m_headView);
+    });
+    connect(m_outliers, &OutliersPage::dimensionClicked, this, &MainWindow::dimensionClicked);
+    connect(m_outliers, &OutliersPage::statisticsRequested, this, [this] {
+        const ModelInfo& m = m_controller->model();
+        if (m.dir.isEmpty()) return;
+        bool ok = false;
+        const QString data = m.family == QLatin1String("BERT")
+                                 ? QStringLiteral("mnli:") +
+                                       QString::fromStdString(sampleDataFile("mnli/mnli_dev_matched.jsonl"))
+                                 : QStringLiteral("images:") + m_galleryDir;
+        const QString chosen = QInputDialog::getText(
+            this, tr("Statistics over a data set"), tr("Data (mnli:FILE[:N] or images:DIR[:N]):"),
+            QLineEdit::Normal,
+            data + (m.family == QLatin1String("BERT") ? QStringLiteral(":1000") : QString()), &ok);
+        if (ok && !chosen.isEmpty()) {
+            m_jobs->queueStatistics(m.dir, chosen);
+            m_pages->setCurrentWidget(m_jobs);
+        }
+    });
+    connect(m_jobs, &JobsPage::openModel, this, &MainWindow::openModel);
+    connect(m_jobs, &JobsPage::openStatistics, this, [this](const QString& path) {
+        m_controller->loadStatistics(path);
+        m_pages->setCurrentWidget(m_outliers);
+    });
+    connect(m_jobs, &JobsPage::failed, this, &MainWindow::showError);
+    connect(m_compare, &ComparePage::failed, this, &MainWindow::showError);
+    connect(m_teaching, &TeachingPage::failed, this, &MainWindow::showError);
+    connect(m_sweeps, &SweepsPage::failed, this, &MainWindow::showError);
+    connect(m_pages, &QTabWidget::currentChanged, this, &MainWindow::refreshCurrentPage);
+    connect(m_controller, &InspectionController::statisticsReady, this, [this] { refreshCurrentPage(); });
+
+    QSettings settings;
+    restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
+    restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
+    if (!settings.contains(QStringLiteral("window/geometry"))) resize(1400, 900);
+
+    m_input->loadGallery(galleryDir);
+    m_input->loadPairs(pairsFile);
+    openModel(modelDir.isEmpty() ? ModelCatalog::defaultModel() : modelDir);
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::buildActions()
+{
+    auto* toolbar = addToolBar(tr("Model"));
+    toolbar->setObjectName(QStringLiteral("modelToolbar"));
+    m_modelBox = new QComboBox;
+    m_modelBox->setMinimumContentsLength(28);
+    m_modelBox->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_modelBox->setToolTip(tr("Model (Ctrl+O opens a folder)"));
+    toolbar->addWidget(new QLabel(tr(" Model ")));
+    toolbar->addWidget(m_modelBox);
+    connect(m_modelBox, &QComboBox::activated, this,
+            [this] { openModel(m_modelBox->currentData().toString()); });
+
+    auto* open = new QAction(tr("&Open model folder…"), this);
+    open->setShortcut(QKeySequence::Open);
+    connect(open, &QAction::triggered, this, [this] {
+        const QString dir =
+            QFileDialog::getExistingDirectory(this, tr("Open a model folder (config.json + weights)"));
+        if (!dir.isEmpty()) openModel(dir);
+    });
+    toolbar->addAction(open);
+
+    m_layerBox = new QSpinBox;
+    m_layerBox->setPrefix(tr("Layer "));
+    m_headBox = new QSpinBox;
+    m_headBox->setPrefix(tr("Head "));
+    m_layerBox->setToolTip(tr("Layer, 1-based (Alt+Up / Alt+Down)"));
+    m_headBox->setToolTip(tr("Head, 1-based (Alt+Left / Alt+Right)"));
+    toolbar->addSeparator();
+    toolbar->addWidget(m_layerBox);
+    toolbar->addWidget(m_headBox);
+    connect(m_layerBox, &QSpinBox::valueChanged, this, [this](int v) { setSelection(v - 1, m_head); });
+    connect(m_headBox, &QSpinBox::valueChanged, this, [this](int v) { setSelection(m_layer, v - 1); });
+
+    auto step = [this](int dl, int dh) {
+        return [this, dl, dh] {
+            const int L = std::max(1, m_controller->model().layers),
+                      H = std::max(1, m_controller->model().heads);
+            setSelection((m_layer + dl + L) % L, (m_head + dh + H) % H);
+        };
+    };
+    auto addShortcut = [this](const QString& text, const QKeySequence& key, std::function<void()> f) {
+        auto* a = new QAction(text, this);
+        a->setShortcut(key);
+        connect(a, &QAction::triggered, this, f);
+        addAction(a);
+        return a;
+    };
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    view->addAction(addShortcut(tr("Next layer"), QKeySequence(Qt::ALT | Qt::Key_Down), step(1, 0)));
+    view->addAction(addShortcut(tr("Previous layer"), QKeySequence(Qt::ALT | Qt::Key_Up), step(-1, 0)));
+    view->addAction(addShortcut(tr("Next head"), QKeySequence(Qt::ALT | Qt::Key_Right), step(0, 1)));
+    view->addAction(addShortcut(tr("Previous head"), QKeySequence(Qt::ALT | Qt::Key_Left), step(0, -1)));
+    auto* exportAction = new QAction(tr("&Export view…"), this);
+    exportAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
+    connect(exportAction, &QAction::triggered, this, &MainWindow::exportDialog);
+    toolbar->addSeparator();
+    toolbar->addAction(exportAction);
+
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    file->addAction(open);
+    file->addAction(exportAction);
+    auto* openStats = new QAction(tr("Open &statistics file…"), this);
+    connect(openStats, &QAction::triggered, this, [this] {
+        const QString path = QFileDialog::getOpenFileName(this, tr("Open statistics file"), QString(),
+                                                          tr("Statistics (*.h5)"));
+        if (!path.isEmpty()) m_controller->loadStatistics(path);
+    });
+    file->addAction(openStats);
+    auto* quit = new QAction(tr("&Quit"), this);
+    quit->setShortcut(QKeySequence::Quit);
+    connect(quit, &QAction::triggered, this, &QWidget::close);
+    file->addSeparator();
+    file->addAction(quit);
+    menuBar()->addMenu(tr("&Help"))->addAction(tr("&About OutlierLens"), this, [this] {
+        QMessageBox::about(
+            this, tr("About OutlierLens"),
+            tr("<p><b>OutlierLens %1</b></p><p>Why transformers grow activation outliers: attention "
+               "heads that want to do nothing (Bondarenko, Nagel and Blankevoort, 2023).</p><p>%2</p>")
+                .arg(QStringLiteral(OUTLIERLENS_VERSION), Provenance::indexingNote()));
+    });
+}
+
+void MainWindow::openModel(const QString& dir)
+{
+    if (dir.isEmpty()) {
+        showError(tr("No model to open: run scripts/setup, or open a model folder (Ctrl+O)."));
+        return;
+    }
+    m_modelLabel->setText(tr("Loading %1…").arg(QFileInfo(dir).fileName()));
+    m_controller->loadModel(dir);
+}
+
+void MainWindow::modelLoaded(const ModelInfo& info)
+{
+    ModelCatalog::addRecent(info.dir);
+    {
+        const QSignalBlocker block(m_modelBox);
+        m_modelBox->clear();
+        for (const ModelEntry& e : ModelCatalog::knownModels())
+            m_modelBox->addItem(e.name, e.dir);
+        int index = m_modelBox->findData(info.dir);
+        if (index < 0) {
+            m_modelBox->addItem(info.dir, info.dir);
+            index = m_modelBox->count() - 1;
+        }
+        m_modelBox->setCurrentIndex(index);
+        const QSignalBlocker blockLayer(m_layerBox), blockHead(m_headBox);
+        m_layerBox->setRange(1, info.layers);
+        m_headBox->setRange(1, info.heads);
+    }
+    m_modelLabel->setText(tr("%1: %2, %3 layers, %4 heads, hidden %5; %6")
+                              .arg(info.name, info.head)
+                              .arg(info.layers)
+                              .arg(info.heads)
+                              .arg(info.hidden)
+                              .arg(info.variant));
+    m_modelLabel->setToolTip(info.card);
+    m_snapshot.reset();
+    m_input->setModelKind(info.family, info.synthetic);
+    m_input->pairsModel()->clearPredictions();
+    const QString kind = ModelCatalog::demoKindOf(info.dir);
+    m_compare->setCandidates(kind.isEmpty() ? ModelCatalog::demoKindOf(ModelCatalog::defaultModel()) : kind);
+    m_teaching->setCandidates(kind, info.dir);
+    // Paper figures look at the last layers: start at the second-to-last layer, head 1.
+    setSelection(std::max(0, info.layers - 2), 0);
+    // Rerun the last input if it fits this model, else show a first one.
+    const bool text = info.family == QLatin1String("BERT");
+    if (m_lastInput.kind == InputRequest::Kind::Synthetic && info.synthetic)
+        request(m_lastInput);
+    else if (info.synthetic)
+        request({InputRequest::Kind::Synthetic, {}, {}, {}, {}, 1});
+    else if (text && m_lastInput.kind == InputRequest::Kind::Text)
+        request(m_lastInput);
+    else if (text && m_input->pairsModel()->rowCount() > 0)
+        m_input->selectPair(0);
+    else if (!text && m_lastInput.kind == InputRequest::Kind::Image)
+        request(m_lastInput);
+    else if (!text)
+        request({InputRequest::Kind::Image,
+                 {},
+                 {},
+                 m_galleryDir + QStringLiteral("/chelsea_cat.png"),
+                 tr("Photo: Stefan van der Walt (CC0)"),
+                 0});
+    if (text && !info.classNames.isEmpty() && m_input->pairsModel()->rowCount() > 0)
+        m_controller->predictPairs(m_input->pairsModel()->premises(), m_input->pairsModel()->hypotheses());
+}
+
+void MainWindow::request(const InputRequest& input)
+{
+    m_lastInput = input;
+    m_highlightTokens.clear();
+    input.sendTo(*m_controller);
+    m_compare->setInput(input);
+    m_teaching->setInput(input);
+}
+
+void MainWindow::snapshotReady(const SnapshotPtr& snapshot)
+{
+    m_snapshot = snapshot;
+    m_predictionLabel->setText(
+        snapshot->prediction.isEmpty()
+            ? QString()
+            : tr("Prediction: %1").arg(snapshot->prediction.join(QStringLiteral(", "))));
+    refreshCurrentPage();
+}
+
+void MainWindow::setSelection(int layer, int head)
+{
+    const ModelInfo& m = m_controller->model();
+    layer = std::clamp(layer, 0, std::max(0, m.layers - 1));
+    head = std::clamp(head, 0, std::max(0, m.heads - 1));
+    const bool changed = layer != m_layer || head != m_head;
+    m_layer = layer;
+    m_head = head;
+    {
+        const QSignalBlocker a(m_layerBox), b(m_headBox);
+        m_layerBox->setValue(layer + 1);
+        m_headBox->setValue(head + 1);
+    }
+    if (changed) m_highlightTokens.clear();
+    m_compare->setSelection(layer, head);
+    m_teaching->setSelection(layer, head);
+    refreshCurrentPage();
+}
+
+void MainWindow::refreshCurrentPage()
+{
+    QWidget* page = m_pages->currentWidget();
+    if (page == m_outliers) {
+        m_outliers->refresh(m_snapshot, m_layer);
+        return;
+    }
+    if (!m_snapshot || m_layer >= m_snapshot->L() || m_head >= m_snapshot->H()) return;
+    if (page == m_headView) {
+        m_headView->setData(buildHeadView(*m_snapshot, m_layer, m_head));
+        m_headView->setHighlightedTokens(m_highlightTokens);
+    } else if (page == m_overview) {
+        m_overview->setData(buildOverview(*m_snapshot));
+        m_overview->setCurrent(m_layer, m_head);
+    } else if (page == m_imageView && m_snapshot->model.family == QLatin1String("ViT")) {
+        ImageViewData data = buildImageView(*m_snapshot, m_layer, m_head);
+        if (const StatisticsPtr stats = m_controller->statistics()) addDatasetPatches(data, *stats, m_layer);
+        m_imageView->setData(data);
+    }
+}
+
+void MainWindow::dimensionClicked(int dimension)
+{
+    if (!m_snapshot || m_snapshot->dh() == 0) return;
+    // The dimension belongs to head dim / d_head of the next layer's attention input.
+    m_highlightTokens = tokensWithOutliersIn(*m_snapshot, m_layer, m_outliers->tensor(), dimension);
+    const int tokensLayer = m_layer;
+    QStringList names;
+    for (int t : m_highlightTokens)
+        names << m_snapshot->tokens.value(t);
+    statusBar()->showMessage(tr("Dimension %1 of layer %2: head %3 of layer %4; outliers on %5")
+                                 .arg(dimension)
+                                 .arg(tokensLayer + 1)
+                                 .arg(dimension / m_snapshot->dh() + 1)
+                                 .arg(std::min(m_layer + 1, m_snapshot->L() - 1) + 1)
+                                 .arg(names.isEmpty() ? tr("no token") : names.join(QStringLiteral(", "))),
+                             10000);
+    const QVector<int> keep = m_highlightTokens;
+    setSelection(std::min(m_layer + 1, m_snapshot->L() - 1), dimension / m_snapshot->dh());
+    m_highlightTokens = keep;
+    m_pages->setCurrentWidget(
+        m_snapshot->model.family == QLatin1String("ViT") ? static_cast<QWidget*>(m_imageView) : m_headView);
+    refreshCurrentPage();
+}
+
+void MainWindow::showError(const QString& message)
+{
+    statusBar()->showMessage(message, 15000);
+    // Not modal: the window stays usable while the message is shown.
+    auto* box = new QMessageBox(QMessageBox::Warning, tr("OutlierLens"), message, QMessageBox::Ok, this);
+    box->setObjectName(QStringLiteral("errorMessage"));
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->setModal(false);
+    box->show();
+}
+
+const Figure* MainWindow::currentFigure() const
+{
+    QWidget* page = m_pages->currentWidget();
+    if (page == m_headView) return m_headView;
+    if (page == m_overview) return m_overview;
+    if (page == m_outliers) return m_outliers->figure();
+    if (page == m_imageView) return m_imageView;
+    if (page == m_compare) return m_compare->figure();
+    if (page == m_teaching) return m_teaching->figure();
+    if (page == m_sweeps) return m_sweeps->figure();
+    if (page == m_jobs) return m_jobs->figure();
+    return nullptr;
+}
+
+bool MainWindow::exportCurrent(const QString& path, QSize size, int dpi, QString* error) const
+{
+    const Figure* figure = currentFigure();
+    if (!figure) {
+        *error = tr("this page has nothing to export");
+        return false;
+    }
+    if (path.endsWith(QLatin1String(".csv"), Qt::CaseInsensitive))
+        return exportFigureCsv(*figure, path, error);
+    return exportFigure(*figure, path, exportFormatForPath(path), size, dpi, error);
+}
+
+void MainWindow::exportDialog()
+{
+    const Figure* figure = currentFigure();
+    if (!figure) return;
+    ExportDialog dialog(*figure, this);
+    dialog.exec();
+}
+
+void MainWindow::closeEvent(QCloseEvent* event)
+{
+    QSettings settings;
+    settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
+    settings.setValue(QStringLiteral("window/state"), saveState());
+    QMainWindow::closeEvent(event); // running jobs are separate processes: they go on
+}
+
+} // namespace outlierlens

@@ -1,0 +1,101 @@
+#pragma once
+// GUI thread. The main window only wires pages together; computing happens in the controllers'
+// worker threads and in the pure view builders.
+
+#include "input_request.h"
+#include "inspection_snapshot.h"
+
+#include <QMainWindow>
+
+class QComboBox;
+class QLabel;
+class QSpinBox;
+class QTabWidget;
+class QProgressBar;
+
+namespace outlierlens {
+
+class ComparePage;
+class Figure;
+class HeadView;
+class ImageView;
+class InputPanel;
+class InspectionController;
+class JobManager;
+class JobsPage;
+class OutliersPage;
+class OverviewGrid;
+class SweepsPage;
+class TeachingPage;
+
+class MainWindow : public QMainWindow
+{
+    Q_OBJECT
+public:
+    /// Opens `modelDir` (the bundled default if empty) and `pairsFile` in the input table.
+    MainWindow(const QString& modelDir, const QString& pairsFile, const QString& galleryDir, JobManager* jobs,
+               QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    // For tests and scripted screenshots.
+    InspectionController* controller() const { return m_controller; }
+    InputPanel* inputPanel() const { return m_input; }
+    QTabWidget* pages() const { return m_pages; }
+    HeadView* headView() const { return m_headView; }
+    OverviewGrid* overview() const { return m_overview; }
+    OutliersPage* outliersPage() const { return m_outliers; }
+    ImageView* imageView() const { return m_imageView; }
+    ComparePage* comparePage() const { return m_compare; }
+    TeachingPage* teachingPage() const { return m_teaching; }
+    JobsPage* jobsPage() const { return m_jobs; }
+    SweepsPage* sweepsPage() const { return m_sweeps; }
+    QSpinBox* layerBox() const { return m_layerBox; }
+    QSpinBox* headBox() const { return m_headBox; }
+    int layer() const { return m_layer; }
+    int head() const { return m_head; }
+    void setSelection(int layer, int head);
+    void openModel(const QString& dir);
+    /// The Figure of the visible page (for export), or null.
+    const Figure* currentFigure() const;
+    /// Exports the visible page without a dialog (tests, scripts).
+    bool exportCurrent(const QString& path, QSize size, int dpi, QString* error) const;
+
+protected:
+    void closeEvent(QCloseEvent* event) override;
+
+private:
+    void buildActions();
+    void modelLoaded(const ModelInfo& info);
+    void snapshotReady(const SnapshotPtr& snapshot);
+    void refreshCurrentPage();
+    void request(const InputRequest& input);
+    void dimensionClicked(int dimension);
+    void showError(const QString& message);
+    void exportDialog();
+
+    InspectionController* m_controller = nullptr;
+    JobManager* m_jobManager = nullptr;
+    InputPanel* m_input = nullptr;
+    QTabWidget* m_pages = nullptr;
+    HeadView* m_headView = nullptr;
+    OverviewGrid* m_overview = nullptr;
+    OutliersPage* m_outliers = nullptr;
+    ImageView* m_imageView = nullptr;
+    ComparePage* m_compare = nullptr;
+    TeachingPage* m_teaching = nullptr;
+    SweepsPage* m_sweeps = nullptr;
+    JobsPage* m_jobs = nullptr;
+    QComboBox* m_modelBox = nullptr;
+    QSpinBox* m_layerBox = nullptr;
+    QSpinBox* m_headBox = nullptr;
+    QLabel* m_modelLabel = nullptr;
+    QLabel* m_predictionLabel = nullptr;
+    QProgressBar* m_busy = nullptr;
+    SnapshotPtr m_snapshot;
+    InputRequest m_lastInput;
+    QVector<int> m_highlightTokens;
+    int m_layer = 0, m_head = 0;
+    QString m_galleryDir;
+};
+
+} // namespace outlierlens

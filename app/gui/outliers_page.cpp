@@ -1,0 +1,102 @@
+#include "outliers_page.h"
+
+#include "analysis/statistics_file.h"
+#include "inspection_controller.h"
+#include "outlier_dashboard.h"
+#include "view_builders.h"
+
+#include <QComboBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QVBoxLayout>
+
+namespace outlierlens {
+
+OutliersPage::OutliersPage(InspectionController* controller, QWidget* parent)
+    : QWidget(parent)
+    , m_controller(controller)
+{
+    m_source = new QComboBox;
+    m_source->addItem(tr("Current input"));
+    m_tensor = new QComboBox;
+    for (const char* t : {"ffn_out", "out", "attn_out", "residual"})
+        m_tensor->addItem(QString::fromLatin1(t));
+    m_tensor->setToolTip(tr("ffn_out: the FFN output before the residual add (the paper's BERT figures); "
+                            "out: the block output (its ViT figures)"));
+    auto* open = new QPushButton(tr("Open statistics file…"));
+    auto* compute = new QPushButton(tr("Compute over a data set…"));
+    m_note = new QLabel;
+    m_note->setWordWrap(true);
+    m_dashboard = new OutlierDashboard;
+
+    auto* controls = new QHBoxLayout;
+    controls->addWidget(new QLabel(tr("Source:")));
+    controls->addWidget(m_source, 1);
+    controls->addWidget(new QLabel(tr("Tensor:")));
+    controls->addWidget(m_tensor);
+    controls->addWidget(open);
+    controls->addWidget(compute);
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(controls);
+    layout->addWidget(m_note);
+    layout->addWidget(m_dashboard, 1);
+
+    connect(open, &QPushButton::clicked, this, [this] {
+        const QString path = QFileDialog::getOpenFileName(this, tr("Open statistics file"), QString(),
+                                                          tr("Statistics (*.h5 *.hdf5)"));
+        if (!path.isEmpty()) m_controller->loadStatistics(path);
+    });
+    connect(compute, &QPushButton::clicked, this, &OutliersPage::statisticsRequested);
+    connect(m_controller, &InspectionController::statisticsReady, this,
+            [this](const StatisticsPtr&, const QString& path) {
+                const QString label = tr("Statistics file: %1").arg(QFileInfo(path).fileName());
+                if (m_source->count() < 2)
+                    m_source->addItem(label);
+                else
+                    m_source->setItemText(1, label);
+                m_source->setCurrentIndex(1);
+                refresh(m_snapshot, m_layer);
+            });
+    connect(m_source, &QComboBox::currentIndexChanged, this, [this] { refresh(m_snapshot, m_layer); });
+    connect(m_tensor, &QComboBox::currentIndexChanged, this, [this] { refresh(m_snapshot, m_layer); });
+    connect(m_dashboard, &OutlierDashboard::dimensionClicked, this, &OutliersPage::dimensionClicked);
+}
+
+QString OutliersPage::tensor() const
+{
+    return m_tensor->currentText();
+}
+
+const Figure* OutliersPage::figure() const
+{
+    return m_dashboard;
+}
+
+void OutliersPage::refresh(const SnapshotPtr& snapshot, int layer)
+{
+    m_snapshot = snapshot;
+    m_layer = layer;
+    const StatisticsPtr stats = m_controller->statistics();
+    if (m_source->currentIndex() == 1 && stats) {
+        const bool analysed = std::any_of(stats->layers.begin(), stats->layers.end(),
+                                          [&](const LayerStatisticsData& l) { return l.layer == layer; });
+        m_note->setText(analysed
+                            ? QString()
+                            : tr("Layer %1 was not analysed in this statistics file; pick another layer.")
+                                  .arg(layer + 1));
+        m_dashboard->setData(buildDashboard(*stats, m_controller->statisticsPath(), layer, tensor(),
+                                            snapshot ? snapshot->dh() : stats->headDim));
+        return;
+    }
+    if (!snapshot) {
+        m_note->setText(tr("Run an input to see its outliers."));
+        return;
+    }
+    m_note->clear();
+    m_dashboard->setData(buildDashboard(*snapshot, layer, tensor()));
+}
+
+} // namespace outlierlens

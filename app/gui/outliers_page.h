@@ -1,0 +1,49 @@
+#pragma once
+// GUI thread.
+
+#include "inspection_snapshot.h"
+
+#include <QWidget>
+
+class QComboBox;
+class QLabel;
+class QPushButton;
+
+namespace outlierlens {
+
+class InspectionController;
+class OutlierDashboard;
+class Figure;
+struct StatisticsFile;
+
+/// The outlier dashboard with its controls: which tensor, and whether the counts come from the
+/// current input or from a data-set statistics file.
+class OutliersPage : public QWidget
+{
+    Q_OBJECT
+public:
+    OutliersPage(InspectionController* controller, QWidget* parent = nullptr);
+
+    /// Rebuilds the dashboard for `layer` (0-based) from the current source.
+    void refresh(const SnapshotPtr& snapshot, int layer);
+    QString tensor() const;
+    OutlierDashboard* dashboard() const { return m_dashboard; }
+    const Figure* figure() const;
+
+Q_SIGNALS:
+    /// A hidden dimension (0-based) was clicked in the dashboard.
+    void dimensionClicked(int dimension);
+    /// The user asks for statistics of the current model over a data set (queued as a job).
+    void statisticsRequested();
+
+private:
+    InspectionController* m_controller;
+    QComboBox* m_source = nullptr;
+    QComboBox* m_tensor = nullptr;
+    QLabel* m_note = nullptr;
+    OutlierDashboard* m_dashboard = nullptr;
+    SnapshotPtr m_snapshot;
+    int m_layer = 0;
+};
+
+} // namespace outlierlens

@@ -1,0 +1,53 @@
+#pragma once
+// GUI thread. Owns one InspectionController for the model being taught.
+
+#include "input_request.h"
+#include "inspection_snapshot.h"
+
+#include <QWidget>
+
+#include <memory>
+
+class QComboBox;
+
+namespace outlierlens {
+
+class InspectionController;
+class TeachingView;
+class Figure;
+
+/// The annotated attention block (Figures 4 and 5) with live numbers for a chosen token, layer and
+/// head; switching between the vanilla, clipped and gated demo models shows the mechanism change.
+class TeachingPage : public QWidget
+{
+    Q_OBJECT
+public:
+    explicit TeachingPage(QWidget* parent = nullptr);
+    ~TeachingPage() override;
+
+    void setCandidates(const QString& demoKind, const QString& currentModel);
+    void setInput(const InputRequest& input);
+    void setSelection(int layer, int head);
+    const Figure* figure() const;
+
+Q_SIGNALS:
+    void failed(const QString& message);
+
+protected:
+    void showEvent(QShowEvent* event) override;
+
+private:
+    void modelChosen();
+    void rebuild();
+
+    QComboBox* m_model = nullptr;
+    QComboBox* m_token = nullptr;
+    TeachingView* m_view = nullptr;
+    std::unique_ptr<InspectionController> m_controller;
+    SnapshotPtr m_snapshot;
+    InputRequest m_input;
+    bool m_inputPending = false;
+    int m_layer = 0, m_head = 0;
+};
+
+} // namespace outlierlens

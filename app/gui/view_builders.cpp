@@ -1,0 +1,367 @@
+#include "view_builders.h"
+
+#include "analysis/statistics_file.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace outlierlens {
+namespace {
+
+MatrixData matrix(const float* data, int rows, int cols, const QStringList& rowLabels,
+                  const QStringList& colLabels, const QString& rowTitle, const QString& colTitle,
+                  const QString& valueTitle)
+{
+    MatrixData m;
+    m.rows = rows, m.cols = cols;
+    m.values = QVector<float>(data, data + std::size_t(rows) * cols);
+    m.rowLabels = rowLabels, m.colLabels = colLabels;
+    m.rowTitle = rowTitle, m.colTitle = colTitle, m.valueTitle = valueTitle;
+    return m;
+}
+
+QStringList dimensionLabels(int n)
+{
+    QStringList labels;
+    for (int i = 0; i < n; ++i)
+        labels << QString::number(i);
+    return labels;
+}
+
+/// Outlier mask of one [T x d] sample with the sigma rule (unbiased std), as analysis/metrics.
+std::vector<bool> sigmaMask(const float* x, std::size_t n, double k)
+{
+    double sum = 0;
+    for (std::size_t i = 0; i < n; ++i)
+        sum += x[i];
+    const double mean = sum / double(n);
+    double squares = 0;
+    for (std::size_t i = 0; i < n; ++i)
+        squares += (x[i] - mean) * (x[i] - mean);
+    const double stdev = n > 1 ? std::sqrt(squares / double(n - 1)) : 0.0;
+    std::vector<bool> mask(n, false);
+    if (stdev == 0) return mask;
+    for (std::size_t i = 0; i < n; ++i)
+        mask[i] = std::abs(x[i] - mean) > k * stdev;
+    return mask;
+}
+
+double kurtosis(const float* x, std::size_t n)
+{
+    double sum = 0;
+    for (std::size_t i = 0; i < n; ++i)
+        sum += x[i];
+    const double mean = sum / double(n);
+    double m2 = 0, m4 = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const double d = x[i] - mean;
+        m2 += d * d;
+        m4 += d * d * d * d;
+    }
+    const double s2 = n > 1 ? m2 / double(n - 1) : 0.0;
+    return (m4 / double(n)) / (s2 * s2 + 1e-6);
+}
+
+double meanAbs(const float* v, int n)
+{
+    double sum = 0;
+    for (int i = 0; i < n; ++i)
+        sum += std::abs(v[i]);
+    return n ? sum / n : 0.0;
+}
+
+BarData topTokens(const QStringList& names, const QVector<double>& counts, int top, const QString& title)
+{
+    std::vector<int> order(std::size_t(names.size()));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return counts[a] > counts[b]; });
+    BarData bars;
+    bars.title = title;
+    bars.axisTitle = QStringLiteral("outlier values");
+    for (int i = 0; i < std::min<int>(top, int(order.size())); ++i) {
+        if (counts[order[std::size_t(i)]] <= 0) break;
+        bars.labels << names[order[std::size_t(i)]];
+        bars.values << counts[order[std::size_t(i)]];
+    }
+    return bars;
+}
+
+} // namespace
+
+bool isNoInformationToken(const QString& token)
+{
+    return token == QLatin1String("[SEP]") || token == QLatin1String("[CLS]") ||
+           token == QLatin1String(".") || token == QLatin1String(",");
+}
+
+Provenance provenanceOf(const InspectionSnapshot& s, const QString& selection)
+{
+    return Provenance{s.model.dir, s.model.sha256, s.input, selection};
+}
+
+HeadViewData buildHeadView(const InspectionSnapshot& s, int layer, int head)
+{
+    HeadViewData v;
+    v.layer = layer, v.head = head;
+    v.tokens = s.tokens;
+    const QStringList dims = dimensionLabels(s.dh());
+    v.probabilities =
+        matrix(s.probsOf(layer, head), s.T, s.T, s.tokens, s.tokens, QStringLiteral("query token"),
+               QStringLiteral("key token"), QStringLiteral("attention probability"));
+    v.values = matrix(s.valuesOf(layer, head), s.T, s.dh(), s.tokens, dims, QStringLiteral("token"),
+                      QStringLiteral("dimension (0-based)"), QStringLiteral("value V"));
+    v.product = matrix(s.contextOf(layer, head), s.T, s.dh(), s.tokens, dims, QStringLiteral("query token"),
+                       QStringLiteral("dimension (0-based)"), QStringLiteral("P.V (before the gate)"));
+    if (const float* g = s.gatesOf(layer, head)) v.gate = QVector<float>(g, g + s.T);
+    v.clippedSoftmax = s.model.clipped;
+    v.provenance = provenanceOf(s, QStringLiteral("layer %1, head %2").arg(layer + 1).arg(head + 1));
+    return v;
+}
+
+OverviewData buildOverview(const InspectionSnapshot& s)
+{
+    OverviewData o;
+    o.layers = s.L(), o.heads = s.H();
+    o.tokens = s.tokens;
+    const bool text = s.model.family == QLatin1String("BERT");
+    o.scoreDescription =
+        text ? QStringLiteral("share of attention on [CLS], [SEP], \".\" and \",\" (no-information tokens)")
+             : QStringLiteral("share of attention on keys whose mean |V| is below half the head's median");
+    for (int l = 0; l < s.L(); ++l)
+        for (int h = 0; h < s.H(); ++h) {
+            const float* p = s.probsOf(l, h);
+            o.probabilities << matrix(p, s.T, s.T, s.tokens, s.tokens, QStringLiteral("query token"),
+                                      QStringLiteral("key token"), QStringLiteral("attention probability"));
+            std::vector<bool> sink(std::size_t(s.T), false);
+            if (text) {
+                for (int j = 0; j < s.T; ++j)
+                    sink[std::size_t(j)] = isNoInformationToken(s.tokens[j]);
+            } else {
+                std::vector<double> magnitude(std::size_t(s.T));
+                for (int j = 0; j < s.T; ++j)
+                    magnitude[std::size_t(j)] = meanAbs(s.valuesOf(l, h) + std::size_t(j) * s.dh(), s.dh());
+                std::vector<double> sorted = magnitude;
+                std::nth_element(sorted.begin(), sorted.begin() + long(sorted.size() / 2), sorted.end());
+                const double median = sorted[sorted.size() / 2];
+                for (int j = 0; j < s.T; ++j)
+                    sink[std::size_t(j)] = magnitude[std::size_t(j)] < 0.5 * median;
+            }
+            double mass = 0;
+            for (int i = 0; i < s.T; ++i)
+                for (int j = 0; j < s.T; ++j)
+                    if (sink[std::size_t(j)]) mass += p[std::size_t(i) * s.T + j];
+            o.noopScore << float(mass / s.T);
+        }
+    o.provenance = provenanceOf(s, QStringLiteral("all layers and heads"));
+    return o;
+}
+
+OutlierDashboardData buildDashboard(const InspectionSnapshot& s, int layer, const QString& tensor, double k)
+{
+    OutlierDashboardData d;
+    d.sourceDescription = QStringLiteral("current input: %1").arg(s.input.left(120));
+    d.layer = layer, d.tensor = tensor, d.headDim = s.dh();
+    d.criterion =
+        QStringLiteral("|x - mean| > %1 std over the input's %2 x %3 values").arg(k).arg(s.T).arg(s.d());
+    const QVector<float>& all = s.perLayer(tensor);
+    const std::size_t n = std::size_t(s.T) * s.d();
+    const float* x = all.constData() + std::size_t(layer) * n;
+    const std::vector<bool> mask = sigmaMask(x, n, k);
+    d.perDimension.title =
+        QStringLiteral("Outliers per hidden dimension (layer %1, %2)").arg(layer + 1).arg(tensor);
+    d.perDimension.axisTitle = QStringLiteral("outlier values");
+    d.perDimension.labels = dimensionLabels(s.d());
+    d.perDimension.values = QVector<double>(s.d(), 0.0);
+    QVector<double> perToken(s.T, 0.0);
+    for (int t = 0; t < s.T; ++t)
+        for (int j = 0; j < s.d(); ++j)
+            if (mask[std::size_t(t) * s.d() + j]) {
+                d.perDimension.values[j] += 1;
+                perToken[t] += 1;
+            }
+    QStringList labels;
+    for (int t = 0; t < s.T; ++t)
+        labels << QStringLiteral("%1 (%2)").arg(s.tokens[t]).arg(t);
+    d.perToken = topTokens(labels, perToken, 20, QStringLiteral("Tokens carrying the most outliers"));
+    for (int l = 0; l < s.L(); ++l) {
+        const float* y = all.constData() + std::size_t(l) * n;
+        double maxAbs = 0;
+        for (std::size_t i = 0; i < n; ++i)
+            maxAbs = std::max(maxAbs, double(std::abs(y[i])));
+        d.maxInfNormPerLayer << maxAbs;
+        d.kurtosisPerLayer << kurtosis(y, n);
+    }
+    d.provenance = provenanceOf(s, QStringLiteral("layer %1, %2").arg(layer + 1).arg(tensor));
+    return d;
+}
+
+OutlierDashboardData buildDashboard(const StatisticsFile& stats, const QString& path, int layer,
+                                    const QString& tensor, int headDim)
+{
+    OutlierDashboardData d;
+    d.sourceDescription = QStringLiteral("statistics file %1 (%2 inputs)").arg(path).arg(stats.samples);
+    d.layer = layer, d.tensor = tensor, d.headDim = headDim;
+    d.criterion = QString::fromStdString(stats.criterion);
+    const auto found = std::find_if(stats.layers.begin(), stats.layers.end(),
+                                    [&](const LayerStatisticsData& l) { return l.layer == layer; });
+    if (found == stats.layers.end() || !found->tensors.count(tensor.toStdString())) return d;
+    const TensorStatisticsData& t = found->tensors.at(tensor.toStdString());
+    d.perDimension.title = QStringLiteral("Outliers per hidden dimension over the data set (layer %1, %2)")
+                               .arg(layer + 1)
+                               .arg(tensor);
+    d.perDimension.axisTitle = QStringLiteral("outlier values");
+    d.perDimension.labels = dimensionLabels(int(t.outliersPerDim.size()));
+    for (auto v : t.outliersPerDim)
+        d.perDimension.values << double(v);
+    QStringList names;
+    QVector<double> counts;
+    if (stats.kind == "text") {
+        for (std::size_t i = 0; i < stats.tokens.size() && i < t.tokenOutliers.size(); ++i) {
+            names << QString::fromStdString(stats.tokens[i]);
+            counts << double(t.tokenOutliers[i]);
+        }
+    } else {
+        names << QStringLiteral("[CLS]");
+        counts << double(t.clsOutliers);
+        for (std::size_t i = 0; i < t.patchOutliers.size(); ++i) {
+            names << QStringLiteral("patch %1,%2").arg(int(i) / stats.gridCols).arg(int(i) % stats.gridCols);
+            counts << double(t.patchOutliers[i]);
+        }
+    }
+    d.perToken =
+        topTokens(names, counts, 20, QStringLiteral("Tokens carrying the most outliers over the data set"));
+    // Per-layer summary: every analysed layer, NaN-free gaps for layers not analysed.
+    d.maxInfNormPerLayer = QVector<double>(stats.numLayers, 0.0);
+    d.kurtosisPerLayer = QVector<double>(stats.numLayers, 0.0);
+    for (const LayerStatisticsData& l : stats.layers)
+        if (l.tensors.count(tensor.toStdString()) && l.layer < stats.numLayers) {
+            d.maxInfNormPerLayer[l.layer] = l.tensors.at(tensor.toStdString()).meanMaxInfNorm;
+            d.kurtosisPerLayer[l.layer] = l.tensors.at(tensor.toStdString()).meanKurtosis;
+        }
+    const auto model = stats.provenance.find("model");
+    d.provenance = Provenance{
+        model == stats.provenance.end() ? QString() : QString::fromStdString(model->second),
+        stats.provenance.count("checkpoint_sha256")
+            ? QString::fromStdString(stats.provenance.at("checkpoint_sha256"))
+            : QString(),
+        stats.provenance.count("data") ? QString::fromStdString(stats.provenance.at("data")) : path,
+        QStringLiteral("layer %1, %2").arg(layer + 1).arg(tensor)};
+    return d;
+}
+
+QVector<int> tokensWithOutliersIn(const InspectionSnapshot& s, int layer, const QString& tensor,
+                                  int dimension, double k)
+{
+    const std::size_t n = std::size_t(s.T) * s.d();
+    const float* x = s.perLayer(tensor).constData() + std::size_t(layer) * n;
+    const std::vector<bool> mask = sigmaMask(x, n, k);
+    QVector<int> tokens;
+    for (int t = 0; t < s.T; ++t)
+        if (mask[std::size_t(t) * s.d() + dimension]) tokens << t;
+    return tokens;
+}
+
+ImageViewData buildImageView(const InspectionSnapshot& s, int layer, int head, double k)
+{
+    ImageViewData v;
+    v.image = s.image;
+    v.credit = s.imageCredit;
+    v.gridRows = v.gridCols = s.model.gridSize;
+    v.layer = layer, v.head = head;
+    const int next = std::min(layer + 1, s.L() - 1);
+    const std::size_t n = std::size_t(s.T) * s.d();
+    const std::vector<bool> mask = sigmaMask(s.out.constData() + std::size_t(layer) * n, n, k);
+    v.patchOutliers = QVector<float>(v.gridRows * v.gridCols, 0.0f);
+    std::vector<bool> outlierToken(std::size_t(s.T), false);
+    for (int t = 0; t < s.T; ++t)
+        for (int j = 0; j < s.d(); ++j)
+            if (mask[std::size_t(t) * s.d() + j]) {
+                outlierToken[std::size_t(t)] = true;
+                if (t > 0) v.patchOutliers[t - 1] += 1;
+            }
+    const float* p = s.probsOf(next, head);
+    v.cumulativeAttention = QVector<float>(v.gridRows * v.gridCols, 0.0f);
+    for (int i = 0; i < s.T; ++i)
+        for (int j = 0; j < s.T; ++j) {
+            if (j == 0)
+                v.clsCumulativeAttention += p[std::size_t(i) * s.T + j];
+            else
+                v.cumulativeAttention[j - 1] += p[std::size_t(i) * s.T + j];
+        }
+    v.attention = matrix(p, s.T, s.T, s.tokens, s.tokens, QStringLiteral("query"), QStringLiteral("key"),
+                         QStringLiteral("attention probability"));
+    double outlierSum = 0, otherSum = 0;
+    int outlierCount = 0, otherCount = 0;
+    for (int j = 0; j < s.T; ++j) {
+        const double m = meanAbs(s.valuesOf(next, head) + std::size_t(j) * s.dh(), s.dh());
+        if (outlierToken[std::size_t(j)])
+            outlierSum += m, ++outlierCount;
+        else
+            otherSum += m, ++otherCount;
+    }
+    v.meanAbsValueOutlierPatches = outlierCount ? outlierSum / outlierCount : std::nan("");
+    v.meanAbsValueOtherPatches = otherCount ? otherSum / otherCount : std::nan("");
+    v.provenance = provenanceOf(s, QStringLiteral("outliers of layer %1, head %2 of layer %3")
+                                       .arg(layer + 1)
+                                       .arg(head + 1)
+                                       .arg(next + 1));
+    return v;
+}
+
+void addDatasetPatches(ImageViewData& view, const StatisticsFile& stats, int layer)
+{
+    for (const LayerStatisticsData& l : stats.layers)
+        if (l.layer == layer && l.tensors.count("out") && stats.gridRows == view.gridRows) {
+            view.datasetPatchOutliers.clear();
+            for (auto c : l.tensors.at("out").patchOutliers)
+                view.datasetPatchOutliers << float(c);
+            view.datasetDescription =
+                QStringLiteral("outliers per patch over %1 images (layer %2 block output)")
+                    .arg(stats.samples)
+                    .arg(layer + 1);
+        }
+}
+
+TeachingData buildTeaching(const InspectionSnapshot& s, int token, int layer, int head)
+{
+    TeachingData t;
+    t.modelDescription = s.model.variant;
+    t.token = s.tokens.value(token);
+    t.layer = layer, t.head = head;
+    t.clipped = s.model.clipped;
+    t.gated = s.model.gated;
+    const int d = s.d();
+    // The block input: the previous layer's output (BERT: already LayerNorm-ed), and the FFN
+    // output that fed its residual sum.
+    const float* input = layer > 0 ? s.out.constData() + (std::size_t(layer - 1) * s.T + token) * d
+                                   : s.embeddings.constData() + std::size_t(token) * d;
+    t.layerNormMin = *std::min_element(input, input + d);
+    t.layerNormMax = *std::max_element(input, input + d);
+    if (layer > 0) {
+        const float* ffn = s.ffnOut.constData() + (std::size_t(layer - 1) * s.T + token) * d;
+        for (int j = 0; j < d; ++j)
+            t.ffnOutputMax = std::max(t.ffnOutputMax, double(std::abs(ffn[j])));
+    }
+    const float* scores = s.scoresOf(layer, head) + std::size_t(token) * s.T;
+    t.softmaxInputMin = *std::min_element(scores, scores + s.T);
+    t.softmaxInputMax = *std::max_element(scores, scores + s.T);
+    const float* probs = s.probsOf(layer, head) + std::size_t(token) * s.T;
+    const int best = int(std::max_element(probs, probs + s.T) - probs);
+    t.largestProbability = probs[best];
+    t.largestProbabilityKey = s.tokens.value(best);
+    const float* context = s.contextOf(layer, head) + std::size_t(token) * s.dh();
+    double squares = 0;
+    for (int j = 0; j < s.dh(); ++j)
+        squares += double(context[j]) * context[j];
+    t.contextNorm = std::sqrt(squares);
+    if (const float* g = s.gatesOf(layer, head)) t.gate = g[token];
+    t.provenance = provenanceOf(s, QStringLiteral("token %1 (%2), layer %3, head %4")
+                                       .arg(token)
+                                       .arg(t.token)
+                                       .arg(layer + 1)
+                                       .arg(head + 1));
+    return t;
+}
+
+} // namespace outlierlens

@@ -1,0 +1,46 @@
+#pragma once
+// Pure functions (any thread): a snapshot or a statistics file in, the plain data of one view out.
+// Indices are 0-based; the views display layers and heads 1-based.
+
+#include "inspection_snapshot.h"
+#include "view_data.h"
+
+namespace outlierlens {
+
+struct StatisticsFile;
+
+/// Tokens that carry no information: their share of a head's attention is its "no-op" score.
+bool isNoInformationToken(const QString& token);
+
+HeadViewData buildHeadView(const InspectionSnapshot& s, int layer, int head);
+
+/// Every head's attention, with its no-op score: for text the share of attention on [CLS], [SEP],
+/// "." and "," keys; for images the share on keys whose mean |V| is below half the head's median.
+OverviewData buildOverview(const InspectionSnapshot& s);
+
+/// Outliers of one input: counts per hidden dimension and per token of `tensor` in `layer`
+/// (|x - mean| > k std over the input's T x d values, unbiased std), and the max inf norm and
+/// kurtosis of that tensor in every layer.
+OutlierDashboardData buildDashboard(const InspectionSnapshot& s, int layer, const QString& tensor,
+                                    double k = 6.0);
+/// The same from a data-set statistics file (`tensor` of `layer` must have been analysed).
+OutlierDashboardData buildDashboard(const StatisticsFile& stats, const QString& path, int layer,
+                                    const QString& tensor, int headDim);
+
+/// Tokens (indices) that carry at least one outlier in `dimension` of `tensor` in `layer`.
+QVector<int> tokensWithOutliersIn(const InspectionSnapshot& s, int layer, const QString& tensor,
+                                  int dimension, double k = 6.0);
+
+/// The image view for a ViT snapshot: outlier patches of `layer`'s block output, and attention,
+/// cumulative attention and |V| of `head` in the next layer (the same layer for the last one).
+ImageViewData buildImageView(const InspectionSnapshot& s, int layer, int head, double k = 6.0);
+/// Adds the data set's outlier counts per patch for `layer` (block outputs) from a statistics file.
+void addDatasetPatches(ImageViewData& view, const StatisticsFile& stats, int layer);
+
+/// The teaching diagram's live numbers for query token `token` of `layer` and `head`.
+TeachingData buildTeaching(const InspectionSnapshot& s, int token, int layer, int head);
+
+/// Provenance of a snapshot with a selection text.
+Provenance provenanceOf(const InspectionSnapshot& s, const QString& selection);
+
+} // namespace outlierlens

@@ -1,0 +1,213 @@
+// The desktop app as a user drives it, offscreen: open a model, pick an MNLI pair, step through
+// layers and heads and check the head view shows the backend's numbers for that head, click a
+// hidden dimension and land on its head, start and cancel a real training job, export a view and
+// read it back, and survive a bad checkpoint.
+
+#include "../common/tensor_compare.h"
+
+#include "analysis/recording_sink.h"
+#include "head_view.h"
+#include "input_panel.h"
+#include "inspection_controller.h"
+#include "job_manager.h"
+#include "jobs_page.h"
+#include "main_window.h"
+#include "mnli_table_model.h"
+#include "model/bert_network.h"
+#include "outlier_dashboard.h"
+#include "outliers_page.h"
+#include "text/wordpiece.h"
+
+#include <QApplication>
+#include <QChartView>
+#include <QComboBox>
+#include <QImageReader>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QStandardPaths>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace outlierlens;
+using outlierlens::test::fixture;
+
+namespace {
+
+const QString kModel = QString::fromStdString(fixture("bert/hf"));
+const QString kPairs = QStringLiteral(OUTLIERLENS_TEST_DATA "/text/mnli_sample.jsonl");
+const QString kImages = QStringLiteral(OUTLIERLENS_SOURCE_DIR "/sample_data/images");
+
+} // namespace
+
+class TstGui : public QObject
+{
+    Q_OBJECT
+
+private:
+    QTemporaryDir m_home;
+    std::unique_ptr<JobManager> m_jobs;
+    std::unique_ptr<MainWindow> m_window;
+
+    /// Waits until the window shows a snapshot whose input contains `text`.
+    void waitForInput(const QString& text)
+    {
+        QTRY_VERIFY_WITH_TIMEOUT(m_window->controller()->snapshot() &&
+                                     m_window->controller()->snapshot()->input.contains(text),
+                                 60000);
+    }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        QStandardPaths::setTestModeEnabled(true);
+        qputenv("XDG_DATA_HOME", QFile::encodeName(m_home.path()));
+        qputenv("XDG_CONFIG_HOME", QFile::encodeName(m_home.path()));
+        qputenv("OUTLIERLENS_DATA_DIR", OUTLIERLENS_SOURCE_DIR "/sample_data");
+        QCoreApplication::setOrganizationName(QStringLiteral("OutlierLensTest"));
+        QCoreApplication::setApplicationName(QStringLiteral("tst_gui"));
+        QSettings().clear(); // test mode keeps settings under ~/.qttest: start from none
+        m_jobs = std::make_unique<JobManager>(QStringLiteral(OUTLIERLENS_BINARY_DIR "/app/outlierlens"),
+                                              m_home.path() + QStringLiteral("/jobs"));
+        m_window = std::make_unique<MainWindow>(kModel, kPairs, kImages, m_jobs.get());
+        m_window->resize(1300, 850);
+        m_window->show();
+        QVERIFY(QTest::qWaitForWindowExposed(m_window.get()));
+        QTRY_COMPARE_WITH_TIMEOUT(m_window->controller()->model().dir, kModel, 60000);
+        QTRY_VERIFY_WITH_TIMEOUT(m_window->inputPanel()->pairsModel()->rowCount() > 3, 30000);
+        QTRY_VERIFY_WITH_TIMEOUT(m_window->controller()->snapshot() != nullptr, 60000);
+    }
+
+    void pickPairAndHeadShowsBackendNumbers()
+    {
+        // Click the third pair in the table, as a user would.
+        QTableView* table = m_window->inputPanel()->pairsView();
+        const QModelIndex index = table->model()->index(2, MnliTableModel::Premise);
+        table->scrollTo(index);
+        QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, table->visualRect(index).center());
+        const QString premise = m_window->inputPanel()->pairsModel()->premises()[2];
+        const QString hypothesis = m_window->inputPanel()->pairsModel()->hypotheses()[2];
+        waitForInput(premise);
+        if (QTest::currentTestFailed()) return;
+
+        // Layer 2, head 2 (1-based) with the keyboard: Alt+Down, Alt+Right from layer 1, head 1.
+        m_window->pages()->setCurrentWidget(m_window->headView());
+        m_window->setSelection(0, 0);
+        m_window->activateWindow();
+        QTest::keyClick(m_window.get(), Qt::Key_Down, Qt::AltModifier);
+        QTest::keyClick(m_window.get(), Qt::Key_Right, Qt::AltModifier);
+        QCOMPARE(m_window->layerBox()->value(), 2);
+        QCOMPARE(m_window->headBox()->value(), 2);
+        const HeadViewData shown = m_window->headView()->data();
+        QCOMPARE(shown.layer, 1);
+        QCOMPARE(shown.head, 1);
+
+        // The backend, run directly on the same pair.
+        BertNetwork net = BertNetwork::load(kModel.toStdString());
+        const Encoding e = BertTokenizer::fromModelDir(kModel.toStdString())
+                               .encode(premise.toStdString(), hypothesis.toStdString(), 512);
+        const auto T = std::int64_t(e.inputIds.size());
+        const torch::Tensor ids = torch::tensor(e.inputIds, torch::kLong).view({1, T});
+        const torch::Tensor types = torch::tensor(e.tokenTypeIds, torch::kLong).view({1, T});
+        RecordingSink sink;
+        {
+            c10::InferenceMode guard;
+            net.forward(ids, types, torch::ones_like(ids), &sink);
+        }
+        QCOMPARE(shown.probabilities.rows, int(T));
+        const torch::Tensor probs = sink.at("layer1/attn_probs")[0][1].contiguous();
+        const torch::Tensor values = sink.at("layer1/attn_values")[0][1].contiguous();
+        const torch::Tensor context = sink.at("layer1/attn_context")[0][1].contiguous();
+        auto asTensor = [](const MatrixData& m) {
+            return torch::from_blob(const_cast<float*>(m.values.constData()), {m.rows, m.cols}, torch::kFloat)
+                .clone();
+        };
+        OL_COMPARE_TENSORS("probabilities", asTensor(shown.probabilities), probs, 1e-6);
+        OL_COMPARE_TENSORS("values", asTensor(shown.values), values, 1e-6);
+        OL_COMPARE_TENSORS("product", asTensor(shown.product), context, 1e-6);
+        QCOMPARE(shown.tokens.first(), QStringLiteral("[CLS]"));
+    }
+
+    void clickDimensionLandsOnItsHead()
+    {
+        m_window->setSelection(0, 0);
+        m_window->pages()->setCurrentWidget(m_window->outliersPage());
+        OutlierDashboard* dashboard = m_window->outliersPage()->dashboard();
+        QTRY_VERIFY(!dashboard->data().perDimension.values.isEmpty());
+        // The fixture model has d = 128, d_head = 64: dimension 70 belongs to head 2 (1-based).
+        const int dimension = 70;
+        QChartView* chart = dashboard->dimensionChartView();
+        QTest::mouseClick(chart->viewport(), Qt::LeftButton, {}, dashboard->dimensionBarCenter(dimension));
+        QTRY_COMPARE(m_window->layerBox()->value(), 2);
+        QCOMPARE(m_window->headBox()->value(), 2);
+        QVERIFY(m_window->pages()->currentWidget() == m_window->headView());
+    }
+
+    void exportViewAndReadItBack()
+    {
+        m_window->pages()->setCurrentWidget(m_window->headView());
+        QTemporaryDir dir;
+        QString error;
+        const QString png = dir.path() + QStringLiteral("/head.png");
+        QVERIFY2(m_window->exportCurrent(png, QSize(1200, 700), 150, &error), qPrintable(error));
+        const QImage image(png);
+        QCOMPARE(image.size(), QSize(1200, 700));
+        QVERIFY2(image.text(QStringLiteral("Source")).contains(kModel),
+                 qPrintable(image.text(QStringLiteral("Source"))));
+        QVERIFY(image.text(QStringLiteral("Comment")).contains(QStringLiteral("numbered from 1")));
+        const QString csv = dir.path() + QStringLiteral("/head.csv");
+        QVERIFY2(m_window->exportCurrent(csv, {}, 0, &error), qPrintable(error));
+        QFile file(csv);
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        const QString text = QString::fromUtf8(file.readAll());
+        QVERIFY(text.startsWith(QStringLiteral("# ")));
+        QVERIFY(text.contains(kModel));
+    }
+
+    void badCheckpointShowsErrorAndWindowKeepsWorking()
+    {
+        QTemporaryDir dir;
+        std::filesystem::copy_file(fixture("bert/hf/config.json"),
+                                   (dir.path() + "/config.json").toStdString());
+        std::filesystem::copy_file(fixture("bert/hf/vocab.txt"), (dir.path() + "/vocab.txt").toStdString());
+        std::ofstream((dir.path() + "/model.safetensors").toStdString()) << "not a checkpoint at all";
+        m_window->openModel(dir.path());
+        QMessageBox* box = nullptr;
+        QTRY_VERIFY_WITH_TIMEOUT(
+            (box = m_window->findChild<QMessageBox*>(QStringLiteral("errorMessage"))) != nullptr, 30000);
+        QVERIFY2(box->text().contains(QStringLiteral("model.safetensors")), qPrintable(box->text()));
+        box->close();
+        // The previous model is still loaded and still answers.
+        QCOMPARE(m_window->controller()->model().dir, kModel);
+        m_window->inputPanel()->selectPair(1);
+        waitForInput(m_window->inputPanel()->pairsModel()->premises()[1]);
+    }
+
+    void startAndCancelATrainingJob()
+    {
+        m_window->pages()->setCurrentWidget(m_window->jobsPage());
+        JobsPage* page = m_window->jobsPage();
+        page->findChild<QSpinBox*>()->setValue(400); // steps: the synthetic task, bert-tiny
+        QTest::mouseClick(page->startButton(), Qt::LeftButton);
+        QTRY_COMPARE_WITH_TIMEOUT(m_jobs->jobs().size(), 1, 5000);
+        const QString id = m_jobs->jobs().first().id;
+        QTRY_VERIFY_WITH_TIMEOUT(
+            m_jobs->job(id)->state == QLatin1String("running") && m_jobs->job(id)->step > 0, 120000);
+        m_jobs->cancel(id);
+        QTRY_COMPARE_WITH_TIMEOUT(m_jobs->job(id)->state, QStringLiteral("stopped"), 120000);
+        // Stopping saved a checkpoint the run can resume from.
+        QDir checkpoints(m_jobs->job(id)->folder + QStringLiteral("/checkpoints"));
+        QVERIFY(!checkpoints.entryList(QDir::Dirs | QDir::NoDotAndDotDot).isEmpty());
+        QVERIFY(!m_jobs->curves(id).steps.isEmpty());
+    }
+};
+
+QTEST_MAIN(TstGui)
+#include "tst_gui.moc"
