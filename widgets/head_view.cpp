@@ -21,6 +21,13 @@ namespace {
 
 constexpr int kPanelGap = 28;     // between panels in figures
 constexpr int kPanelSpacing = 12; // between panels in the widget
+// Fit-to-window stops at this row height: a 5-token input need not fill a page with 150-pixel cells.
+constexpr double kMaxFitRowHeight = 48.0;
+// Value columns (V and P.V) are narrower than rows: d_head = 64 square columns would take the width the
+// attention matrix needs. A value panel gets at most this share of the attention matrix's width, but
+// columns no narrower than kMinValueColumn (nor wider than rows).
+constexpr double kValuePanelShare = 1.0 / 3.0;
+constexpr double kMinValueColumn = 2.0;
 
 const char* panelName(int panel)
 {
@@ -34,6 +41,18 @@ const char* panelName(int panel)
     default:
         return "product";
     }
+}
+
+/// The largest x in [lo, hi] with fits(x), for fits true up to some x and false beyond; lo if none.
+template<typename Fits>
+double largestFitting(double lo, double hi, Fits fits)
+{
+    if (hi <= lo || fits(hi)) return std::max(lo, hi);
+    for (int i = 0; i < 48; ++i) {
+        const double mid = 0.5 * (lo + hi);
+        (fits(mid) ? lo : hi) = mid;
+    }
+    return lo;
 }
 
 /// Token labels for rows (and key columns) the app left unlabelled.
@@ -186,31 +205,57 @@ void HeadView::syncTopMargins()
         view->setMinimumTopMargin(top);
 }
 
+double HeadView::valueColumnWidth(double rowHeight) const
+{
+    const int tokens = m_data.values.rows, dims = m_data.values.cols;
+    if (tokens <= 0 || dims <= 0) return rowHeight;
+    const double ratio = std::min(1.0, kValuePanelShare * tokens / dims);
+    return std::min(rowHeight, std::max(kMinValueColumn, ratio * rowHeight));
+}
+
+QSizeF HeadView::panelCell(int panel, double rowHeight) const
+{
+    if (panel == ValuesPanel || panel == ProductPanel) return QSizeF(valueColumnWidth(rowHeight), rowHeight);
+    return QSizeF(rowHeight, rowHeight);
+}
+
+double HeadView::cellsWidth(double rowHeight) const
+{
+    double width = 0;
+    for (int i = 0; i < 4; ++i)
+        if (i != GatePanel || hasGatePanel())
+            width += m_panels[i]->data().cols * panelCell(i, rowHeight).width();
+    return width;
+}
+
 double HeadView::fitCellSize() const
 {
     const QVector<HeatmapView*> panels = visiblePanels();
     double fixed = kPanelSpacing * (panels.size() - 1) + panels.size(); // + a pixel each for rounding
-    int cols = 0, top = 0;
+    int top = 0;
     for (HeatmapView* view : panels) {
         const QMargins m = view->cellMargins();
         fixed += m.left() + m.right() + 2 * view->frameWidth();
         top = std::max(top, m.top());
-        cols += view->data().cols;
     }
     const QSize available = m_scroll->viewport()->size();
     const int rows = std::max(m_data.probabilities.rows, 1);
-    const double s =
-        std::min((available.width() - fixed) / std::max(cols, 1), double(available.height() - top) / rows);
-    return std::clamp(s, 0.05, 96.0);
+    // The rows fit the height; then the largest row height whose panels fit the width.
+    const double byHeight = std::min(double(available.height() - top) / rows, kMaxFitRowHeight);
+    const double s = largestFitting(HeatmapRenderer::kMinCellSize, byHeight,
+                                    [&](double h) { return fixed + cellsWidth(h) <= available.width(); });
+    return std::clamp(s, HeatmapRenderer::kMinCellSize, kMaxFitRowHeight);
 }
 
 void HeadView::applyCellSize(double cellSize, int scroll)
 {
     m_cell = cellSize;
     m_syncing = true;
-    for (HeatmapView* view : visiblePanels()) {
-        view->setCellSize(cellSize);
-        view->setFixedWidth(view->sizeForCellSize(cellSize).width());
+    for (int i = 0; i < 4; ++i) {
+        if (i == GatePanel && !hasGatePanel()) continue;
+        const QSizeF cell = panelCell(i, cellSize);
+        m_panels[i]->setCellDimensions(cell);
+        m_panels[i]->setFixedWidth(m_panels[i]->sizeForCellDimensions(cell).width());
     }
     for (HeatmapView* view : visiblePanels())
         view->verticalScrollBar()->setValue(scroll);
@@ -266,7 +311,7 @@ void HeadView::onPanelZoomed(HeatmapView* source)
     }
     // The source kept the point under the mouse in place; the others follow its scroll position.
     m_fit = false;
-    applyCellSize(source->cellSize(), source->verticalScrollBar()->value());
+    applyCellSize(source->cellHeight(), source->verticalScrollBar()->value());
     Q_EMIT userZoomed(m_cell, false);
 }
 
@@ -312,11 +357,11 @@ QSize HeadView::figureExtent(double cellSize) const
     const QVector<HeatmapView*> panels = visiblePanels();
     for (HeatmapView* view : panels) {
         const QMargins m = view->figureMargins();
-        width += m.left() + m.right() + view->data().cols * cellSize;
+        width += m.left() + m.right();
         top = std::max(top, m.top());
         bottom = std::max(bottom, m.bottom());
     }
-    width += kPanelGap * (panels.size() - 1);
+    width += cellsWidth(cellSize) + kPanelGap * (panels.size() - 1);
     const double height =
         figureTitleHeight() + top + std::max(m_data.probabilities.rows, 1) * cellSize + bottom;
     return QSize(int(std::ceil(width)), int(std::ceil(height)));
@@ -324,15 +369,12 @@ QSize HeadView::figureExtent(double cellSize) const
 
 double HeadView::figureCellSizeFor(const QSizeF& size) const
 {
-    // The extent is linear in the cell size: fixed part + cells * s.
+    // The height is linear in the row height, the width piecewise linear (value columns have a floor).
     const QSize fixed = figureExtent(0.0);
-    int cols = 0;
-    for (HeatmapView* view : visiblePanels())
-        cols += view->data().cols;
     const int rows = std::max(m_data.probabilities.rows, 1);
-    const double s =
-        std::min((size.width() - fixed.width()) / std::max(cols, 1), (size.height() - fixed.height()) / rows);
-    return std::max(s, 0.05);
+    const double byHeight = (size.height() - fixed.height()) / rows;
+    return largestFitting(HeatmapRenderer::kMinCellSize, byHeight,
+                          [&](double h) { return figureExtent(h).width() <= size.width(); });
 }
 
 void HeadView::paintFigureWithCellSize(QPainter& painter, const QPointF& topLeft, double cellSize) const
@@ -348,21 +390,25 @@ void HeadView::paintFigureWithCellSize(QPainter& painter, const QPointF& topLeft
     for (HeatmapView* view : visiblePanels())
         top = std::max(top, view->figureMargins().top());
     double x = topLeft.x();
-    for (HeatmapView* view : visiblePanels()) {
+    for (int i = 0; i < 4; ++i) {
+        if (i == GatePanel && !hasGatePanel()) continue;
+        const HeatmapView* view = m_panels[i];
         const QMargins m = view->figureMargins();
-        view->paintFigureWithCellSize(painter, QPointF(x, topLeft.y() + figureTitleHeight()), cellSize, top);
-        x += m.left() + view->data().cols * cellSize + m.right() + kPanelGap;
+        const QSizeF cell = panelCell(i, cellSize);
+        view->paintFigureWithCellDimensions(painter, QPointF(x, topLeft.y() + figureTitleHeight()), cell,
+                                            top);
+        x += m.left() + view->data().cols * cell.width() + m.right() + kPanelGap;
     }
     painter.restore();
 }
 
 QSize HeadView::preferredFigureSize() const
 {
-    int cols = 0;
-    for (HeatmapView* view : visiblePanels())
-        cols += view->data().cols;
+    // From the data alone: rows up to 24 px, the attention matrix up to 720 px high, cells up to 1800 px
+    // wide in all, never below 2 px.
     const int rows = std::max(m_data.probabilities.rows, 1);
-    const double s = std::clamp(std::min(1800.0 / std::max(cols, 1), 720.0 / rows), 2.0, 24.0);
+    const double s = largestFitting(2.0, std::clamp(720.0 / rows, 2.0, 24.0),
+                                    [&](double h) { return cellsWidth(h) <= 1800.0; });
     return figureExtent(s).expandedTo(QSize(480, 240));
 }
 

@@ -5,6 +5,7 @@
 #include "view_data.h"
 
 #include <QPointF>
+#include <QSizeF>
 #include <QVector>
 #include <QWidget>
 
@@ -20,10 +21,12 @@ class HeatmapView;
 
 /// One attention head for one input, as in the paper's Figures 2 and 10-15: side by side the gate
 /// probabilities pi (gated models only), the attention probabilities [T x T], the values V [T x d_head]
-/// and their product P.V [T x d_head], each a HeatmapView with a caption. All panels share one cell size,
-/// so rows (tokens) line up; they zoom together (Ctrl+wheel, +/-, 0 on any panel), scroll together
-/// vertically (one scroll bar on the right) and as one row horizontally. The title shows layer and head
-/// 1-based.
+/// and their product P.V [T x d_head], each a HeatmapView with a caption. All panels share one row
+/// height, so rows (tokens) line up. Cells are square in the attention matrix and the gate column; V and
+/// P.V get narrower columns (valueColumnWidth()) so that d_head columns do not squeeze the attention
+/// matrix. Panels zoom together (Ctrl+wheel, +/-, 0 on any panel), scroll together vertically (one
+/// scroll bar on the right) and as one row horizontally. Figures use the same proportions. The title
+/// shows layer and head 1-based.
 class HeadView : public QWidget, public Figure
 {
     Q_OBJECT
@@ -43,9 +46,14 @@ public:
     /// Marks tokens (0-based positions) in every panel: rows everywhere, key columns in the probabilities.
     void setHighlightedTokens(const QVector<int>& tokens);
     bool isFitToWindow() const { return m_fit; }
+    /// The row height in pixels shared by all panels: the side of the square attention and gate cells.
     double cellSize() const { return m_cell; }
-    /// The cell size at which every panel fits the view.
+    /// The largest row height (up to 48 px) at which every panel fits the view's width and height.
     double fitCellSize() const;
+    /// The column width of V and P.V at a row height: a share of it chosen from T and d_head so that a
+    /// value panel is at most a third as wide as the attention matrix, but at least 2 px (nor above the
+    /// row height).
+    double valueColumnWidth(double rowHeight) const;
     int verticalScroll() const;
 
     // Figure
@@ -56,7 +64,7 @@ public:
     Provenance figureProvenance() const override;
     QString figureName() const override;
 
-    /// For composite figures (CompareView) that give several heads the same cell size.
+    /// For composite figures (CompareView) that give several heads the same row height (`cellSize`).
     QSize figureExtent(double cellSize) const;
     double figureCellSizeFor(const QSizeF& size) const;
     void paintFigureWithCellSize(QPainter& painter, const QPointF& topLeft, double cellSize) const;
@@ -84,6 +92,10 @@ private:
     void syncTopMargins();
     void refit();
     void applyCellSize(double cellSize, int scroll);
+    /// Width x height of one cell of a panel at a row height.
+    QSizeF panelCell(int panel, double rowHeight) const;
+    /// The summed cell widths of the visible panels at a row height.
+    double cellsWidth(double rowHeight) const;
     void updateScrollRange();
     int figureTitleHeight() const;
 

@@ -194,22 +194,23 @@ HeatmapRenderer::Metrics HeatmapRenderer::measure(const Fonts& fonts) const
     return m;
 }
 
-HeatmapRenderer::Frame HeatmapRenderer::figureFrame(const QPointF& topLeft, double cellSize, int top) const
+HeatmapRenderer::Frame HeatmapRenderer::figureFrame(const QPointF& topLeft, const QSizeF& cell, int top) const
 {
     Frame f;
     f.figure = true;
     f.fonts = figureFonts();
     f.metrics = measure(f.fonts);
     const Metrics& m = f.metrics;
-    const double width = m.rowLabelWidth + m_data.cols * cellSize + m.colorBarWidth;
-    f.cells = QRectF(topLeft.x() + m.rowLabelWidth, topLeft.y() + top, m_data.cols * cellSize,
-                     m_data.rows * cellSize);
+    const double width = m.rowLabelWidth + m_data.cols * cell.width() + m.colorBarWidth;
+    f.cells = QRectF(topLeft.x() + m.rowLabelWidth, topLeft.y() + top, m_data.cols * cell.width(),
+                     m_data.rows * cell.height());
     f.title = QRectF(topLeft.x(), topLeft.y(), width, m.titleHeight);
     f.header = QRectF(f.cells.left(), f.cells.top() - m.headerHeight, f.cells.width(), m.headerHeight);
     f.rowLabels = QRectF(topLeft.x(), f.cells.top(), m.rowLabelWidth, f.cells.height());
     f.origin = f.cells.topLeft();
     f.exposed = f.cells;
-    f.cell = cellSize;
+    f.cellWidth = cell.width();
+    f.cellHeight = cell.height();
     f.bottom = f.cells.bottom() + std::max(m.legendHeight + kGap, kMinBarHeight - f.cells.height());
     return f;
 }
@@ -250,7 +251,7 @@ void HeatmapRenderer::paintFigure(QPainter& painter, const QRect& area) const
     QPointF topLeft;
     double s = 1;
     figurePlacement(area, &topLeft, &s);
-    paint(painter, figureFrame(topLeft, s, figureMargins().top()));
+    paint(painter, figureFrame(topLeft, QSizeF(s, s), figureMargins().top()));
 }
 
 QRectF HeatmapRenderer::figureCellRect(const QRect& area, int row, int col) const
@@ -258,7 +259,7 @@ QRectF HeatmapRenderer::figureCellRect(const QRect& area, int row, int col) cons
     QPointF topLeft;
     double s = 1;
     figurePlacement(area, &topLeft, &s);
-    const Frame f = figureFrame(topLeft, s, figureMargins().top());
+    const Frame f = figureFrame(topLeft, QSizeF(s, s), figureMargins().top());
     return QRectF(f.origin.x() + col * s, f.origin.y() + row * s, s, s);
 }
 
@@ -295,15 +296,16 @@ void HeatmapRenderer::paint(QPainter& painter, const Frame& f) const
 
 void HeatmapRenderer::paintCells(QPainter& painter, const Frame& f) const
 {
-    const double s = f.cell;
+    const double w = f.cellWidth, h = f.cellHeight;
     if (f.exposed.isEmpty()) return;
     int c0, c1, r0, r1;
-    visibleRange(f.exposed.left(), f.exposed.right(), f.origin.x(), s, m_data.cols, &c0, &c1);
-    visibleRange(f.exposed.top(), f.exposed.bottom(), f.origin.y(), s, m_data.rows, &r0, &r1);
+    visibleRange(f.exposed.left(), f.exposed.right(), f.origin.x(), w, m_data.cols, &c0, &c1);
+    visibleRange(f.exposed.top(), f.exposed.bottom(), f.origin.y(), h, m_data.rows, &r0, &r1);
     if (c0 >= c1 || r0 >= r1) return;
-    const QImage& image = (m_markZeros && m_hasZeros && s < kCrossMinCell) ? m_zeroImage : m_image;
+    const bool tiny = std::min(w, h) < kCrossMinCell;
+    const QImage& image = (m_markZeros && m_hasZeros && tiny) ? m_zeroImage : m_image;
     const QRect source(c0, r0, c1 - c0, r1 - r0);
-    const QRectF target(f.origin.x() + c0 * s, f.origin.y() + r0 * s, (c1 - c0) * s, (r1 - r0) * s);
+    const QRectF target(f.origin.x() + c0 * w, f.origin.y() + r0 * h, (c1 - c0) * w, (r1 - r0) * h);
     painter.save();
     painter.setClipRect(f.cells, Qt::IntersectClip);
     painter.setRenderHint(QPainter::SmoothPixmapTransform, false);
@@ -331,12 +333,13 @@ void HeatmapRenderer::paintCells(QPainter& painter, const Frame& f) const
 
 void HeatmapRenderer::paintZeroCrosses(QPainter& painter, const Frame& f) const
 {
-    const double s = f.cell;
+    const double w = f.cellWidth, h = f.cellHeight;
+    const double s = std::min(w, h);
     if (!m_markZeros || !m_hasZeros || s < kCrossMinCell) return;
     if (f.exposed.isEmpty()) return;
     int c0, c1, r0, r1;
-    visibleRange(f.exposed.left(), f.exposed.right(), f.origin.x(), s, m_data.cols, &c0, &c1);
-    visibleRange(f.exposed.top(), f.exposed.bottom(), f.origin.y(), s, m_data.rows, &r0, &r1);
+    visibleRange(f.exposed.left(), f.exposed.right(), f.origin.x(), w, m_data.cols, &c0, &c1);
+    visibleRange(f.exposed.top(), f.exposed.bottom(), f.origin.y(), h, m_data.rows, &r0, &r1);
     QColor color = ColorMap::textOn(ColorMap::color(m_scale, 0.0, m_colorMax));
     color.setAlpha(150); // visible, yet the pattern of non-zero cells stays readable
     const QPen pen(color, std::max(1.2, s * 0.08), Qt::SolidLine, Qt::RoundCap);
@@ -347,32 +350,31 @@ void HeatmapRenderer::paintZeroCrosses(QPainter& painter, const Frame& f) const
     const QTransform device = painter.deviceTransform();
     if (engine && engine->type() == QPaintEngine::Raster && device.type() <= QTransform::TxTranslate) {
         // Thousands of antialiased lines take ~100 ms; stamping one pre-drawn cross takes a few.
-        const int side = int(std::ceil(s));
-        QImage cross(side, side, QImage::Format_ARGB32_Premultiplied);
+        QImage cross(int(std::ceil(w)), int(std::ceil(h)), QImage::Format_ARGB32_Premultiplied);
         cross.fill(Qt::transparent);
         {
             QPainter p(&cross);
             p.setRenderHint(QPainter::Antialiasing);
             p.setPen(pen);
-            p.drawLine(QPointF(inset, inset), QPointF(s - inset, s - inset));
-            p.drawLine(QPointF(s - inset, inset), QPointF(inset, s - inset));
+            p.drawLine(QPointF(inset, inset), QPointF(w - inset, h - inset));
+            p.drawLine(QPointF(w - inset, inset), QPointF(inset, h - inset));
         }
         for (int r = r0; r < r1; ++r) {
             const float* row = m_data.values.constData() + qsizetype(r) * m_data.cols;
             for (int c = c0; c < c1; ++c)
                 if (row[c] == 0.0f)
                     painter.drawImage(
-                        QPointF(std::round(f.origin.x() + c * s), std::round(f.origin.y() + r * s)), cross);
+                        QPointF(std::round(f.origin.x() + c * w), std::round(f.origin.y() + r * h)), cross);
         }
     } else {
         QVector<QLineF> lines;
         for (int r = r0; r < r1; ++r)
             for (int c = c0; c < c1; ++c)
                 if (m_data.at(r, c) == 0.0f) {
-                    const double x = f.origin.x() + c * s;
-                    const double y = f.origin.y() + r * s;
-                    lines << QLineF(x + inset, y + inset, x + s - inset, y + s - inset)
-                          << QLineF(x + s - inset, y + inset, x + inset, y + s - inset);
+                    const double x = f.origin.x() + c * w;
+                    const double y = f.origin.y() + r * h;
+                    lines << QLineF(x + inset, y + inset, x + w - inset, y + h - inset)
+                          << QLineF(x + w - inset, y + inset, x + inset, y + h - inset);
                 }
         painter.setRenderHint(QPainter::Antialiasing);
         painter.setPen(pen);
@@ -384,45 +386,74 @@ void HeatmapRenderer::paintZeroCrosses(QPainter& painter, const Frame& f) const
 void HeatmapRenderer::paintHighlights(QPainter& painter, const Frame& f) const
 {
     if (m_highlightRows.isEmpty() && m_highlightCols.isEmpty()) return;
-    const double s = f.cell;
-    const QRectF content(f.origin, QSizeF(m_data.cols * s, m_data.rows * s));
+    const double w = f.cellWidth, h = f.cellHeight;
+    const QRectF content(f.origin, QSizeF(m_data.cols * w, m_data.rows * h));
     painter.save();
     painter.setClipRect(f.cells.adjusted(-2, -2, 2, 2), Qt::IntersectClip);
     painter.setBrush(Qt::NoBrush);
     painter.setPen(QPen(FigureStyle::highlight(), 2));
     for (int r : m_highlightRows)
         if (r >= 0 && r < m_data.rows)
-            painter.drawRect(QRectF(content.left(), f.origin.y() + r * s, content.width(), s));
+            painter.drawRect(QRectF(content.left(), f.origin.y() + r * h, content.width(), h));
     for (int c : m_highlightCols)
         if (c >= 0 && c < m_data.cols)
-            painter.drawRect(QRectF(f.origin.x() + c * s, content.top(), s, content.height()));
+            painter.drawRect(QRectF(f.origin.x() + c * w, content.top(), w, content.height()));
     painter.restore();
+}
+
+QVector<HeatmapRenderer::Label> HeatmapRenderer::rowLabels(const Frame& f) const
+{
+    QVector<Label> labels;
+    if (f.metrics.rowLabelWidth <= 0 || m_data.isEmpty()) return labels;
+    int r0, r1, step = 1;
+    visibleRange(f.cells.top(), f.cells.bottom(), f.origin.y(), f.cellHeight, m_data.rows, &r0, &r1);
+    // Sparse words mean little; sparse positions work as a ruler.
+    const QVector<int> rows =
+        labelPositions(r0, r1, f.cellHeight, f.metrics.rowSpacing, m_highlightRows, &step);
+    const bool numbers = step >= 5 && m_data.rows > 1;
+    for (int r : rows) {
+        const double y = f.origin.y() + (r + 0.5) * f.cellHeight;
+        if (y < f.cells.top() - 1 || y > f.cells.bottom() + 1) continue;
+        const bool highlighted = m_highlightRows.contains(r);
+        labels.append({r, y, numbers && !highlighted ? QString::number(r) : rowLabel(r), highlighted});
+    }
+    return labels;
+}
+
+QVector<HeatmapRenderer::Label> HeatmapRenderer::columnLabels(const Frame& f) const
+{
+    QVector<Label> labels;
+    if (m_data.isEmpty()) return labels;
+    int c0, c1, step = 1;
+    visibleRange(f.cells.left(), f.cells.right(), f.origin.x(), f.cellWidth, m_data.cols, &c0, &c1);
+    const QVector<int> cols =
+        labelPositions(c0, c1, f.cellWidth, f.metrics.colSpacing, m_highlightCols, &step);
+    const bool numbers = step >= 5 && m_data.cols > 1;
+    for (int c : cols) {
+        const double x = f.origin.x() + (c + 0.5) * f.cellWidth;
+        if (x < f.cells.left() - 1 || x > f.cells.right() + 1) continue;
+        const bool highlighted = m_highlightCols.contains(c);
+        labels.append({c, x, numbers && !highlighted ? QString::number(c) : columnLabel(c), highlighted});
+    }
+    return labels;
 }
 
 void HeatmapRenderer::paintRowLabels(QPainter& painter, const Frame& f) const
 {
     const Metrics& m = f.metrics;
     if (m.rowLabelWidth <= 0) return;
-    int r0, r1, step = 1;
-    visibleRange(f.cells.top(), f.cells.bottom(), f.origin.y(), f.cell, m_data.rows, &r0, &r1);
-    const QVector<int> rows = labelPositions(r0, r1, f.cell, m.rowSpacing, m_highlightRows, &step);
-    // Sparse words mean little; sparse positions work as a ruler.
-    const bool numbers = step >= 5 && m_data.rows > 1;
     const QFontMetricsF fm(f.fonts.label);
     QFont bold = f.fonts.label;
     bold.setBold(true);
     painter.save();
     painter.setClipRect(f.rowLabels.adjusted(0, -m.lineHeight / 2, 0, m.lineHeight / 2), Qt::IntersectClip);
-    for (int r : rows) {
-        const bool highlighted = m_highlightRows.contains(r);
-        const double y = f.origin.y() + (r + 0.5) * f.cell;
-        if (y < f.cells.top() - 1 || y > f.cells.bottom() + 1) continue;
-        const QRectF box(f.rowLabels.left(), y - m.lineHeight / 2, m.rowLabelWidth - kGap, m.lineHeight);
-        const QString text = numbers && !highlighted ? QString::number(r) : rowLabel(r);
-        painter.setFont(highlighted ? bold : f.fonts.label);
-        painter.setPen(highlighted ? FigureStyle::highlight() : f.fonts.text);
+    for (const Label& label : rowLabels(f)) {
+        const QRectF box(f.rowLabels.left(), label.centre - m.lineHeight / 2, m.rowLabelWidth - kGap,
+                         m.lineHeight);
+        painter.setFont(label.highlighted ? bold : f.fonts.label);
+        painter.setPen(label.highlighted ? FigureStyle::highlight() : f.fonts.text);
         painter.drawText(box, Qt::AlignRight | Qt::AlignVCenter,
-                         fm.elidedText(text, Qt::ElideRight, box.width() - kGap));
+                         fm.elidedText(label.text, Qt::ElideRight, box.width() - kGap));
     }
     painter.restore();
 }
@@ -430,23 +461,17 @@ void HeatmapRenderer::paintRowLabels(QPainter& painter, const Frame& f) const
 void HeatmapRenderer::paintColumnLabels(QPainter& painter, const Frame& f) const
 {
     const Metrics& m = f.metrics;
-    int c0, c1, step = 1;
-    visibleRange(f.cells.left(), f.cells.right(), f.origin.x(), f.cell, m_data.cols, &c0, &c1);
-    const QVector<int> cols = labelPositions(c0, c1, f.cell, m.colSpacing, m_highlightCols, &step);
-    const bool numbers = step >= 5 && m_data.cols > 1;
     const QFontMetricsF fm(f.fonts.label);
     QFont bold = f.fonts.label;
     bold.setBold(true);
     painter.save();
     const double spill = m.rotateColumns ? m.lineHeight / 2 : m.colSpacing / 2;
     painter.setClipRect(f.header.adjusted(-spill, 0, spill, 0), Qt::IntersectClip);
-    for (int c : cols) {
-        const bool highlighted = m_highlightCols.contains(c);
-        const double x = f.origin.x() + (c + 0.5) * f.cell;
-        if (x < f.cells.left() - 1 || x > f.cells.right() + 1) continue;
-        const QString text = numbers && !highlighted ? QString::number(c) : columnLabel(c);
-        painter.setFont(highlighted ? bold : f.fonts.label);
-        painter.setPen(highlighted ? FigureStyle::highlight() : f.fonts.text);
+    for (const Label& label : columnLabels(f)) {
+        const double x = label.centre;
+        const QString& text = label.text;
+        painter.setFont(label.highlighted ? bold : f.fonts.label);
+        painter.setPen(label.highlighted ? FigureStyle::highlight() : f.fonts.text);
         if (m.rotateColumns) {
             const double length = f.header.height() - 2 * kGap;
             painter.save();
@@ -467,8 +492,8 @@ void HeatmapRenderer::paintColumnLabels(QPainter& painter, const Frame& f) const
 void HeatmapRenderer::paintColorBar(QPainter& painter, const Frame& f) const
 {
     const Metrics& m = f.metrics;
-    const double contentRight = std::min(f.cells.right(), f.origin.x() + m_data.cols * f.cell);
-    const double contentBottom = std::min(f.cells.bottom(), f.origin.y() + m_data.rows * f.cell);
+    const double contentRight = std::min(f.cells.right(), f.origin.x() + m_data.cols * f.cellWidth);
+    const double contentBottom = std::min(f.cells.bottom(), f.origin.y() + m_data.rows * f.cellHeight);
     const double available = f.bottom - f.cells.top() - m.legendHeight;
     double height = std::max(contentBottom - f.cells.top(), std::min(kMinBarHeight, available));
     height = std::min(height, available);
@@ -513,7 +538,7 @@ void HeatmapRenderer::paintColorBar(QPainter& painter, const Frame& f) const
         // The zero marker as it appears in the cells.
         const QRectF swatch(bar.left(), bar.bottom() + kGap + (m.lineHeight - kSwatch) / 2, kSwatch, kSwatch);
         const QColor zero = ColorMap::color(m_scale, 0.0, m_colorMax);
-        if (f.cell < kCrossMinCell) {
+        if (std::min(f.cellWidth, f.cellHeight) < kCrossMinCell) {
             painter.fillRect(swatch, QColor(kZeroFill)); // as the tiny cells show it
         } else {
             painter.fillRect(swatch, zero);

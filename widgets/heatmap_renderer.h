@@ -9,6 +9,7 @@
 #include <QMargins>
 #include <QPointF>
 #include <QRectF>
+#include <QSizeF>
 #include <QString>
 #include <QVector>
 
@@ -20,8 +21,9 @@ namespace outlierlens {
 /// change, then scaled), exact-zero marks, highlighted rows and columns, row labels (left), column labels
 /// (top; rotated when they are words; every n-th when cells are small), a colour bar with numbers, title
 /// and subtitle. The geometry comes in a Frame chosen by the caller: HeatmapView for the screen (scrolled,
-/// zoomed) and figures (whole matrix at a given cell size), so both look the same. Rows and columns are
-/// numbered from 0.
+/// zoomed) and figures (whole matrix at a given cell size), so both look the same. Cells need not be
+/// square: HeadView gives its value panels narrower columns than rows. Rows and columns are numbered
+/// from 0.
 class HeatmapRenderer
 {
 public:
@@ -53,15 +55,25 @@ public:
     {
         Fonts fonts;
         Metrics metrics;
-        QRectF title;     // title and subtitle
-        QRectF header;    // column labels, directly above the cells
-        QRectF rowLabels; // left of the cells
-        QRectF cells;     // where cells may be drawn (the visible part in a widget)
-        QRectF exposed;   // the part of `cells` to paint now (a paint event's rectangle)
-        QPointF origin;   // top-left corner of cell (0, 0)
-        double cell = 1;
-        double bottom = 0; // lowest y the colour bar and its legend may use
+        QRectF title;          // title and subtitle
+        QRectF header;         // column labels, directly above the cells
+        QRectF rowLabels;      // left of the cells
+        QRectF cells;          // where cells may be drawn (the visible part in a widget)
+        QRectF exposed;        // the part of `cells` to paint now (a paint event's rectangle)
+        QPointF origin;        // top-left corner of cell (0, 0)
+        double cellWidth = 1;  // column pitch
+        double cellHeight = 1; // row pitch
+        double bottom = 0;     // lowest y the colour bar and its legend may use
         bool figure = false;
+    };
+
+    /// One drawn row or column label.
+    struct Label
+    {
+        int index = 0;     // row or column, 0-based
+        double centre = 0; // y of a row label, x of a column label
+        QString text;      // before eliding
+        bool highlighted = false;
     };
 
     /// The fixed fonts and colours of figures (FigureStyle).
@@ -88,10 +100,10 @@ public:
     Metrics measure(const Fonts& fonts) const;
     void paint(QPainter& painter, const Frame& frame) const;
 
-    /// Figures: the whole matrix with square cells, in figure fonts.
+    /// Figures: the whole matrix in figure fonts; cells of `cell` (width x height) pixels.
     QMargins figureMargins() const;
-    Frame figureFrame(const QPointF& topLeft, double cellSize, int top) const;
-    /// The largest cell size that fits `area`, and where the figure starts (centred horizontally).
+    Frame figureFrame(const QPointF& topLeft, const QSizeF& cell, int top) const;
+    /// The largest square cell size that fits `area`, and where the figure starts (centred horizontally).
     void figurePlacement(const QRect& area, QPointF* topLeft, double* cellSize) const;
     QSize preferredFigureSize() const;
     void paintFigure(QPainter& painter, const QRect& area) const;
@@ -103,6 +115,10 @@ public:
     QString cellToolTip(int row, int col) const;
     QString rowLabel(int row) const;
     QString columnLabel(int col) const;
+    /// The row (column) labels `frame` draws: highlighted ones first, then every n-th that keeps labels
+    /// apart, only in the visible part. When every 5th or sparser, they are positions instead of words.
+    QVector<Label> rowLabels(const Frame& frame) const;
+    QVector<Label> columnLabels(const Frame& frame) const;
 
 private:
     QString subtitle() const;

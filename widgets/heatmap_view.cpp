@@ -130,7 +130,13 @@ QMargins HeatmapView::figureMargins() const
 void HeatmapView::paintFigureWithCellSize(QPainter& painter, const QPointF& topLeft, double cellSize,
                                           int top) const
 {
-    m_renderer.paint(painter, m_renderer.figureFrame(topLeft, cellSize, top));
+    paintFigureWithCellDimensions(painter, topLeft, QSizeF(cellSize, cellSize), top);
+}
+
+void HeatmapView::paintFigureWithCellDimensions(QPainter& painter, const QPointF& topLeft, const QSizeF& cell,
+                                                int top) const
+{
+    m_renderer.paint(painter, m_renderer.figureFrame(topLeft, cell, top));
 }
 
 QRectF HeatmapView::figureCellRect(const QRect& area, int row, int col) const
@@ -196,7 +202,8 @@ HeatmapView::Frame HeatmapView::widgetFrame() const
     f.rowLabels = QRectF(0, top, m.rowLabelWidth, f.cells.height());
     f.origin = QPointF(f.cells.left() - horizontalScrollBar()->value(),
                        f.cells.top() - verticalScrollBar()->value());
-    f.cell = m_cell;
+    f.cellWidth = cellWidth();
+    f.cellHeight = m_cell;
     f.bottom = vp.bottom();
     f.exposed = f.cells;
     return f;
@@ -212,6 +219,22 @@ QPointF HeatmapView::cellOrigin() const
     return widgetFrame().origin;
 }
 
+QStringList HeatmapView::shownRowLabels() const
+{
+    QStringList texts;
+    for (const HeatmapRenderer::Label& label : m_renderer.rowLabels(widgetFrame()))
+        texts << label.text;
+    return texts;
+}
+
+QStringList HeatmapView::shownColumnLabels() const
+{
+    QStringList texts;
+    for (const HeatmapRenderer::Label& label : m_renderer.columnLabels(widgetFrame()))
+        texts << label.text;
+    return texts;
+}
+
 double HeatmapView::fitCellSize() const
 {
     if (data().isEmpty()) return m_cell;
@@ -220,16 +243,16 @@ double HeatmapView::fitCellSize() const
     const double top = std::max(m.titleHeight + m.headerHeight, double(m_minTopMargin));
     const double width = vp.width() - m.rowLabelWidth - m.colorBarWidth;
     const double height = vp.height() - top;
-    return std::clamp(std::min(width / data().cols, height / data().rows), HeatmapRenderer::kMinCellSize,
-                      HeatmapRenderer::kMaxCellSize);
+    return std::clamp(std::min(width / (data().cols * m_aspect), height / data().rows),
+                      HeatmapRenderer::kMinCellSize, HeatmapRenderer::kMaxCellSize);
 }
 
 bool HeatmapView::cellAt(const QPoint& viewportPos, int* row, int* col) const
 {
     const Frame f = widgetFrame();
     if (data().isEmpty() || !f.cells.contains(viewportPos)) return false;
-    const int c = int(std::floor((viewportPos.x() - f.origin.x()) / f.cell));
-    const int r = int(std::floor((viewportPos.y() - f.origin.y()) / f.cell));
+    const int c = int(std::floor((viewportPos.x() - f.origin.x()) / f.cellWidth));
+    const int r = int(std::floor((viewportPos.y() - f.origin.y()) / f.cellHeight));
     if (r < 0 || c < 0 || r >= data().rows || c >= data().cols) return false;
     *row = r;
     *col = c;
@@ -239,37 +262,42 @@ bool HeatmapView::cellAt(const QPoint& viewportPos, int* row, int* col) const
 void HeatmapView::updateScrollBars()
 {
     const Frame f = widgetFrame();
-    const int contentWidth = int(std::ceil(data().cols * m_cell - 1e-6));
-    const int contentHeight = int(std::ceil(data().rows * m_cell - 1e-6));
-    const int step = std::max(1, int(std::lround(m_cell)));
+    const int contentWidth = int(std::ceil(data().cols * f.cellWidth - 1e-6));
+    const int contentHeight = int(std::ceil(data().rows * f.cellHeight - 1e-6));
     horizontalScrollBar()->setRange(0, std::max(0, contentWidth - int(f.cells.width())));
     horizontalScrollBar()->setPageStep(std::max(1, int(f.cells.width())));
-    horizontalScrollBar()->setSingleStep(step);
+    horizontalScrollBar()->setSingleStep(std::max(1, int(std::lround(f.cellWidth))));
     verticalScrollBar()->setRange(0, std::max(0, contentHeight - int(f.cells.height())));
     verticalScrollBar()->setPageStep(std::max(1, int(f.cells.height())));
-    verticalScrollBar()->setSingleStep(step);
+    verticalScrollBar()->setSingleStep(std::max(1, int(std::lround(f.cellHeight))));
 }
 
-void HeatmapView::zoomAt(double cellSize, const QPointF& anchor, bool user)
+void HeatmapView::zoomAt(const QSizeF& cell, const QPointF& anchor, bool user)
 {
     const Frame f = widgetFrame();
     const QPointF a(std::clamp(anchor.x(), f.cells.left(), f.cells.right()),
                     std::clamp(anchor.y(), f.cells.top(), f.cells.bottom()));
     // Keep the matrix point under the anchor where it is.
-    const double cx = (a.x() - f.origin.x()) / m_cell;
-    const double cy = (a.y() - f.origin.y()) / m_cell;
+    const double cx = (a.x() - f.origin.x()) / f.cellWidth;
+    const double cy = (a.y() - f.origin.y()) / f.cellHeight;
     m_fit = false;
-    m_cell = std::clamp(cellSize, HeatmapRenderer::kMinCellSize, HeatmapRenderer::kMaxCellSize);
+    if (cell.width() > 0 && cell.height() > 0) m_aspect = cell.width() / cell.height();
+    m_cell = std::clamp(cell.height(), HeatmapRenderer::kMinCellSize, HeatmapRenderer::kMaxCellSize);
     updateScrollBars();
-    horizontalScrollBar()->setValue(int(std::lround(cx * m_cell - (a.x() - f.cells.left()))));
+    horizontalScrollBar()->setValue(int(std::lround(cx * cellWidth() - (a.x() - f.cells.left()))));
     verticalScrollBar()->setValue(int(std::lround(cy * m_cell - (a.y() - f.cells.top()))));
     viewport()->update();
     if (user) Q_EMIT userZoomed(m_cell);
 }
 
+void HeatmapView::zoomBy(double factor, const QPointF& anchor)
+{
+    zoomAt(cellDimensions() * factor, anchor, true);
+}
+
 void HeatmapView::zoomIn()
 {
-    zoomAt(m_cell * kZoomStep, cellArea().center(), true);
+    zoomBy(kZoomStep, cellArea().center());
 }
 
 void HeatmapView::zoomOut()
@@ -277,7 +305,7 @@ void HeatmapView::zoomOut()
     if (m_cell / kZoomStep <= fitCellSize() + 1e-9)
         fitToWindow();
     else
-        zoomAt(m_cell / kZoomStep, cellArea().center(), true);
+        zoomBy(1.0 / kZoomStep, cellArea().center());
 }
 
 void HeatmapView::fitToWindow()
@@ -293,7 +321,12 @@ void HeatmapView::fitToWindow()
 
 void HeatmapView::setCellSize(double pixels)
 {
-    zoomAt(pixels, cellArea().center(), false);
+    setCellDimensions(QSizeF(pixels, pixels));
+}
+
+void HeatmapView::setCellDimensions(const QSizeF& cell)
+{
+    zoomAt(cell, cellArea().center(), false);
 }
 
 void HeatmapView::paintEvent(QPaintEvent* event)
@@ -307,8 +340,8 @@ void HeatmapView::paintEvent(QPaintEvent* event)
         painter.setClipRect(f.cells);
         painter.setPen(QPen(palette().color(QPalette::Highlight), 1.5));
         painter.setBrush(Qt::NoBrush);
-        painter.drawRect(
-            QRectF(f.origin.x() + m_hoverCol * f.cell, f.origin.y() + m_hoverRow * f.cell, f.cell, f.cell));
+        painter.drawRect(QRectF(f.origin.x() + m_hoverCol * f.cellWidth,
+                                f.origin.y() + m_hoverRow * f.cellHeight, f.cellWidth, f.cellHeight));
     }
 }
 
@@ -343,11 +376,11 @@ void HeatmapView::wheelEvent(QWheelEvent* event)
     }
     const double steps = event->angleDelta().y() / 120.0;
     if (steps == 0.0) return;
-    const double target = m_cell * std::pow(kZoomStep, steps);
-    if (steps < 0 && target <= fitCellSize() + 1e-9)
+    const double factor = std::pow(kZoomStep, steps);
+    if (steps < 0 && m_cell * factor <= fitCellSize() + 1e-9)
         fitToWindow();
     else
-        zoomAt(target, event->position(), true);
+        zoomBy(factor, event->position());
     event->accept();
 }
 
@@ -436,7 +469,8 @@ void HeatmapView::updateHover(const QPoint& viewportPos, const QPoint& globalPos
     }
     const Frame f = widgetFrame();
     const QRect cell =
-        QRectF(f.origin.x() + col * f.cell, f.origin.y() + row * f.cell, f.cell, f.cell).toAlignedRect();
+        QRectF(f.origin.x() + col * f.cellWidth, f.origin.y() + row * f.cellHeight, f.cellWidth, f.cellHeight)
+            .toAlignedRect();
     QToolTip::showText(globalPos, toolTipHtml(m_renderer.cellToolTip(row, col)), viewport(), cell);
 }
 
@@ -469,11 +503,16 @@ QMargins HeatmapView::cellMargins() const
 
 QSize HeatmapView::sizeForCellSize(double cellSize) const
 {
+    return sizeForCellDimensions(QSizeF(cellSize, cellSize));
+}
+
+QSize HeatmapView::sizeForCellDimensions(const QSizeF& cell) const
+{
     const Metrics& m = widgetMetrics();
     const double top = std::max(m.titleHeight + m.headerHeight, double(m_minTopMargin));
     const int frame = 2 * frameWidth();
-    return QSize(int(std::ceil(m.rowLabelWidth + data().cols * cellSize + m.colorBarWidth)) + frame,
-                 int(std::ceil(top + std::max(data().rows * cellSize, HeatmapRenderer::kMinBarHeight) +
+    return QSize(int(std::ceil(m.rowLabelWidth + data().cols * cell.width() + m.colorBarWidth)) + frame,
+                 int(std::ceil(top + std::max(data().rows * cell.height(), HeatmapRenderer::kMinBarHeight) +
                                m.legendHeight)) +
                      frame);
 }

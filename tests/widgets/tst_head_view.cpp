@@ -17,9 +17,8 @@ namespace {
 QPoint cellCentre(const HeatmapView& view, int row, int col)
 {
     const QRect area = view.cellArea();
-    const double s = view.cellSize();
-    return QPoint(int(area.left() + (col + 0.5) * s - view.horizontalScrollBar()->value()),
-                  int(area.top() + (row + 0.5) * s - view.verticalScrollBar()->value()));
+    return QPoint(int(area.left() + (col + 0.5) * view.cellWidth() - view.horizontalScrollBar()->value()),
+                  int(area.top() + (row + 0.5) * view.cellHeight() - view.verticalScrollBar()->value()));
 }
 
 QVector<HeatmapView*> shownPanels(const HeadView& view)
@@ -41,6 +40,7 @@ private Q_SLOTS:
     void rowsLineUpAcrossPanels();
     void zoomAndScrollTogether();
     void signalsNameThePanel();
+    void valueColumnsNarrowerForWideHeads();
     void csvIsLongFormat_data();
     void csvIsLongFormat();
     void figureProvenance();
@@ -146,6 +146,31 @@ void TestHeadView::signalsNameThePanel()
     QTest::mouseMove(gate->viewport(), cellCentre(*gate, 4, 0));
     QTRY_VERIFY(!hovered.isEmpty());
     QCOMPARE(hovered.last(), (QVariantList{int(HeadView::GatePanel), 4, 0}));
+}
+
+void TestHeadView::valueColumnsNarrowerForWideHeads()
+{
+    // 8 tokens and d_head 64: square value cells would make V eight times as wide as the attention
+    // matrix; columns shrink so that V is at most a third as wide, and rows still line up.
+    HeadView view;
+    view.setData(testdata::head(8, 64, false, false));
+    view.resize(1200, 520);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    HeatmapView* probabilities = view.panel(HeadView::ProbabilitiesPanel);
+    HeatmapView* values = view.panel(HeadView::ValuesPanel);
+    HeatmapView* product = view.panel(HeadView::ProductPanel);
+    QVERIFY(qFuzzyCompare(probabilities->cellWidth(), probabilities->cellHeight()));
+    QVERIFY(values->cellWidth() < values->cellHeight());
+    QVERIFY(qFuzzyCompare(values->cellHeight(), probabilities->cellHeight()));
+    QVERIFY(qFuzzyCompare(product->cellWidth(), values->cellWidth()));
+    QVERIFY(values->cellWidth() >= 2);
+    QVERIFY(qFuzzyCompare(values->cellWidth(), 2.0) ||
+            64 * values->cellWidth() <= 8 * probabilities->cellWidth() / 3 + 1e-6);
+    // Square cells again when the sequence is at least three times longer than the head is wide.
+    view.setData(testdata::head(60, 16, false, false));
+    QVERIFY(qFuzzyCompare(view.panel(HeadView::ValuesPanel)->cellWidth(),
+                          view.panel(HeadView::ValuesPanel)->cellHeight()));
 }
 
 void TestHeadView::csvIsLongFormat_data()
