@@ -52,6 +52,9 @@ InputPanel::InputPanel(QWidget* parent)
     m_table->horizontalHeader()->setStretchLastSection(false);
     m_table->horizontalHeader()->setSectionResizeMode(MnliTableModel::Premise, QHeaderView::Stretch);
     m_table->horizontalHeader()->setSectionResizeMode(MnliTableModel::Hypothesis, QHeaderView::Stretch);
+    for (int column : {int(MnliTableModel::Index), int(MnliTableModel::Gold), int(MnliTableModel::Predicted)})
+        m_table->horizontalHeader()->setSectionResizeMode(column, QHeaderView::ResizeToContents);
+    m_table->horizontalHeader()->setMinimumSectionSize(24);
     connect(m_search, &QLineEdit::textChanged, m_filter, &QSortFilterProxyModel::setFilterFixedString);
     connect(m_table, &QTableView::activated, this, &InputPanel::pairActivated);
     connect(m_table, &QTableView::clicked, this, &InputPanel::pairActivated);

@@ -36,6 +36,12 @@ public:
     StatisticsPtr statistics() const { return m_statistics; }
     QString statisticsPath() const { return m_statisticsPath; }
     bool busy() const { return m_busy; }
+    /// A model load or an inspection is running or waiting (predictions for the pair table may still run).
+    bool loadingOrInspecting() const
+    {
+        return m_inFlight.count(Kind::Model) || m_pending.count(Kind::Model) ||
+               m_inFlight.count(Kind::Inspect) || m_pending.count(Kind::Inspect);
+    }
 
 Q_SIGNALS:
     void modelLoaded(const outlierlens::ModelInfo& info);

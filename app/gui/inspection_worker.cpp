@@ -43,9 +43,14 @@ public:
         : m_worker(worker)
         , m_generation(generation)
     {}
-    ~FinishGuard() { Q_EMIT m_worker->requestFinished(m_generation); }
+    ~FinishGuard()
+    {
+        if (m_armed) Q_EMIT m_worker->requestFinished(m_generation);
+    }
+    void dismiss() { m_armed = false; }
 
 private:
+    bool m_armed = true;
     InspectionWorker* m_worker;
     quint64 m_generation;
 };
@@ -268,9 +273,9 @@ void InspectionWorker::inspectSyntheticExample(quint64 generation, quint64 seed)
 }
 
 void InspectionWorker::predictPairs(quint64 generation, const QStringList& premises,
-                                    const QStringList& hypotheses)
+                                    const QStringList& hypotheses, int first)
 {
-    const FinishGuard guard(this, generation);
+    FinishGuard guard(this, generation);
     try {
         ensureThreads();
         if (!m_model || !m_model->bert || m_model->bert->head() != BertHead::SequenceClassification)
@@ -278,7 +283,8 @@ void InspectionWorker::predictPairs(quint64 generation, const QStringList& premi
         BertNetwork& net = *m_model->bert;
         const int total = int(premises.size());
         constexpr int kBatch = 32;
-        for (int start = 0; start < total && !m_cancel; start += kBatch) {
+        if (first < total && !m_cancel) {
+            const int start = first;
             const int count = std::min(kBatch, total - start);
             std::vector<Encoding> encodings;
             std::int64_t T = 0;
@@ -310,6 +316,15 @@ void InspectionWorker::predictPairs(quint64 generation, const QStringList& premi
                 labels << int(predicted[i].item<std::int64_t>());
             Q_EMIT predictionsReady(generation, start, labels);
             Q_EMIT progress(generation, start + count, total);
+            if (start + count < total) {
+                guard.dismiss(); // the continuation finishes the request
+                QMetaObject::invokeMethod(
+                    this,
+                    [this, generation, premises, hypotheses, next = start + count] {
+                        predictPairs(generation, premises, hypotheses, next);
+                    },
+                    Qt::QueuedConnection);
+            }
         }
     } catch (const std::exception& e) {
         Q_EMIT failed(generation, QString::fromStdString(e.what()));

@@ -36,7 +36,11 @@ public Q_SLOTS:
     /// A generated example of the synthetic task the model was trained on (seeded).
     void inspectSyntheticExample(quint64 generation, quint64 seed);
     /// Predicted class of every pair, in batches, reported with predictionsReady as they finish.
-    void predictPairs(quint64 generation, const QStringList& premises, const QStringList& hypotheses);
+    /// Predicts labels `first` onwards, one batch at a time: after each batch the rest is posted to this
+    /// thread's queue again, so inspections asked for meanwhile run first instead of waiting for
+    /// thousands of pairs. requestFinished() comes after the last batch (or the cancel).
+    void predictPairs(quint64 generation, const QStringList& premises, const QStringList& hypotheses,
+                      int first = 0);
     void loadStatistics(quint64 generation, const QString& path);
 
 Q_SIGNALS:

@@ -54,6 +54,7 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
     dock->setObjectName(QStringLiteral("inputDock"));
     dock->setWidget(m_input);
     addDockWidget(Qt::LeftDockWidgetArea, dock);
+    resizeDocks({dock}, {470}, Qt::Horizontal);
 
     // Pages.
     m_pages = new QTabWidget;
