@@ -2,8 +2,10 @@
 // subcommand (DESIGN.md, "Command line").
 
 #include "cli/command_line.h"
+#include "gui/gui_benchmark.h"
 #include "gui/job_manager.h"
 #include "gui/main_window.h"
+#include "gui/screenshot_tour.h"
 #include "model/runtime.h"
 #include "paths.h"
 
@@ -36,6 +38,7 @@ const Subcommand kSubcommands[] = {
     {"sweep", "a grid of training runs and a summary table (the paper's Figures 6 and 7)",
      outlierlens::cli::runSweep},
     {"bench", "time forward passes with and without activation capture", outlierlens::cli::runBench},
+    {"convert", "rewrite a model's weights as (float16) safetensors", outlierlens::cli::runConvert},
     {"create-model", "write a randomly initialised BERT model folder", outlierlens::cli::runCreateModel},
 };
 
@@ -58,8 +61,22 @@ int runGui(int argc, char* argv[])
     QCoreApplication::setApplicationName(QStringLiteral("OutlierLens"));
     QCoreApplication::setApplicationVersion(QStringLiteral(OUTLIERLENS_VERSION));
     QCommandLineParser parser;
-    parser.addOption(
-        {QStringLiteral("model"), QStringLiteral("Model folder to open."), QStringLiteral("dir")});
+    parser.addOptions({
+        {QStringLiteral("model"), QStringLiteral("Model folder to open."), QStringLiteral("dir")},
+        {QStringLiteral("screenshots"), QStringLiteral("Save a screenshot of each page into DIR, then quit."),
+         QStringLiteral("dir")},
+        {QStringLiteral("pages"), QStringLiteral("Pages for --screenshots (comma-separated tab names)."),
+         QStringLiteral("list")},
+        {QStringLiteral("prefix"), QStringLiteral("File name prefix for --screenshots."),
+         QStringLiteral("text")},
+        {QStringLiteral("bench-gui"),
+         QStringLiteral("Measure GUI stalls and head redraw times (one JSON line), then quit.")},
+        {QStringLiteral("bench-image"), QStringLiteral("--bench-gui: run this image (ViT) instead of text."),
+         QStringLiteral("file")},
+        {QStringLiteral("bench-stats"),
+         QStringLiteral("--bench-gui: data of the statistics job (e.g. mnli:FILE:200)."),
+         QStringLiteral("spec")},
+    });
     if (!parser.parse(QCoreApplication::arguments()) || !parser.positionalArguments().isEmpty()) {
         std::fprintf(stderr, "outlierlens: %s\n\n",
                      qPrintable(parser.errorText().isEmpty() ? QStringLiteral("unexpected argument")
@@ -76,6 +93,20 @@ int runGui(int argc, char* argv[])
                                    data + QStringLiteral("/mnli/mnli_dev_matched.jsonl"),
                                    data + QStringLiteral("/images"), &jobs);
     window.show();
+    if (parser.isSet(QStringLiteral("bench-gui")))
+        (new outlierlens::GuiBenchmark(&window, &jobs, parser.value(QStringLiteral("bench-image")),
+                                       parser.value(QStringLiteral("bench-stats"))))
+            ->start();
+    if (parser.isSet(QStringLiteral("screenshots"))) {
+        const QString pages =
+            parser.isSet(QStringLiteral("pages"))
+                ? parser.value(QStringLiteral("pages"))
+                : QStringLiteral("Head,Overview,Outliers,Image,Compare,Teaching,Sweeps,Jobs");
+        auto* tour = new outlierlens::ScreenshotTour(&window, parser.value(QStringLiteral("screenshots")),
+                                                     pages.split(QLatin1Char(',')),
+                                                     parser.value(QStringLiteral("prefix")));
+        tour->start();
+    }
     return app.exec();
 }
 

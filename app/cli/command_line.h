@@ -66,5 +66,6 @@ int runCreateModel(const QStringList& args);
 int runStats(const QStringList& args);
 int runTrain(const QStringList& args);
 int runSweep(const QStringList& args);
+int runConvert(const QStringList& args);
 
 } // namespace outlierlens::cli

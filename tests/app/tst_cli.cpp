@@ -274,7 +274,8 @@ private Q_SLOTS:
 
     void helpForEveryCommand()
     {
-        for (const char* c : {"inspect", "tokenize", "bench", "create-model"}) {
+        for (const char* c :
+             {"inspect", "tokenize", "bench", "create-model", "stats", "train", "sweep", "convert"}) {
             const Run r = runApp({c, "--help"});
             QCOMPARE(r.exitCode, 0);
             QVERIFY2(r.out.startsWith(QStringLiteral("Usage: outlierlens %1 [options]").arg(c)),
@@ -304,6 +305,25 @@ private Q_SLOTS:
         QVERIFY(r.out.contains("gated attention (linear)"));
         // Refuses to overwrite.
         QCOMPARE(runApp({"create-model", "--vocab", fx("bert/hf/vocab.txt"), "--out", model}).exitCode, 1);
+    }
+
+    void convertToFloat16LoadsWithTheSameTensorNames()
+    {
+        QTemporaryDir dir;
+        const QString out = dir.path() + "/half";
+        Run r = runApp({"convert", "--model", fx("variants/bert-gated-linear/hf"), "--out", out, "--fp16"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QVERIFY(QFile::exists(out + "/vocab.txt") && QFile::exists(out + "/config.json"));
+        QVERIFY(!QFile::exists(out + "/pytorch_model.bin"));
+        // The fp16 model predicts what the original predicts, its logits within fp16 rounding.
+        const QString dump = dir.path() + "/half.h5";
+        r = runApp(
+            {"inspect", "--model", out, "--text", "the to of a.", "--pair", "the and, in.", "--dump", dump});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        Hdf5Reader ref(fixture("variants/bert-gated-linear/reference.h5"));
+        OL_COMPARE_TENSORS("logits", Hdf5Reader(dump.toStdString()).readTensor("logits"),
+                           ref.readTensor("outputs/logits")[0], 2e-2);
+        QCOMPARE(runApp({"convert", "--model", fx("bert/hf"), "--out", out}).exitCode, 1); // exists
     }
 
     void benchPrintsJson()
