@@ -223,8 +223,9 @@ TrainResult runTraining(const TrainConfig& config, bool resume, const std::atomi
             const double mean = windowLoss / windowSteps;
             const double perStep = elapsed() / double(done - start);
             const nlohmann::json line = {
-                {"type", "progress"}, {"step", done}, {"total", config.steps},
-                {"loss", mean},       {"lr", lr},     {"eta", perStep * double(config.steps - done)}};
+                {"type", "progress"},  {"step", done}, {"total", config.steps},
+                {"loss", mean},        {"lr", lr},     {"eta", perStep * double(config.steps - done)},
+                {"elapsed", elapsed()}};
             run.appendMetrics(nlohmann::json{{"step", done}, {"loss", mean}, {"lr", lr}}.dump());
             emit(line.dump());
             windowLoss = 0;
