@@ -95,9 +95,11 @@ torch::Tensor multiHeadAttention(const AttentionSpec& spec, const torch::Tensor&
 
     torch::Tensor scores = torch::matmul(qh, kh.transpose(-1, -2)) / std::sqrt(double(dh));
     capture.put(CapturePoint::AttnScores, scores);
+    scores = capture.quant(QuantSite::AttnScores, scores);
     if (additiveMask.defined()) scores = scores + additiveMask;
     torch::Tensor probs = attentionSoftmax(scores, spec.variant);
     capture.put(CapturePoint::AttnProbs, probs);
+    probs = capture.quant(QuantSite::AttnProbs, probs);
     capture.put(CapturePoint::AttnValues, vh);
     probs = probsDropout->forward(probs);
 
@@ -108,7 +110,7 @@ torch::Tensor multiHeadAttention(const AttentionSpec& spec, const torch::Tensor&
         capture.put(CapturePoint::AttnGate, pi);
         context = context * pi.unsqueeze(-1);
     }
-    return context.permute({0, 2, 1, 3}).reshape({B, T, H * dh});
+    return capture.quant(QuantSite::AttnContext, context.permute({0, 2, 1, 3}).reshape({B, T, H * dh}));
 }
 
 } // namespace outlierlens

@@ -28,7 +28,6 @@ torch::nn::LayerNorm makeLayerNorm(int size, double eps)
     return torch::nn::LayerNorm(torch::nn::LayerNormOptions({size}).eps(eps));
 }
 
-
 } // namespace
 
 BertEmbeddingsImpl::BertEmbeddingsImpl(const BertConfig& c)
@@ -42,7 +41,8 @@ BertEmbeddingsImpl::BertEmbeddingsImpl(const BertConfig& c)
     dropout = register_module("dropout", torch::nn::Dropout(c.hiddenDropout));
 }
 
-torch::Tensor BertEmbeddingsImpl::forward(const torch::Tensor& inputIds, const torch::Tensor& tokenTypeIds)
+torch::Tensor BertEmbeddingsImpl::forward(const torch::Tensor& inputIds, const torch::Tensor& tokenTypeIds,
+                                          const CaptureScope& capture)
 {
     const auto T = inputIds.size(1);
     if (T > positionEmbeddings->weight.size(0))
@@ -51,7 +51,8 @@ torch::Tensor BertEmbeddingsImpl::forward(const torch::Tensor& inputIds, const t
     const torch::Tensor positions = torch::arange(T, torch::dtype(torch::kLong).device(inputIds.device()));
     torch::Tensor x = wordEmbeddings->forward(inputIds) + tokenTypeEmbeddings->forward(tokenTypeIds) +
                       positionEmbeddings->forward(positions).unsqueeze(0);
-    return dropout->forward(layerNorm->forward(x));
+    x = capture.quant(QuantSite::EmbeddingSum, x);
+    return dropout->forward(capture.quant(QuantSite::EmbeddingNorm, layerNorm->forward(x)));
 }
 
 BertSelfAttentionImpl::BertSelfAttentionImpl(const BertConfig& c)
@@ -67,8 +68,10 @@ BertSelfAttentionImpl::BertSelfAttentionImpl(const BertConfig& c)
 torch::Tensor BertSelfAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& additiveMask,
                                              const CaptureScope& capture)
 {
-    return multiHeadAttention(spec, query->forward(x), key->forward(x), value->forward(x), x, additiveMask,
-                              gates, dropout, capture);
+    return multiHeadAttention(spec, capture.quant(QuantSite::Query, query->forward(x)),
+                              capture.quant(QuantSite::Key, key->forward(x)),
+                              capture.quant(QuantSite::Value, value->forward(x)), x, additiveMask, gates,
+                              dropout, capture);
 }
 
 BertAddNormImpl::BertAddNormImpl(int inFeatures, const BertConfig& c)
@@ -93,18 +96,25 @@ torch::Tensor BertLayerImpl::forward(const torch::Tensor& x, const torch::Tensor
                                      const CaptureScope& capture)
 {
     const torch::Tensor context = selfAttention->forward(x, additiveMask, capture);
-    const torch::Tensor attnOut = attentionOutput->dense->forward(context);
+    torch::Tensor attnOut = attentionOutput->dense->forward(context);
     capture.put(CapturePoint::AttnOut, attnOut);
+    attnOut = capture.quant(QuantSite::AttnOut, attnOut);
+    const torch::Tensor attnResidual =
+        capture.quant(QuantSite::AttnResidual, attentionOutput->dropout->forward(attnOut) + x);
     const torch::Tensor h =
-        attentionOutput->layerNorm->forward(attentionOutput->dropout->forward(attnOut) + x);
+        capture.quant(QuantSite::AttnNorm, attentionOutput->layerNorm->forward(attnResidual));
 
-    const torch::Tensor ffnOut = output->dense->forward(applyActivation(intermediate->forward(h), hiddenAct));
+    const torch::Tensor inner =
+        capture.quant(QuantSite::FfnIntermediate, applyActivation(intermediate->forward(h), hiddenAct));
+    torch::Tensor ffnOut = output->dense->forward(inner);
     capture.put(CapturePoint::FfnOut, ffnOut);
-    const torch::Tensor residual = output->dropout->forward(ffnOut) + h;
+    ffnOut = capture.quant(QuantSite::FfnOut, ffnOut);
+    torch::Tensor residual = output->dropout->forward(ffnOut) + h;
     capture.put(CapturePoint::Residual, residual);
+    residual = capture.quant(QuantSite::FfnResidual, residual);
     torch::Tensor out = output->layerNorm->forward(residual);
     capture.put(CapturePoint::Out, out);
-    return out;
+    return capture.quant(QuantSite::FfnNorm, out);
 }
 
 BertModelImpl::BertModelImpl(const BertConfig& c, bool addPooler)
@@ -124,14 +134,16 @@ BertOutputs BertModelImpl::forward(const torch::Tensor& inputIds, const torch::T
                                    const torch::Tensor& attentionMask, ActivationSink* sink)
 {
     const torch::Tensor types = tokenTypeIds.defined() ? tokenTypeIds : torch::zeros_like(inputIds);
-    torch::Tensor h = embeddings->forward(inputIds, types);
+    torch::Tensor h = embeddings->forward(inputIds, types, CaptureScope(sink, -1));
     CaptureScope(sink, -1).put(CapturePoint::Embeddings, h);
     const torch::Tensor mask = additiveAttentionMask(attentionMask, h.scalar_type());
     for (std::size_t i = 0; i < layers->size(); ++i)
         h = layers[i]->as<BertLayer>()->forward(h, mask, CaptureScope(sink, int(i)));
     BertOutputs out;
     out.sequence = h;
-    if (pooler) out.pooled = torch::tanh(pooler->forward(h.select(1, 0)));
+    if (pooler)
+        out.pooled =
+            CaptureScope(sink, -1).quant(QuantSite::Pooler, torch::tanh(pooler->forward(h.select(1, 0))));
     return out;
 }
 
@@ -152,6 +164,7 @@ BertForward BertForSequenceClassificationImpl::forward(const torch::Tensor& inpu
     const BertOutputs out = bert->forward(inputIds, tokenTypeIds, attentionMask, sink);
     BertForward result{out.sequence, classifier->forward(dropout->forward(out.pooled))};
     CaptureScope(sink, -1).put(CapturePoint::Logits, result.logits);
+    result.logits = CaptureScope(sink, -1).quant(QuantSite::Logits, result.logits);
     return result;
 }
 
@@ -182,8 +195,7 @@ BertForward BertForMaskedLMImpl::forward(const torch::Tensor& inputIds, const to
                                          const torch::Tensor& attentionMask, ActivationSink* sink)
 {
     const BertOutputs out = bert->forward(inputIds, tokenTypeIds, attentionMask, sink);
-    BertForward result{out.sequence,
-                       predictions->forward(out.sequence, bert->embeddings->wordEmbeddings->weight)};
+    BertForward result{out.sequence, predictions->forward(out.sequence, decoderWeight())};
     CaptureScope(sink, -1).put(CapturePoint::Logits, result.logits);
     return result;
 }

@@ -23,7 +23,8 @@ class BertEmbeddingsImpl : public torch::nn::Module
 public:
     explicit BertEmbeddingsImpl(const BertConfig& config);
     /// inputIds, tokenTypeIds: [B, T] int64 -> [B, T, d] after LayerNorm and dropout.
-    torch::Tensor forward(const torch::Tensor& inputIds, const torch::Tensor& tokenTypeIds);
+    torch::Tensor forward(const torch::Tensor& inputIds, const torch::Tensor& tokenTypeIds,
+                          const CaptureScope& capture = CaptureScope(nullptr, -1));
 
     torch::nn::Embedding wordEmbeddings{nullptr}, positionEmbeddings{nullptr}, tokenTypeEmbeddings{nullptr};
     torch::nn::LayerNorm layerNorm{nullptr};
@@ -140,8 +141,17 @@ public:
     BertForward forward(const torch::Tensor& inputIds, const torch::Tensor& tokenTypeIds,
                         const torch::Tensor& attentionMask, ActivationSink* sink = nullptr);
 
+    /// The decoder's weight: the word embeddings (tied), or a floating-point copy of them kept while
+    /// the embeddings are fake-quantized (the MLM head stays in floating point, docs/quantization.md).
+    torch::Tensor decoderWeight() const
+    {
+        return decoderWeightOverride.defined() ? decoderWeightOverride
+                                               : bert->embeddings->wordEmbeddings->weight;
+    }
+
     BertModel bert{nullptr};
     BertLMPredictionHead predictions{nullptr};
+    torch::Tensor decoderWeightOverride;
 };
 TORCH_MODULE(BertForMaskedLM);
 

@@ -219,7 +219,8 @@ BertNetwork BertNetwork::load(const std::string& modelDir, const VariantOverride
     BertNetwork net(config, head);
     net.m_weightsFile = weights;
     const ExpectedTensors expected = releaseModuleTensors(net.module());
-    adoptStrict(net.module(), expected, mapBertKeys(std::move(tensors), head, config, weights, net.m_report), weights);
+    adoptStrict(net.module(), expected, mapBertKeys(std::move(tensors), head, config, weights, net.m_report),
+                weights);
     net.m_sha256 = sha256File(weights);
     releaseFreedMemory(); // the module's initial random weights are gone now
     return net;

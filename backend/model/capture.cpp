@@ -1,5 +1,7 @@
 #include "model/capture.h"
 
+#include <ATen/core/Tensor.h>
+
 #include <array>
 #include <cstdlib>
 
@@ -77,6 +79,59 @@ std::optional<std::pair<CapturePoint, int>> parseCaptureName(const std::string& 
     for (const auto& p : kPoints)
         if (p.perLayer && rest == p.name) return std::make_pair(p.point, layer);
     return std::nullopt;
+}
+
+std::string quantSiteName(QuantSite site)
+{
+    switch (site) {
+    case QuantSite::EmbeddingSum:
+        return "embedding_sum";
+    case QuantSite::EmbeddingNorm:
+        return "embedding_norm";
+    case QuantSite::Query:
+        return "query";
+    case QuantSite::Key:
+        return "key";
+    case QuantSite::Value:
+        return "value";
+    case QuantSite::AttnScores:
+        return "attn_scores";
+    case QuantSite::AttnProbs:
+        return "attn_probs";
+    case QuantSite::AttnContext:
+        return "attn_context";
+    case QuantSite::AttnOut:
+        return "attn_out";
+    case QuantSite::AttnResidual:
+        return "attn_residual";
+    case QuantSite::AttnNorm:
+        return "attn_norm";
+    case QuantSite::FfnIntermediate:
+        return "ffn_intermediate";
+    case QuantSite::FfnOut:
+        return "ffn_out";
+    case QuantSite::FfnResidual:
+        return "ffn_residual";
+    case QuantSite::FfnNorm:
+        return "ffn_norm";
+    case QuantSite::FinalNorm:
+        return "final_norm";
+    case QuantSite::Pooler:
+        return "pooler";
+    case QuantSite::Logits:
+        return "logits";
+    }
+    std::abort();
+}
+
+at::Tensor ActivationSink::transform(QuantSite, int, const at::Tensor& batched)
+{
+    return batched;
+}
+
+at::Tensor CaptureScope::quant(QuantSite site, const at::Tensor& batched) const
+{
+    return m_sink && m_sink->transformsActivations() ? m_sink->transform(site, m_layer, batched) : batched;
 }
 
 } // namespace outlierlens

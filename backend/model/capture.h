@@ -27,6 +27,37 @@ enum class CapturePoint {
     Logits,      ///< [C] classifier output
 };
 
+/// Where simulated quantization can act on activations (docs/quantization.md has the placement).
+/// BERT (post-LN): EmbeddingSum -> EmbeddingNorm; per layer Query, Key, Value, AttnScores (before the
+/// mask), AttnProbs, AttnContext (after gating and head merge), AttnOut, AttnResidual (sum before the
+/// first LayerNorm), AttnNorm, FfnIntermediate (after GELU), FfnOut, FfnResidual (sum before the second
+/// LayerNorm), FfnNorm (block output); Pooler, Logits.
+/// ViT (pre-LN): EmbeddingSum (patches + CLS + positions); per layer AttnNorm (norm1), Query ... AttnOut,
+/// AttnResidual (x + attention), FfnNorm (norm2), FfnIntermediate, FfnOut, FfnResidual (block output);
+/// FinalNorm, Logits.
+enum class QuantSite {
+    EmbeddingSum,
+    EmbeddingNorm,
+    Query,
+    Key,
+    Value,
+    AttnScores,
+    AttnProbs,
+    AttnContext,
+    AttnOut,
+    AttnResidual,
+    AttnNorm,
+    FfnIntermediate,
+    FfnOut,
+    FfnResidual,
+    FfnNorm,
+    FinalNorm,
+    Pooler,
+    Logits,
+};
+/// Short name, e.g. "attn_scores"; per-layer sites are reported as "layer3/attn_scores".
+std::string quantSiteName(QuantSite site);
+
 /// All per-layer points in DESIGN.md order.
 const std::vector<CapturePoint>& perLayerCapturePoints();
 bool isPerLayer(CapturePoint point);
@@ -46,6 +77,11 @@ public:
     virtual ~ActivationSink() = default;
     virtual bool wants(CapturePoint point, int layer) const = 0;
     virtual void put(CapturePoint point, int layer, const at::Tensor& batched) = 0;
+    /// Sinks that simulate quantization return true and implement transform(); the model then passes
+    /// each activation of a QuantSite (layer -1 outside the blocks) through transform() and continues
+    /// with what it returns. Other sinks cost one virtual call per site.
+    virtual bool transformsActivations() const { return false; }
+    virtual at::Tensor transform(QuantSite site, int layer, const at::Tensor& batched);
 };
 
 /// Convenience used inside models: a sink pointer plus the current layer.
@@ -62,6 +98,8 @@ public:
         if (m_sink && m_sink->wants(point, m_layer)) m_sink->put(point, m_layer, batched);
     }
     int layer() const { return m_layer; }
+    /// `batched` itself, or what a quantizing sink makes of it (ActivationSink::transform).
+    at::Tensor quant(QuantSite site, const at::Tensor& batched) const;
 
 private:
     ActivationSink* m_sink;

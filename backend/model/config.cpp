@@ -50,15 +50,13 @@ AttentionVariant parseVariant(const nlohmann::json& block, const std::string& wh
 
 AttentionVariant variantFromConfigJson(const nlohmann::json& config, const std::string& where)
 {
-    if (!config.contains("outlierlens") || config["outlierlens"].is_null())
-        return {};
+    if (!config.contains("outlierlens") || config["outlierlens"].is_null()) return {};
     return parseVariant(config["outlierlens"], where);
 }
 
 void addVariantToConfigJson(const AttentionVariant& v, nlohmann::json& config)
 {
-    if (v.isVanilla())
-        return;
+    if (v.isVanilla()) return;
     nlohmann::json j;
     j["softmax"] = toString(v.softmax);
     if (v.softmax == SoftmaxKind::Clipped) {

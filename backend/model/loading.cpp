@@ -47,13 +47,14 @@ void adoptStrict(torch::nn::Module& module, const ExpectedTensors& expected, Sta
     for (const auto& [name, want] : expected) {
         const auto it = tensors.find(name);
         if (it == tensors.end()) {
-            problems.push_back(file + ": missing tensor '" + name + "' (expected " + shapeString(want.sizes) + ")");
+            problems.push_back(file + ": missing tensor '" + name + "' (expected " + shapeString(want.sizes) +
+                               ")");
             continue;
         }
         const torch::Tensor& found = it->second;
         if (found.sizes() != c10::IntArrayRef(want.sizes))
-            problems.push_back(file + ": tensor '" + name + "' has shape " + shapeString(found) + ", expected " +
-                               shapeString(want.sizes));
+            problems.push_back(file + ": tensor '" + name + "' has shape " + shapeString(found) +
+                               ", expected " + shapeString(want.sizes));
         else if (found.is_floating_point() != want.floating)
             problems.push_back(file + ": tensor '" + name + "' has dtype " +
                                std::string(c10::toString(found.scalar_type())) + ", expected " +

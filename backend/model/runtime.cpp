@@ -27,8 +27,14 @@ int configureTorchThreads(int threads)
     return n;
 }
 
-void releaseFreedMemory() { malloc_trim(0); }
+void releaseFreedMemory()
+{
+    malloc_trim(0);
+}
 
-void configureAllocator() { mallopt(M_MMAP_THRESHOLD, 4 << 20); }
+void configureAllocator()
+{
+    mallopt(M_MMAP_THRESHOLD, 4 << 20);
+}
 
 } // namespace outlierlens

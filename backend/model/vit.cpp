@@ -35,21 +35,27 @@ VitBlockImpl::VitBlockImpl(const VitConfig& c)
 
 torch::Tensor VitBlockImpl::forward(const torch::Tensor& x, const CaptureScope& capture)
 {
-    const torch::Tensor h = norm1->forward(x);
+    const torch::Tensor h = capture.quant(QuantSite::AttnNorm, norm1->forward(x));
     const std::vector<torch::Tensor> parts = qkv->forward(h).chunk(3, -1); // timm's row order: q, k, v
     // The gates see the attention's input: the LayerNorm output of this pre-LN block.
-    const torch::Tensor context =
-        multiHeadAttention(spec, parts[0], parts[1], parts[2], h, {}, gates, attnDropout, capture);
-    const torch::Tensor attnOut = proj->forward(context);
+    const torch::Tensor context = multiHeadAttention(
+        spec, capture.quant(QuantSite::Query, parts[0]), capture.quant(QuantSite::Key, parts[1]),
+        capture.quant(QuantSite::Value, parts[2]), h, {}, gates, attnDropout, capture);
+    torch::Tensor attnOut = proj->forward(context);
     capture.put(CapturePoint::AttnOut, attnOut);
-    const torch::Tensor afterAttention = x + attnOut;
-    const torch::Tensor ffnOut =
-        fc2->forward(applyActivation(fc1->forward(norm2->forward(afterAttention)), hiddenAct));
+    attnOut = capture.quant(QuantSite::AttnOut, attnOut);
+    const torch::Tensor afterAttention = capture.quant(QuantSite::AttnResidual, x + attnOut);
+    const torch::Tensor inner = capture.quant(
+        QuantSite::FfnIntermediate,
+        applyActivation(fc1->forward(capture.quant(QuantSite::FfnNorm, norm2->forward(afterAttention))),
+                        hiddenAct));
+    torch::Tensor ffnOut = fc2->forward(inner);
     capture.put(CapturePoint::FfnOut, ffnOut);
+    ffnOut = capture.quant(QuantSite::FfnOut, ffnOut);
     torch::Tensor out = afterAttention + ffnOut;
     capture.put(CapturePoint::Residual, out); // pre-LN: the block output is the residual stream
     capture.put(CapturePoint::Out, out);
-    return out;
+    return capture.quant(QuantSite::FfnResidual, out);
 }
 
 VisionTransformerImpl::VisionTransformerImpl(const VitConfig& c)
@@ -84,13 +90,16 @@ VitOutputs VisionTransformerImpl::forward(const torch::Tensor& pixels, Activatio
     if (patchNorm) patches = patchNorm->forward(patches);
     torch::Tensor x = torch::cat({clsToken.expand({B, -1, -1}), patches}, 1) + posEmbed;
     CaptureScope(sink, -1).put(CapturePoint::Embeddings, x);
+    x = CaptureScope(sink, -1).quant(QuantSite::EmbeddingSum, x);
     for (std::size_t i = 0; i < blocks->size(); ++i)
         x = blocks[i]->as<VitBlock>()->forward(x, CaptureScope(sink, int(i)));
     VitOutputs out;
     out.sequence = x;
     if (head) {
-        out.logits = head->forward(norm->forward(x).select(1, 0));
-        CaptureScope(sink, -1).put(CapturePoint::Logits, out.logits);
+        const CaptureScope outside(sink, -1);
+        out.logits = head->forward(outside.quant(QuantSite::FinalNorm, norm->forward(x)).select(1, 0));
+        outside.put(CapturePoint::Logits, out.logits);
+        out.logits = outside.quant(QuantSite::Logits, out.logits);
     }
     return out;
 }
