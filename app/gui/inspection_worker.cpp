@@ -1,5 +1,7 @@
 #include "inspection_worker.h"
 
+#include "train/task_common.h"
+
 #include "analysis/bert_inspection.h"
 #include "analysis/statistics_file.h"
 #include "analysis/vit_inspection.h"
@@ -94,24 +96,6 @@ QString readCard(const std::string& dir)
     return file.open(QIODevice::ReadOnly) ? QString::fromUtf8(file.readAll()) : QString();
 }
 
-std::optional<SyntheticTaskOptions> syntheticOptionsOf(const std::string& dir)
-{
-    const nlohmann::json j = jsonutil::parseFile((std::filesystem::path(dir) / "config.json").string());
-    if (!j.contains("outlierlens_synthetic")) return std::nullopt;
-    const auto& s = j["outlierlens_synthetic"];
-    SyntheticTaskOptions o;
-    o.vocabSize = s.value("vocab_size", o.vocabSize);
-    o.seqLength = s.value("seq_length", o.seqLength);
-    o.minLength = s.value("min_length", o.minLength);
-    o.numDelimiters = s.value("delimiters", o.numDelimiters);
-    o.delimiterRate = s.value("delimiter_rate", o.delimiterRate);
-    o.operatorRate = s.value("operator_rate", o.operatorRate);
-    o.topicSize = s.value("topic_size", o.topicSize);
-    if (s.contains("copy_offsets")) o.copyOffsets = s["copy_offsets"].get<std::vector<int>>();
-    o.validate();
-    return o;
-}
-
 } // namespace
 
 InspectionWorker::InspectionWorker() = default;
@@ -153,7 +137,7 @@ void InspectionWorker::loadModel(quint64 generation, const QString& dirText)
             info.gated = c.variant.gate != GateKind::None;
             for (const auto& l : c.id2label)
                 info.classNames << QString::fromStdString(l);
-            model->synthetic = syntheticOptionsOf(dir);
+            model->synthetic = readSyntheticOptions(dir);
             info.synthetic = model->synthetic.has_value();
         } else {
             model->vit = std::make_unique<VitNetwork>(VitNetwork::load(dir));

@@ -4,7 +4,6 @@
 #include "common/json_util.h"
 #include "train/run_folder.h"
 
-#include <nlohmann/json.hpp>
 #include "model/bert_network.h"
 #include "text/wordpiece.h"
 #include "train/data/mlm_data.h"
@@ -12,6 +11,7 @@
 #include "train/data/synthetic_data.h"
 #include "train/task_common.h"
 #include "train/training_task.h"
+#include <nlohmann/json.hpp>
 
 #include <torch/torch.h>
 
@@ -84,9 +84,10 @@ class MlmTask : public BertTaskBase
 public:
     explicit MlmTask(const TrainConfig& t)
         : m_config(t)
-        , m_tokenizer(BertTokenizer::fromVocabFile(t.vocab))
+        , m_tokenizer(t.init.empty() ? BertTokenizer::fromVocabFile(t.vocab)
+                                     : BertTokenizer::fromModelDir(t.init))
     {
-        m_vocabFile = t.vocab;
+        m_vocabFile = t.init.empty() ? t.vocab : (fs::path(t.init) / "vocab.txt").string();
         const std::int64_t evalSequences = std::int64_t(t.evalBatches) * t.batchSize;
         PackedCorpus corpus = PackedCorpus::build(t.corpus, m_tokenizer, t.seqLength);
         if (!t.validCorpus.empty()) {
@@ -110,6 +111,13 @@ public:
             throw Error(t.corpus + ": " + std::to_string(m_trainCount) + " sequences of " +
                         std::to_string(t.seqLength) + " tokens, fewer than one batch of " +
                         std::to_string(t.batchSize));
+        if (!t.init.empty()) {
+            m_net = std::make_unique<BertNetwork>(BertNetwork::load(t.init));
+            if (m_net->head() != BertHead::MaskedLM)
+                throw Error(t.init + ": masked-LM runs start from a BertForMaskedLM model, found " +
+                            toString(m_net->head()));
+            return;
+        }
         BertConfig c = bertShape(t, "bert-mini");
         c.vocabSize = int(m_tokenizer.vocabSize());
         c.architectures = {"BertForMaskedLM"};
@@ -123,7 +131,7 @@ public:
         return lossOf(maskForMlm(ids, m_tokenizer, m_config.maskProbability, gen));
     }
 
-    std::pair<std::string, double> evaluate() override
+    std::pair<std::string, double> evaluate(ActivationSink* sink = nullptr) override
     {
         at::Generator gen = evaluationGenerator(m_config);
         c10::InferenceMode guard;
@@ -135,10 +143,19 @@ public:
                 m_tokenizer, m_config.maskProbability, gen);
             const std::int64_t n = (batch.labels != -100).sum().item<std::int64_t>();
             if (n == 0) continue;
-            lossSum += lossOf(batch).item<double>() * double(n);
+            lossSum += lossOf(batch, sink).item<double>() * double(n);
             tokens += n;
         }
         return {"perplexity", std::exp(lossSum / double(std::max<std::int64_t>(tokens, 1)))};
+    }
+
+    void calibrationForward(std::int64_t index, at::Generator& gen, ActivationSink& sink) override
+    {
+        const torch::Tensor ids =
+            m_train->sequences(batchIndices(m_trainCount, m_config.batchSize, index, m_config.seed + 1));
+        const MlmBatch b = maskForMlm(ids, m_tokenizer, m_config.maskProbability, gen);
+        c10::InferenceMode guard;
+        lossOf(b, &sink);
     }
 
     std::vector<std::int64_t> probe(ActivationSink& sink) override
@@ -170,15 +187,15 @@ private:
 
     /// The vocabulary projection runs only on the ~15% predicted positions: with a 30,522-token
     /// vocabulary it would otherwise cost more than the whole encoder of a small model.
-    torch::Tensor lossOf(const MlmBatch& b)
+    torch::Tensor lossOf(const MlmBatch& b, ActivationSink* sink = nullptr)
     {
         BertForMaskedLM mlm = m_net->maskedLm();
-        const torch::Tensor hidden = mlm->bert->forward(b.inputIds, b.tokenTypeIds, b.attentionMask).sequence;
+        const torch::Tensor hidden =
+            mlm->bert->forward(b.inputIds, b.tokenTypeIds, b.attentionMask, sink).sequence;
         const torch::Tensor labels = b.labels.reshape({-1});
         const torch::Tensor picked = (labels != -100).nonzero().squeeze(1);
         const torch::Tensor states = hidden.reshape({-1, hidden.size(-1)}).index_select(0, picked);
-        const torch::Tensor logits =
-            mlm->predictions->forward(states, mlm->bert->embeddings->wordEmbeddings->weight);
+        const torch::Tensor logits = mlm->predictions->forward(states, mlm->decoderWeight());
         return maskedCrossEntropy(logits, labels.index_select(0, picked));
     }
 
@@ -203,11 +220,20 @@ public:
             throw Error("the attention variant of a fine-tuning run comes from the pre-trained model (" +
                         t.init + ": " + c.variant.describe() +
                         "); remove the variant settings from the config");
-        c.id2label = {"entailment", "neutral", "contradiction"};
+        const bool hasMnliHead =
+            pretrained.head() == BertHead::SequenceClassification && c.id2label.size() == 3;
+        if (!hasMnliHead) c.id2label = {"entailment", "neutral", "contradiction"};
         c.architectures = {"BertForSequenceClassification"};
         c.hiddenDropout = c.attentionDropout = t.dropout;
         m_net =
             std::make_unique<BertNetwork>(BertNetwork::create(c, BertHead::SequenceClassification, t.seed));
+        if (hasMnliHead) {
+            // Already an MNLI classifier (e.g. a fine-tuned checkpoint being evaluated): keep all of it.
+            torch::NoGradGuard noGrad;
+            auto target = m_net->module().named_parameters(true);
+            for (const auto& item : pretrained.module().named_parameters(true))
+                target[item.key()].copy_(item.value());
+        }
         // The encoder starts from the pre-trained weights; the pooler and classifier are new.
         torch::NoGradGuard noGrad;
         auto target = m_net->encoder()->named_parameters(true);
@@ -238,17 +264,26 @@ public:
                                   b.labels);
     }
 
-    std::pair<std::string, double> evaluate() override
+    std::pair<std::string, double> evaluate(ActivationSink* sink = nullptr) override
     {
         c10::InferenceMode guard;
         std::int64_t correct = 0;
         for (std::int64_t start = 0; start < m_data->evalSize(); start += m_config.batchSize) {
             const int size = int(std::min<std::int64_t>(m_config.batchSize, m_data->evalSize() - start));
             const NliDataset::Batch b = m_data->evalBatch(start, size);
-            const torch::Tensor logits = m_net->forward(b.inputIds, b.tokenTypeIds, b.attentionMask).logits;
+            const torch::Tensor logits =
+                m_net->forward(b.inputIds, b.tokenTypeIds, b.attentionMask, sink).logits;
             correct += (logits.argmax(-1) == b.labels).sum().item<std::int64_t>();
         }
         return {"accuracy", double(correct) / double(m_data->evalSize())};
+    }
+
+    void calibrationForward(std::int64_t index, at::Generator&, ActivationSink& sink) override
+    {
+        const NliDataset::Batch b = m_data->trainBatch(
+            batchIndices(m_data->trainSize(), m_config.batchSize, index, m_config.seed + 1));
+        c10::InferenceMode guard;
+        m_net->forward(b.inputIds, b.tokenTypeIds, b.attentionMask, &sink);
     }
 
     std::vector<std::int64_t> probe(ActivationSink& sink) override
@@ -287,6 +322,20 @@ public:
         , m_options(syntheticOptions(t))
     {
         m_vocabFile = vocabFile;
+        if (!t.init.empty()) {
+            const std::optional<SyntheticTaskOptions> recorded = readSyntheticOptions(t.init);
+            if (!recorded)
+                throw Error(
+                    t.init +
+                    ": not a model of the synthetic task (no \"outlierlens_synthetic\" in config.json)");
+            m_options = *recorded;
+            m_vocabFile = (fs::path(t.init) / "vocab.txt").string();
+            m_net = std::make_unique<BertNetwork>(BertNetwork::load(t.init));
+            if (m_net->head() != BertHead::MaskedLM)
+                throw Error(t.init + ": synthetic-task models are BertForMaskedLM, found " +
+                            toString(m_net->head()));
+            return;
+        }
         BertConfig c = bertShape(t, "bert-tiny");
         c.vocabSize = int(syntheticVocabulary(m_options).size());
         c.maxPositions = std::max(m_options.seqLength, 64);
@@ -300,7 +349,7 @@ public:
         return lossOf(syntheticBatch(m_options, m_config.batchSize, gen));
     }
 
-    std::pair<std::string, double> evaluate() override
+    std::pair<std::string, double> evaluate(ActivationSink* sink = nullptr) override
     {
         at::Generator gen = evaluationGenerator(m_config);
         c10::InferenceMode guard;
@@ -308,12 +357,19 @@ public:
         for (int i = 0; i < m_config.evalBatches; ++i) {
             const SyntheticBatch b = syntheticBatch(m_options, m_config.batchSize, gen);
             const torch::Tensor predicted =
-                m_net->forward(b.inputIds, b.tokenTypeIds, b.attentionMask).logits.argmax(-1);
+                m_net->forward(b.inputIds, b.tokenTypeIds, b.attentionMask, sink).logits.argmax(-1);
             const torch::Tensor scored = b.labels != -100;
             correct += (predicted.eq(b.labels) & scored).sum().item<std::int64_t>();
             total += scored.sum().item<std::int64_t>();
         }
         return {"accuracy", double(correct) / double(std::max<std::int64_t>(total, 1))};
+    }
+
+    void calibrationForward(std::int64_t, at::Generator& gen, ActivationSink& sink) override
+    {
+        const SyntheticBatch b = syntheticBatch(m_options, m_config.batchSize, gen);
+        c10::InferenceMode guard;
+        m_net->forward(b.inputIds, b.tokenTypeIds, b.attentionMask, &sink);
     }
 
     std::vector<std::int64_t> probe(ActivationSink& sink) override
@@ -344,10 +400,11 @@ public:
         BertTaskBase::saveModel(dir, card);
         const std::string configPath = (fs::path(dir) / "config.json").string();
         nlohmann::json config = jsonutil::parseFile(configPath);
-        config["outlierlens_synthetic"] = {{"vocab_size", m_options.vocabSize},     {"seq_length", m_options.seqLength},
-                                           {"min_length", m_options.minLength},     {"delimiters", m_options.numDelimiters},
-                                           {"delimiter_rate", m_options.delimiterRate}, {"operator_rate", m_options.operatorRate},
-                                           {"topic_size", m_options.topicSize},     {"copy_offsets", m_options.copyOffsets}};
+        config["outlierlens_synthetic"] = {
+            {"vocab_size", m_options.vocabSize},         {"seq_length", m_options.seqLength},
+            {"min_length", m_options.minLength},         {"delimiters", m_options.numDelimiters},
+            {"delimiter_rate", m_options.delimiterRate}, {"operator_rate", m_options.operatorRate},
+            {"topic_size", m_options.topicSize},         {"copy_offsets", m_options.copyOffsets}};
         writeTextFileAtomically(configPath, config.dump(2) + "\n");
     }
 
@@ -383,7 +440,8 @@ std::unique_ptr<TrainingTask> makeBertTask(const TrainConfig& config)
     case TrainTask::Nli:
         return std::make_unique<NliTask>(config);
     case TrainTask::Synthetic:
-        return std::make_unique<SyntheticTask>(config, SyntheticTask::writeVocabulary(config));
+        return std::make_unique<SyntheticTask>(
+            config, config.init.empty() ? SyntheticTask::writeVocabulary(config) : std::string());
     case TrainTask::Image:
         break;
     }

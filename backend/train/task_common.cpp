@@ -4,6 +4,10 @@
 #include "model/loading.h"
 #include "train/run_folder.h"
 
+#include "common/json_util.h"
+
+#include <nlohmann/json.hpp>
+
 #include <torch/torch.h>
 
 #include <filesystem>
@@ -31,6 +35,24 @@ at::Generator evaluationGenerator(const TrainConfig& config)
 void writeModelCard(const std::string& dir, const std::string& card)
 {
     writeTextFileAtomically((std::filesystem::path(dir) / "README.md").string(), card);
+}
+
+std::optional<SyntheticTaskOptions> readSyntheticOptions(const std::string& modelDir)
+{
+    const nlohmann::json j = jsonutil::parseFile((std::filesystem::path(modelDir) / "config.json").string());
+    if (!j.contains("outlierlens_synthetic")) return std::nullopt;
+    const auto& s = j["outlierlens_synthetic"];
+    SyntheticTaskOptions o;
+    o.vocabSize = s.value("vocab_size", o.vocabSize);
+    o.seqLength = s.value("seq_length", o.seqLength);
+    o.minLength = s.value("min_length", o.minLength);
+    o.numDelimiters = s.value("delimiters", o.numDelimiters);
+    o.delimiterRate = s.value("delimiter_rate", o.delimiterRate);
+    o.operatorRate = s.value("operator_rate", o.operatorRate);
+    o.topicSize = s.value("topic_size", o.topicSize);
+    if (s.contains("copy_offsets")) o.copyOffsets = s["copy_offsets"].get<std::vector<int>>();
+    o.validate();
+    return o;
 }
 
 } // namespace outlierlens

@@ -2,6 +2,9 @@
 // Helpers shared by the task implementations (training thread only).
 
 #include "train/core/train_config.h"
+#include "train/data/synthetic_data.h"
+
+#include <optional>
 
 #include <torch/types.h>
 
@@ -22,6 +25,10 @@ torch::Tensor maskedCrossEntropy(const torch::Tensor& logits, const torch::Tenso
 /// A generator whose draws are the same in every evaluation of a run (evaluation batches,
 /// masking of held-out text), independent of the training step.
 at::Generator evaluationGenerator(const TrainConfig& config);
+
+/// The synthetic task's options recorded in a model folder's config.json ("outlierlens_synthetic"),
+/// or nullopt for models of other tasks.
+std::optional<SyntheticTaskOptions> readSyntheticOptions(const std::string& modelDir);
 
 /// Writes README.md (the model card) into a model folder.
 void writeModelCard(const std::string& dir, const std::string& card);

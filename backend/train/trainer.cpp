@@ -1,4 +1,5 @@
 #include "train/trainer.h"
+#include "train/probe_metrics.h"
 
 #include "analysis/metrics.h"
 #include "analysis/recording_sink.h"
@@ -33,8 +34,27 @@ std::uint64_t mixSeed(std::uint64_t seed, std::uint64_t step)
     return z ^ (z >> 31);
 }
 
-/// Per-layer max inf norm and kurtosis of the tracked tensors, and mean gate probability per
-/// layer and head, on the task's fixed probe batch (DESIGN.md metrics; padding left out).
+std::string modelCard(const TrainConfig& config, const TrainingTask& task, std::int64_t step,
+                      const nlohmann::json& lastEval, double seconds)
+{
+    std::string card = "# " + task.describe() + "\n\n";
+    card += "Trained by OutlierLens (`outlierlens train`) for " + std::to_string(step) + " of " +
+            std::to_string(config.steps) + " steps";
+    if (seconds > 0)
+        card += " in " + std::to_string(int(seconds / 60)) + " min on " + std::to_string(coreCount()) +
+                " CPU cores";
+    card += ".\nAttention: " + config.variant.describe() + ".\n\n";
+    if (!lastEval.is_null())
+        card += "Last evaluation (step " + std::to_string(lastEval.value("step", std::int64_t(0))) +
+                "):\n\n```json\n" + lastEval.dump(2) + "\n```\n\n";
+    card +=
+        "The full configuration is in the run folder's run.json; this folder loads in every OutlierLens view "
+        "and command.\n";
+    return card;
+}
+
+} // namespace
+
 nlohmann::json probeMetrics(TrainingTask& task)
 {
     std::set<std::string> names;
@@ -84,27 +104,6 @@ nlohmann::json probeMetrics(TrainingTask& task)
     if (!gate.empty()) out["gate"] = gate;
     return out;
 }
-
-std::string modelCard(const TrainConfig& config, const TrainingTask& task, std::int64_t step,
-                      const nlohmann::json& lastEval, double seconds)
-{
-    std::string card = "# " + task.describe() + "\n\n";
-    card += "Trained by OutlierLens (`outlierlens train`) for " + std::to_string(step) + " of " +
-            std::to_string(config.steps) + " steps";
-    if (seconds > 0)
-        card += " in " + std::to_string(int(seconds / 60)) + " min on " + std::to_string(coreCount()) +
-                " CPU cores";
-    card += ".\nAttention: " + config.variant.describe() + ".\n\n";
-    if (!lastEval.is_null())
-        card += "Last evaluation (step " + std::to_string(lastEval.value("step", std::int64_t(0))) +
-                "):\n\n```json\n" + lastEval.dump(2) + "\n```\n\n";
-    card +=
-        "The full configuration is in the run folder's run.json; this folder loads in every OutlierLens view "
-        "and command.\n";
-    return card;
-}
-
-} // namespace
 
 TrainResult runTraining(const TrainConfig& config, bool resume, const std::atomic<bool>& stop,
                         const std::function<void(const std::string&)>& emit)

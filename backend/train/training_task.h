@@ -33,8 +33,12 @@ public:
     /// train mode with gradients.
     virtual torch::Tensor trainLoss(std::int64_t step, at::Generator& gen) = 0;
     /// The held-out metric on the configured number of evaluation batches, in eval mode:
-    /// ("perplexity", x) for masked LM, ("accuracy", x) otherwise.
-    virtual std::pair<std::string, double> evaluate() = 0;
+    /// ("perplexity", x) for masked LM, ("accuracy", x) otherwise. A sink sees (and, when it simulates
+    /// quantization, transforms) every forward pass.
+    virtual std::pair<std::string, double> evaluate(ActivationSink* sink = nullptr) = 0;
+    /// Runs training batch `index` (drawn with `gen`, without augmentation) forward in eval mode under
+    /// InferenceMode into `sink`: calibration data for quantizers, never the held-out data.
+    virtual void calibrationForward(std::int64_t index, at::Generator& gen, ActivationSink& sink) = 0;
     /// Runs the fixed probe batch (the same every time) into `sink` under InferenceMode and
     /// returns each sample's real length (tokens), for the per-layer outlier metrics.
     virtual std::vector<std::int64_t> probe(ActivationSink& sink) = 0;
@@ -54,6 +58,8 @@ public:
 
 /// Builds the task of a validated config: loads and prepares its data (a corpus too small for one
 /// batch, a missing file, ... are Errors naming the file) and a freshly initialised model (seeded).
+/// With "init" the model comes from that folder instead: nli fine-tunes its encoder (and keeps its
+/// classifier if it already has the three MNLI labels); mlm, synthetic and image continue from it.
 std::unique_ptr<TrainingTask> makeTrainingTask(const TrainConfig& config);
 
 } // namespace outlierlens

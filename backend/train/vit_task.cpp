@@ -31,7 +31,9 @@ public:
                 m_evalIndices.push_back(i);
         } else {
             // A folder of class sub-folders: every tenth image is held out.
-            const int size = t.imageSize > 0 ? t.imageSize : 32;
+            const int size = !t.init.empty()   ? VitConfig::fromModelDir(t.init).imageSize
+                             : t.imageSize > 0 ? t.imageSize
+                                               : 32;
             m_train = std::make_unique<ImageDataset>(ImageDataset::folder(t.data, size));
             for (std::int64_t i = 0; i < m_train->size(); ++i)
                 (i % 10 == 9 ? m_evalIndices : m_trainIndices).push_back(i);
@@ -40,6 +42,16 @@ public:
             throw Error(t.data + ": " + std::to_string(m_trainIndices.size()) +
                         " training images, fewer than one batch");
 
+        if (!t.init.empty()) {
+            m_net = std::make_unique<VitNetwork>(VitNetwork::load(t.init));
+            const VitConfig& c = m_net->config();
+            if (c.imageSize != m_train->imageSize() || c.numClasses != m_train->numClasses())
+                throw Error(t.init + ": the model takes " + std::to_string(c.imageSize) + " px images and " +
+                            std::to_string(c.numClasses) + " classes; the data has " +
+                            std::to_string(m_train->imageSize()) + " px and " +
+                            std::to_string(m_train->numClasses()));
+            return;
+        }
         VitConfig c = VitConfig::preset(t.preset.empty() ? "vit-fmnist" : t.preset);
         c.imageSize = m_train->imageSize();
         if (t.patchSize > 0) c.patchSize = t.patchSize;
@@ -68,7 +80,7 @@ public:
         return maskedCrossEntropy(m_net->forward(pixels).logits, labels);
     }
 
-    std::pair<std::string, double> evaluate() override
+    std::pair<std::string, double> evaluate(ActivationSink* sink = nullptr) override
     {
         at::Generator gen = evaluationGenerator(m_config);
         c10::InferenceMode guard;
@@ -80,9 +92,20 @@ public:
                                                     m_evalIndices.begin() +
                                                         std::min(count, start + m_config.batchSize));
             const auto [pixels, labels] = evalSet().batch(indices, false, gen);
-            correct += (m_net->forward(pixels).logits.argmax(-1) == labels).sum().item<std::int64_t>();
+            correct += (m_net->forward(pixels, sink).logits.argmax(-1) == labels).sum().item<std::int64_t>();
         }
         return {"accuracy", double(correct) / double(std::max<std::int64_t>(count, 1))};
+    }
+
+    void calibrationForward(std::int64_t index, at::Generator& gen, ActivationSink& sink) override
+    {
+        std::vector<std::int64_t> indices;
+        for (std::int64_t i :
+             batchIndices(std::int64_t(m_trainIndices.size()), m_config.batchSize, index, m_config.seed + 1))
+            indices.push_back(m_trainIndices[std::size_t(i)]);
+        const auto [pixels, labels] = m_train->batch(indices, false, gen);
+        c10::InferenceMode guard;
+        m_net->forward(pixels, &sink);
     }
 
     std::vector<std::int64_t> probe(ActivationSink& sink) override
