@@ -38,6 +38,7 @@ const Subcommand kSubcommands[] = {
     {"sweep", "a grid of training runs and a summary table (the paper's Figures 6 and 7)",
      outlierlens::cli::runSweep},
     {"bench", "time forward passes with and without activation capture", outlierlens::cli::runBench},
+    {"quantize", "simulate W8A8 quantization: FP vs quantized metric, max inf norm, kurtosis", outlierlens::cli::runQuantize},
     {"convert", "rewrite a model's weights as (float16) safetensors", outlierlens::cli::runConvert},
     {"create-model", "write a randomly initialised BERT model folder", outlierlens::cli::runCreateModel},
 };

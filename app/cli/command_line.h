@@ -67,5 +67,6 @@ int runStats(const QStringList& args);
 int runTrain(const QStringList& args);
 int runSweep(const QStringList& args);
 int runConvert(const QStringList& args);
+int runQuantize(const QStringList& args);
 
 } // namespace outlierlens::cli

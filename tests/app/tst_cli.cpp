@@ -262,6 +262,17 @@ private Q_SLOTS:
                                      << 1;
         QTest::newRow("image on BERT")
             << QStringList{"inspect", "--model", fx("bert/hf"), "--image", "x.png"} << 2;
+        QTest::newRow("quantize: unknown estimator")
+            << QStringList{"quantize", "--model", fx("bert/hf"), "--data", "synthetic", "--estimator", "max"}
+            << 2;
+        QTest::newRow("quantize: bad data spec")
+            << QStringList{"quantize", "--model", fx("bert/hf"), "--data", "pictures"} << 1;
+        QTest::newRow("quantize: not a synthetic model")
+            << QStringList{"quantize", "--model", fx("bert/hf"), "--data", "synthetic"} << 1;
+        QTest::newRow("quantize: missing data file")
+            << QStringList{"quantize", "--model", fx("bert/hf"), "--data", "mnli:/nonexistent.tsv"} << 1;
+        QTest::newRow("quantize: 1 bit")
+            << QStringList{"quantize", "--model", fx("bert/hf"), "--data", "synthetic", "--bits-a", "1"} << 2;
     }
     void usageErrors()
     {
@@ -274,8 +285,8 @@ private Q_SLOTS:
 
     void helpForEveryCommand()
     {
-        for (const char* c :
-             {"inspect", "tokenize", "bench", "create-model", "stats", "train", "sweep", "convert"}) {
+        for (const char* c : {"inspect", "tokenize", "bench", "create-model", "stats", "train", "sweep",
+                              "convert", "quantize"}) {
             const Run r = runApp({c, "--help"});
             QCOMPARE(r.exitCode, 0);
             QVERIFY2(r.out.startsWith(QStringLiteral("Usage: outlierlens %1 [options]").arg(c)),

@@ -1,0 +1,199 @@
+// `outlierlens quantize`: simulated W8A8 (or any bit width) post-training quantization of a model
+// folder, calibrated on a few batches and evaluated over several seeds; one row of the paper's tables.
+
+#include "cli/command_line.h"
+
+#include "common/error.h"
+#include "model/runtime.h"
+#include "quant/evaluation.h"
+#include "train/run_folder.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+
+namespace outlierlens::cli {
+namespace {
+
+nlohmann::json toJson(const QuantExperiment& e, const QuantResult& r)
+{
+    nlohmann::json ranges = nlohmann::json::object();
+    for (const auto& [name, range] : r.ranges)
+        ranges[name] = {range.first, range.second};
+    nlohmann::json sensitivity = nlohmann::json::array();
+    for (const LayerSensitivity& s : r.sensitivity)
+        sensitivity.push_back(
+            {{"layer", s.layer < 0 ? nlohmann::json("embeddings+head") : nlohmann::json(s.layer + 1)},
+             {"metric", s.metric},
+             {"damage", s.damage}});
+    return {{"model", e.modelDir},
+            {"data", e.data},
+            {"bits_w", e.quant.weightBits},
+            {"bits_a", e.quant.activationBits},
+            {"weights", e.quant.quantizeWeights
+                            ? (e.quant.perChannelWeights ? "symmetric per channel" : "symmetric per tensor")
+                            : "float"},
+            {"weight_range", e.quant.mseWeights ? "mse" : "minmax"},
+            {"activations", e.quant.quantizeActivations ? "asymmetric per tensor" : "float"},
+            {"estimator", toString(e.quant.estimator)},
+            {"percentile", e.quant.percentile},
+            {"calib_batches", e.calibBatches},
+            {"batch_size", e.batchSize},
+            {"seeds", e.seeds},
+            {"metric", r.metricName},
+            {"fp", r.floatMetric},
+            {"quantized", r.quantMetrics},
+            {"quantized_mean", r.quantMean},
+            {"quantized_std", r.quantStd},
+            {"outlier_tensor", r.trackedPoint},
+            {"max_inf_norm", r.maxInfNorm},
+            {"avg_kurtosis", r.avgKurtosis},
+            {"max_inf_norm_per_layer", r.maxInfNormPerLayer},
+            {"kurtosis_per_layer", r.kurtosisPerLayer},
+            {"quantized_weights", r.quantizedWeights},
+            {"activation_ranges_seed1", ranges},
+            {"sensitivity", sensitivity},
+            {"seconds", r.seconds}};
+}
+
+std::string toCsv(const QuantExperiment& e, const QuantResult& r)
+{
+    std::ostringstream out;
+    out.precision(8);
+    out << "# outlierlens quantize; layers 1-based\n"
+        << "model,data,bits_w,bits_a,estimator,calib_batches,seeds,metric,fp,quantized_mean,quantized_std,"
+           "max_inf_norm,"
+           "avg_kurtosis\n"
+        << '"' << e.modelDir << "\",\"" << e.data << "\"," << e.quant.weightBits << ','
+        << e.quant.activationBits << ',' << toString(e.quant.estimator) << ',' << e.calibBatches << ','
+        << e.seeds << ',' << r.metricName << ',' << r.floatMetric << ',' << r.quantMean << ',' << r.quantStd
+        << ',' << r.maxInfNorm << ',' << r.avgKurtosis << '\n';
+    if (!r.sensitivity.empty()) {
+        out << "\nrank,layer,metric,damage\n";
+        int rank = 1;
+        for (const LayerSensitivity& s : r.sensitivity)
+            out << rank++ << ','
+                << (s.layer < 0 ? std::string("embeddings+head") : std::to_string(s.layer + 1)) << ','
+                << s.metric << ',' << s.damage << '\n';
+    }
+    return out.str();
+}
+
+} // namespace
+
+int runQuantize(const QStringList& args)
+{
+    Command cmd(
+        "quantize",
+        "Simulate integer quantization of a BERT or ViT model folder (symmetric weights, asymmetric "
+        "activations, round to nearest; placement in docs/quantization.md), calibrate the activation "
+        "ranges on a few training batches, and report the floating-point and quantized task metric (mean "
+        "and std over seeds that draw different calibration batches), max inf norm and average kurtosis. "
+        "--sensitivity also quantizes one layer's activations at a time and ranks layers by the damage.");
+    cmd.parser().addOptions({
+        {"model", "Model folder.", "dir"},
+        {"data",
+         "mnli:FILE (MNLI classifier: pairs before --nli-train-pairs calibrate, the rest evaluate), "
+         "text:FILE (masked "
+         "LM: held-out perplexity), fashion-mnist or images:DIR (ViT), synthetic (the synthetic task).",
+         "spec"},
+        {"bits-w", "Weight bits (default 8).", "n"},
+        {"bits-a", "Activation bits (default 8).", "n"},
+        {"calib-batches", "Calibration batches per seed (default 16).", "n"},
+        {"seeds", "Seeds, each drawing other calibration batches (default 3).", "n"},
+        {"batch-size", "Batch size of calibration and evaluation (default 32).", "n"},
+        {"eval-batches",
+         "Evaluation batches for text, images and synthetic (default 32; MNLI uses every held-out pair).",
+         "n"},
+        {"seq-length", "Tokens per sequence for mnli and text (default 128).", "n"},
+        {"nli-train-pairs",
+         "mnli: pairs [0, N) calibrate, the rest evaluate (default 8000, as the demo models).", "n"},
+        {"estimator", "Activation range: running_minmax (default, momentum 0.9), minmax, mse or percentile.",
+         "name"},
+        {"percentile", "Percentile for --estimator percentile (default 99.999).", "p"},
+        {"weight-range", "Weight range: minmax (default) or mse.", "name"},
+        {"per-channel", "Weights per output channel instead of per tensor."},
+        {"weights-only", "Quantize weights only (activations stay in floating point)."},
+        {"activations-only", "Quantize activations only (weights stay in floating point)."},
+        {"sensitivity", "Also quantize each layer's activations alone and rank layers by the damage."},
+        {"out", "Write OUT.json and OUT.csv (default: print only).", "prefix"},
+        {"threads", "Intra-op threads (default: the number of cores).", "n"},
+    });
+    if (auto code = cmd.parse(args)) return *code;
+    try {
+        QuantExperiment e;
+        e.modelDir = cmd.required("model");
+        e.data = cmd.required("data");
+        e.quant.weightBits = cmd.intValue("bits-w", 8, 2, 16);
+        e.quant.activationBits = cmd.intValue("bits-a", 8, 2, 16);
+        e.calibBatches = cmd.intValue("calib-batches", 16, 1, 100000);
+        e.seeds = cmd.intValue("seeds", 3, 1, 1000);
+        e.batchSize = cmd.intValue("batch-size", 32, 1, 4096);
+        e.evalBatches = cmd.intValue("eval-batches", 0, 0, 1000000);
+        e.seqLength = cmd.intValue("seq-length", 128, 8, 512);
+        e.nliTrainPairs = cmd.intValue("nli-train-pairs", 8000, 0, 100000000);
+        if (cmd.isSet("estimator")) {
+            try {
+                e.quant.estimator = parseRangeEstimator(cmd.value("estimator"));
+            } catch (const Error& err) {
+                throw UsageException{err.what()};
+            }
+        }
+        e.quant.percentile = cmd.doubleValue("percentile", 99.999);
+        if (!(e.quant.percentile > 50 && e.quant.percentile <= 100))
+            throw UsageException{"--percentile must be in (50, 100]"};
+        const std::string weightRange = cmd.isSet("weight-range") ? cmd.value("weight-range") : "minmax";
+        if (weightRange != "minmax" && weightRange != "mse")
+            throw UsageException{"--weight-range must be minmax or mse, found '" + weightRange + "'"};
+        e.quant.mseWeights = weightRange == "mse";
+        e.quant.perChannelWeights = cmd.isSet("per-channel");
+        if (cmd.isSet("weights-only") && cmd.isSet("activations-only"))
+            throw UsageException{"--weights-only and --activations-only exclude each other"};
+        e.quant.quantizeActivations = !cmd.isSet("weights-only");
+        e.quant.quantizeWeights = !cmd.isSet("activations-only");
+        e.sensitivity = cmd.isSet("sensitivity");
+        const int threads = cmd.intValue("threads", 0, 0, 1024);
+        configureTorchThreads(threads);
+
+        const QuantResult r = runQuantExperiment(
+            e,
+            [](const std::string& message) {
+                std::fprintf(stderr, "outlierlens quantize: %s\n", message.c_str());
+            },
+            &interruptFlag());
+        const nlohmann::json j = toJson(e, r);
+        if (cmd.isSet("out")) {
+            const std::string prefix = cmd.value("out");
+            writeTextFileAtomically(prefix + ".json", j.dump(2) + "\n");
+            writeTextFileAtomically(prefix + ".csv", toCsv(e, r));
+        }
+        const char* unit = r.metricName == "accuracy" ? "%" : "";
+        const double scale = r.metricName == "accuracy" ? 100.0 : 1.0;
+        std::printf(
+            "%s: FP %s %.2f%s, W%dA%d %.2f +- %.2f%s (%d seeds); max inf norm %.2f, avg kurtosis %.2f (%s)\n",
+            std::filesystem::path(e.modelDir).filename().c_str(), r.metricName.c_str(), r.floatMetric * scale,
+            unit, e.quant.weightBits, e.quant.activationBits, r.quantMean * scale, r.quantStd * scale, unit,
+            e.seeds, r.maxInfNorm, r.avgKurtosis, r.trackedPoint.c_str());
+        for (std::size_t i = 0; i < r.sensitivity.size(); ++i) {
+            const LayerSensitivity& s = r.sensitivity[i];
+            std::printf("  sensitivity #%zu: %s: %s %.4g (damage %.4g)\n", i + 1,
+                        s.layer < 0 ? "embeddings and head"
+                                    : ("layer " + std::to_string(s.layer + 1)).c_str(),
+                        r.metricName.c_str(), s.metric * scale, s.damage * scale);
+        }
+        std::printf("%s\n", j.dump().c_str());
+        return Ok;
+    } catch (const UsageException& e) {
+        return cmd.fail(e.message, UsageError);
+    } catch (const std::exception& e) {
+        if (interruptFlag()) {
+            std::fprintf(stderr, "outlierlens quantize: interrupted; no output written\n");
+            return Interrupted;
+        }
+        return cmd.fail(e.what());
+    }
+}
+
+} // namespace outlierlens::cli

@@ -1,0 +1,70 @@
+#pragma once
+// Runs on the calling thread (the quantize command); long, reports progress through a callback.
+
+#include "quant/quantizer.h"
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace outlierlens {
+
+/// One `outlierlens quantize` experiment: a model folder, the data its metric is computed on, and how
+/// to quantize it.
+struct QuantExperiment
+{
+    std::string modelDir;
+    /// "mnli:FILE" (a BertForSequenceClassification with the MNLI labels: pairs [0, nliTrainPairs)
+    /// calibrate, the rest are evaluated), "text:FILE" (BertForMaskedLM: the last evalBatches x batch
+    /// sequences are held out for perplexity, the rest calibrate), "fashion-mnist" or "images:DIR" (ViT;
+    /// training images calibrate, test / every tenth image evaluate), "synthetic" (the synthetic task's
+    /// own generator, accuracy on masked positions).
+    std::string data;
+    QuantOptions quant;
+    int calibBatches = 16;
+    int seeds = 3;
+    int batchSize = 32;
+    int evalBatches = 0; ///< 0: the task's default (all held-out MNLI pairs; 32 batches otherwise)
+    std::int64_t nliTrainPairs = 8000;
+    int seqLength = 128; ///< tokens per sequence (mnli, text)
+    bool sensitivity = false;
+};
+
+struct LayerSensitivity
+{
+    int layer = -1; ///< 0-based; -1 = embeddings and head
+    double metric = 0;
+    double damage = 0; ///< how much worse than floating point (accuracy points lost, or perplexity gained)
+};
+
+struct QuantResult
+{
+    std::string metricName; ///< "accuracy" or "perplexity"
+    bool higherIsBetter = true;
+    double floatMetric = 0;
+    std::vector<double> quantMetrics; ///< one per seed
+    double quantMean = 0, quantStd = 0;
+    std::string trackedPoint; ///< the tensor behind the two numbers below: "ffn_out" (BERT) or "out" (ViT)
+    std::vector<double> maxInfNormPerLayer, kurtosisPerLayer;
+    double maxInfNorm = 0, avgKurtosis = 0;
+    std::vector<std::string> quantizedWeights;
+    std::map<std::string, std::pair<double, double>> ranges; ///< activation ranges of the first seed
+    std::vector<LayerSensitivity> sensitivity;               ///< sorted, most damaged first
+    double seconds = 0;
+};
+
+/// Builds the task for `experiment.data` from the model folder, measures the floating-point metric
+/// and the outlier metrics, then for each seed quantizes a fresh copy of the model (weights, then
+/// activations calibrated on `calibBatches` training batches drawn with that seed) and measures it
+/// again. Throws Error for bad input; returns early with an Error("cancelled") when `cancel` is set.
+QuantResult runQuantExperiment(const QuantExperiment& experiment,
+                               const std::function<void(const std::string&)>& progress,
+                               const std::atomic<bool>* cancel = nullptr);
+
+/// Sample standard deviation (n - 1); 0 for fewer than two values.
+double sampleStd(const std::vector<double>& values);
+
+} // namespace outlierlens

@@ -1,0 +1,129 @@
+#pragma once
+// Simulated (fake) integer quantization. Runs on the thread that runs the model.
+
+#include "model/capture.h"
+
+#include <torch/types.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace torch::nn {
+class Module;
+}
+
+namespace outlierlens {
+
+/// Integer grid of b-bit uniform affine quantization (the paper's eq. 1):
+/// x_q = s * (clamp(round(x / s) + z, qmin, qmax) - z), rounding to nearest (ties to even).
+struct QuantGrid
+{
+    double scale = 1;
+    double zeroPoint = 0;
+    double qmin = 0, qmax = 255;
+
+    torch::Tensor apply(const torch::Tensor& x) const;
+    /// Asymmetric (activations): the range [lo, hi] widened to contain 0, qmin = 0, qmax = 2^b - 1,
+    /// zero point round(-lo / s) so that 0 is exactly representable.
+    static QuantGrid asymmetric(double lo, double hi, int bits);
+    /// Symmetric (weights): s = max|x| / (2^(b-1) - 1), z = 0, integers in [-2^(b-1), 2^(b-1) - 1].
+    static QuantGrid symmetric(double maxAbs, int bits);
+};
+
+/// How an activation quantizer picks its range from calibration batches.
+enum class RangeEstimator {
+    CurrentMinMax, ///< min and max of the last calibration batch
+    RunningMinMax, ///< exponential moving average (momentum 0.9) of each batch's min and max
+    Mse,           ///< per batch the range minimising the mean squared quantization error, averaged
+    Percentile,    ///< per batch the (100 - p)-th and p-th percentiles, averaged
+};
+std::string toString(RangeEstimator estimator);
+/// "minmax", "running_minmax", "mse", "percentile"; throws Error for anything else.
+RangeEstimator parseRangeEstimator(const std::string& text);
+
+/// The range [lo, hi] an estimator picks for one tensor (one batch).
+std::pair<double, double> batchRange(const torch::Tensor& x, RangeEstimator estimator, int bits,
+                                     double percentile = 99.999);
+/// Symmetric range max|x| minimising the squared error of the weights' grid (weights, "mse").
+double mseSymmetricMax(const torch::Tensor& w, int bits);
+
+/// One activation quantizer: collects its range while calibrating, then quantizes with it.
+class ActivationQuantizer
+{
+public:
+    ActivationQuantizer(RangeEstimator estimator, int bits, double percentile)
+        : m_estimator(estimator)
+        , m_bits(bits)
+        , m_percentile(percentile)
+    {}
+    /// Updates the range with this batch, then quantizes the batch with the updated range (so the
+    /// next quantizer calibrates on quantized inputs, as in the paper's code).
+    torch::Tensor calibrate(const torch::Tensor& x);
+    /// Quantizes with the calibrated range (the identity if calibration never saw data).
+    torch::Tensor apply(const torch::Tensor& x) const;
+    std::optional<std::pair<double, double>> range() const { return m_range; }
+
+private:
+    RangeEstimator m_estimator;
+    int m_bits;
+    double m_percentile;
+    int m_batches = 0;
+    std::optional<std::pair<double, double>> m_range;
+};
+
+struct QuantOptions
+{
+    int weightBits = 8;
+    int activationBits = 8;
+    bool quantizeWeights = true;
+    bool quantizeActivations = true;
+    bool perChannelWeights = false;
+    bool mseWeights = false; ///< weights' range by MSE search instead of min-max
+    RangeEstimator estimator = RangeEstimator::RunningMinMax;
+    double percentile = 99.999;
+    /// Only sites of this layer (0-based; -1 = embeddings and head) quantize activations; nullopt = all.
+    std::optional<int> onlyLayer;
+};
+
+/// An ActivationSink that fake-quantizes every QuantSite: calibrate with setCalibrating(true) and a few
+/// forward passes, then evaluate with setCalibrating(false). Captures can be forwarded to `inner`.
+class QuantizationSink : public ActivationSink
+{
+public:
+    explicit QuantizationSink(QuantOptions options, ActivationSink* inner = nullptr)
+        : m_options(std::move(options))
+        , m_inner(inner)
+    {}
+    void setCalibrating(bool calibrating) { m_calibrating = calibrating; }
+    /// Quantizer name ("layer2/attn_scores", "embedding_sum") -> calibrated range.
+    std::map<std::string, std::pair<double, double>> ranges() const;
+
+    bool wants(CapturePoint point, int layer) const override
+    {
+        return m_inner && m_inner->wants(point, layer);
+    }
+    void put(CapturePoint point, int layer, const at::Tensor& batched) override
+    {
+        if (m_inner) m_inner->put(point, layer, batched);
+    }
+    bool transformsActivations() const override { return m_options.quantizeActivations; }
+    at::Tensor transform(QuantSite site, int layer, const at::Tensor& batched) override;
+
+private:
+    QuantOptions m_options;
+    ActivationSink* m_inner;
+    bool m_calibrating = true;
+    std::map<std::pair<int, int>, ActivationQuantizer> m_quantizers; // (layer, site)
+};
+
+/// Fake-quantizes the weights of `module` in place (symmetric, per tensor or per output channel):
+/// every Linear, Embedding and Conv2d weight whose name contains none of `keepFloat` (e.g. "cls." for
+/// the MLM head and ".alpha." for the gates, which stay in floating point). Biases and LayerNorms stay
+/// in floating point. Returns the names of the quantized weights.
+std::vector<std::string> quantizeWeights(torch::nn::Module& module, const QuantOptions& options,
+                                         const std::vector<std::string>& keepFloat);
+
+} // namespace outlierlens

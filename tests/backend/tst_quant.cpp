@@ -1,0 +1,317 @@
+// Simulated quantization: the grid, the range estimators, the model hooks and a whole experiment.
+
+#include "model/bert_network.h"
+#include "model/vit_network.h"
+#include "quant/evaluation.h"
+#include "quant/quantizer.h"
+#include "train/trainer.h"
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <torch/torch.h>
+
+#include <atomic>
+
+using namespace outlierlens;
+
+namespace {
+
+BertNetwork tinyBert(BertHead head)
+{
+    BertConfig c = BertConfig::preset("bert-tiny");
+    c.vocabSize = 50;
+    c.numLayers = 2;
+    c.maxPositions = 32;
+    if (head == BertHead::SequenceClassification) c.id2label = {"a", "b", "c"};
+    return BertNetwork::create(c, head, 7);
+}
+
+struct TextBatch
+{
+    torch::Tensor ids, types, mask;
+};
+
+TextBatch textBatch(std::uint64_t seed)
+{
+    at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+    TextBatch b;
+    b.ids = torch::randint(5, 50, {4, 12}, gen, torch::kLong);
+    b.types = torch::zeros_like(b.ids);
+    b.mask = torch::ones_like(b.ids);
+    b.mask.index_put_({0, torch::indexing::Slice(8, torch::indexing::None)}, 0); // padding in one row
+    return b;
+}
+
+torch::Tensor logitsOf(BertNetwork& net, const TextBatch& b, ActivationSink* sink = nullptr)
+{
+    c10::InferenceMode guard;
+    return net.forward(b.ids, b.types, b.mask, sink).logits;
+}
+
+double relativeChange(const torch::Tensor& a, const torch::Tensor& b)
+{
+    return ((a - b).norm() / b.norm()).item<double>();
+}
+
+} // namespace
+
+class TestQuant : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void asymmetricGridRoundTrips();
+    void symmetricGridRoundTrips();
+    void estimators();
+    void percentileAndMseClipTails();
+    void weightsPerTensorAndPerChannel();
+    void disabledQuantizersChangeNothing();
+    void sixteenBitsBarelyChangeAModel();
+    void eightBitsDoChangeAModel();
+    void calibrationIsReproducible();
+    void experimentOnASyntheticModel();
+};
+
+void TestQuant::asymmetricGridRoundTrips()
+{
+    // [-1, 3] on 8 bits: s = 4 / 255, z = round(255 / 4) = 64; grid points map onto themselves.
+    const QuantGrid g = QuantGrid::asymmetric(-1.0, 3.0, 8);
+    QCOMPARE(g.qmin, 0.0);
+    QCOMPARE(g.qmax, 255.0);
+    QVERIFY(qFuzzyCompare(g.scale, 4.0 / 255.0));
+    QCOMPARE(g.zeroPoint, 64.0);
+    const torch::Tensor ints = torch::arange(0, 256, torch::kDouble);
+    const torch::Tensor points = (ints - g.zeroPoint) * g.scale;
+    QVERIFY(torch::allclose(g.apply(points), points, 0, 1e-12));
+    // Zero is exact; inside the range the error is at most half a step; outside it clamps.
+    QCOMPARE(g.apply(torch::zeros({1}, torch::kDouble)).item<double>(), 0.0);
+    const torch::Tensor x = torch::linspace(-1.0, 2.9, 1001, torch::kDouble);
+    QVERIFY((g.apply(x) - x).abs().max().item<double>() <= g.scale / 2 + 1e-12);
+    QVERIFY(
+        qFuzzyCompare(g.apply(torch::full({1}, 10.0, torch::kDouble)).item<double>(), (255 - 64) * g.scale));
+    QVERIFY(qFuzzyCompare(g.apply(torch::full({1}, -10.0, torch::kDouble)).item<double>(), -64 * g.scale));
+    // A range that does not contain 0 is widened to contain it.
+    const QuantGrid positive = QuantGrid::asymmetric(2.0, 4.0, 4);
+    QCOMPARE(positive.zeroPoint, 0.0);
+    QVERIFY(qFuzzyCompare(positive.scale, 4.0 / 15.0));
+}
+
+void TestQuant::symmetricGridRoundTrips()
+{
+    const QuantGrid g = QuantGrid::symmetric(1.27, 8);
+    QCOMPARE(g.qmin, -128.0);
+    QCOMPARE(g.qmax, 127.0);
+    QVERIFY(qFuzzyCompare(g.scale, 0.01));
+    const torch::Tensor x = torch::tensor({-1.27, -0.5, 0.0, 0.004, 0.006, 1.27, 5.0}, torch::kDouble);
+    const torch::Tensor q = g.apply(x);
+    const double expected[] = {-1.27, -0.5, 0.0, 0.0, 0.01, 1.27, 1.27};
+    for (int i = 0; i < 7; ++i)
+        QVERIFY2(std::abs(q[i].item<double>() - expected[i]) < 1e-12, qPrintable(QString::number(i)));
+}
+
+void TestQuant::estimators()
+{
+    const torch::Tensor a = torch::tensor({-1.0, 0.5, 1.0}), b = torch::tensor({-2.0, 0.0, 3.0});
+    const auto range = [](RangeEstimator e, const std::vector<torch::Tensor>& batches) {
+        ActivationQuantizer q(e, 8, 99.999);
+        for (const torch::Tensor& x : batches)
+            q.calibrate(x);
+        return *q.range();
+    };
+    // Current min-max: the last batch only.
+    QVERIFY(range(RangeEstimator::CurrentMinMax, {a, b}) == std::make_pair(-2.0, 3.0));
+    // Running min-max, momentum 0.9: the first batch starts it, then 0.9 old + 0.1 new.
+    const auto running = range(RangeEstimator::RunningMinMax, {a, b});
+    QVERIFY(qFuzzyCompare(running.first, 0.9 * -1.0 + 0.1 * -2.0));
+    QVERIFY(qFuzzyCompare(running.second, 0.9 * 1.0 + 0.1 * 3.0));
+    QVERIFY(range(RangeEstimator::RunningMinMax, {b}) == std::make_pair(-2.0, 3.0));
+    QVERIFY(parseRangeEstimator("running_minmax") == RangeEstimator::RunningMinMax);
+    QVERIFY_THROWS_EXCEPTION(std::exception, parseRangeEstimator("max"));
+    // After calibration the quantizer applies the fixed range: values beyond it clamp.
+    ActivationQuantizer q(RangeEstimator::CurrentMinMax, 8, 99.999);
+    q.calibrate(a);
+    QVERIFY(std::abs(q.apply(torch::tensor({10.0f})).item<double>() - 1.0) < 2.0 / 255);
+}
+
+void TestQuant::percentileAndMseClipTails()
+{
+    // 100,000 values uniform in [0, 1) and one outlier of 1000.
+    torch::Tensor x =
+        torch::cat({torch::arange(0, 100000, torch::kFloat) / 100000.0f, torch::tensor({1000.0f})});
+    const auto minmax = batchRange(x, RangeEstimator::CurrentMinMax, 8);
+    QCOMPARE(minmax.second, 1000.0);
+    const auto p99 = batchRange(x, RangeEstimator::Percentile, 8, 99.0);
+    QVERIFY2(std::abs(p99.second - 0.99) < 1e-3, qPrintable(QString::number(p99.second)));
+    QVERIFY(std::abs(p99.first - 0.01) < 1e-3);
+    // MSE: on 4 bits a Gaussian is best quantized with its tails clipped (about 2.5 sigma, not its
+    // min-max of about 4.4 sigma), and the search finds a range with a smaller error than min-max.
+    const torch::Tensor g = torch::randn({100000}, at::make_generator<at::CPUGeneratorImpl>(9));
+    const auto gaussMinmax = batchRange(g, RangeEstimator::CurrentMinMax, 4);
+    const auto mse = batchRange(g, RangeEstimator::Mse, 4);
+    QVERIFY2(mse.second < 0.8 * gaussMinmax.second && mse.first > 0.8 * gaussMinmax.first,
+             qPrintable(QString("%1 %2").arg(mse.first).arg(mse.second)));
+    const auto errorOf = [&](std::pair<double, double> r) {
+        return (QuantGrid::asymmetric(r.first, r.second, 4).apply(g) - g).pow(2).mean().item<double>();
+    };
+    QVERIFY(errorOf(mse) < errorOf(gaussMinmax));
+    // Weights (symmetric): likewise below max|w| on 4 bits.
+    QVERIFY(mseSymmetricMax(g, 4) < 0.8 * g.abs().max().item<double>());
+}
+
+void TestQuant::weightsPerTensorAndPerChannel()
+{
+    BertNetwork net = tinyBert(BertHead::MaskedLM);
+    const torch::Tensor before =
+        net.module().named_parameters()["bert.encoder.layer.0.attention.self.query.weight"].clone();
+    const torch::Tensor gateless =
+        net.module().named_parameters()["cls.predictions.transform.dense.weight"].clone();
+    QuantOptions o;
+    o.weightBits = 4;
+    const std::vector<std::string> names = quantizeWeights(net.module(), o, {"cls."});
+    QVERIFY(std::find(names.begin(), names.end(), "bert.encoder.layer.0.attention.self.query.weight") !=
+            names.end());
+    QVERIFY(std::find(names.begin(), names.end(), "bert.embeddings.word_embeddings.weight") != names.end());
+    QVERIFY(std::none_of(names.begin(), names.end(),
+                         [](const std::string& n) { return n.rfind("cls.", 0) == 0; }));
+    const torch::Tensor after =
+        net.module().named_parameters()["bert.encoder.layer.0.attention.self.query.weight"];
+    // Per tensor, 4 bits: at most 16 distinct values, each within half a step of the original.
+    QVERIFY(std::get<0>(torch::_unique(after)).numel() <= 16);
+    const double step = before.abs().max().item<double>() / 7;
+    QVERIFY((after - before).abs().max().item<double>() <= step / 2 + 1e-6);
+    QVERIFY(
+        torch::equal(net.module().named_parameters()["cls.predictions.transform.dense.weight"], gateless));
+
+    // Per channel: each output row has its own scale, so every row keeps its largest weight exactly.
+    BertNetwork other = tinyBert(BertHead::MaskedLM);
+    const torch::Tensor rowBefore =
+        other.module().named_parameters()["bert.encoder.layer.1.output.dense.weight"].clone();
+    o.perChannelWeights = true;
+    quantizeWeights(other.module(), o, {});
+    const torch::Tensor rowAfter =
+        other.module().named_parameters()["bert.encoder.layer.1.output.dense.weight"];
+    QVERIFY(
+        torch::allclose(std::get<0>(rowAfter.abs().max(1)), std::get<0>(rowBefore.abs().max(1)), 1e-6, 1e-7));
+}
+
+void TestQuant::disabledQuantizersChangeNothing()
+{
+    BertNetwork net = tinyBert(BertHead::SequenceClassification);
+    const TextBatch b = textBatch(1);
+    const torch::Tensor reference = logitsOf(net, b);
+    QuantOptions off;
+    off.quantizeActivations = false;
+    off.quantizeWeights = false;
+    QuantizationSink sink(off);
+    QVERIFY(torch::equal(logitsOf(net, b, &sink), reference));
+    // The same for a ViT.
+    VitConfig c = VitConfig::preset("vit-fmnist");
+    c.numLayers = 2;
+    VitNetwork vit = VitNetwork::create(c, 5);
+    const torch::Tensor pixels = torch::randn({2, c.numChannels, c.imageSize, c.imageSize});
+    c10::InferenceMode guard;
+    QVERIFY(torch::equal(vit.forward(pixels, &sink).logits, vit.forward(pixels).logits));
+}
+
+void TestQuant::sixteenBitsBarelyChangeAModel()
+{
+    BertNetwork net = tinyBert(BertHead::SequenceClassification);
+    const TextBatch calibration = textBatch(2), test = textBatch(3);
+    const torch::Tensor reference = logitsOf(net, test);
+    QuantOptions o;
+    o.weightBits = o.activationBits = 16;
+    o.estimator = RangeEstimator::CurrentMinMax;
+    quantizeWeights(net.module(), o, {".alpha."});
+    QuantizationSink sink(o);
+    logitsOf(net, calibration, &sink);
+    logitsOf(net, test, &sink); // calibrating on the test batch too: no clipping
+    sink.setCalibrating(false);
+    const double change = relativeChange(logitsOf(net, test, &sink), reference);
+    QVERIFY2(change < 1e-3, qPrintable(QString::number(change)));
+    QVERIFY(change > 0);
+    // Every site of every layer got a quantizer.
+    const auto ranges = sink.ranges();
+    QVERIFY(ranges.count("layer1/attn_scores") && ranges.count("layer0/ffn_intermediate") &&
+            ranges.count("embedding_sum") && ranges.count("pooler") && ranges.count("logits"));
+    QCOMPARE(ranges.at("layer0/attn_probs").first, 0.0);
+}
+
+void TestQuant::eightBitsDoChangeAModel()
+{
+    BertNetwork net = tinyBert(BertHead::SequenceClassification);
+    const TextBatch b = textBatch(4);
+    const torch::Tensor reference = logitsOf(net, b);
+    QuantOptions o;
+    o.activationBits = 4;
+    QuantizationSink sink(o);
+    logitsOf(net, b, &sink);
+    sink.setCalibrating(false);
+    QVERIFY(relativeChange(logitsOf(net, b, &sink), reference) > 1e-3);
+}
+
+void TestQuant::calibrationIsReproducible()
+{
+    const auto calibrated = [](std::uint64_t seed) {
+        BertNetwork net = tinyBert(BertHead::SequenceClassification);
+        QuantizationSink sink(QuantOptions{});
+        for (int i = 0; i < 3; ++i)
+            logitsOf(net, textBatch(seed * 10 + std::uint64_t(i)), &sink);
+        return sink.ranges();
+    };
+    QVERIFY(calibrated(1) == calibrated(1));
+    QVERIFY(calibrated(1) != calibrated(2));
+}
+
+void TestQuant::experimentOnASyntheticModel()
+{
+    // Train a tiny model on the synthetic task for a few steps, then run the whole experiment twice.
+    QTemporaryDir dir;
+    TrainConfig t;
+    t.task = TrainTask::Synthetic;
+    t.output = dir.filePath("run").toStdString();
+    t.preset = "bert-tiny";
+    t.numLayers = 2;
+    t.steps = 4;
+    t.warmupSteps = 1;
+    t.batchSize = 8;
+    t.evalEvery = 4;
+    t.checkpointEvery = 4;
+    t.evalBatches = 1;
+    t.logEvery = 4;
+    t.threads = 1;
+    std::atomic<bool> stop{false};
+    const TrainResult trained = runTraining(t, false, stop, [](const std::string&) {});
+    QCOMPARE(int(trained.outcome), int(TrainOutcome::Finished));
+
+    QuantExperiment e;
+    e.modelDir = t.output + "/final";
+    e.data = "synthetic";
+    e.calibBatches = 2;
+    e.seeds = 2;
+    e.batchSize = 8;
+    e.evalBatches = 2;
+    e.sensitivity = true;
+    std::vector<std::string> messages;
+    const QuantResult a = runQuantExperiment(e, [&](const std::string& m) { messages.push_back(m); });
+    const QuantResult b = runQuantExperiment(e, [](const std::string&) {});
+    QVERIFY(a.metricName == "accuracy");
+    QCOMPARE(int(a.quantMetrics.size()), 2);
+    QVERIFY(a.quantMetrics == b.quantMetrics); // same seeds, same calibration batches, same numbers
+    QCOMPARE(a.floatMetric, b.floatMetric);
+    QVERIFY(a.ranges == b.ranges);
+    QCOMPARE(int(a.maxInfNormPerLayer.size()), 2);
+    QVERIFY(a.maxInfNorm > 0 && a.avgKurtosis > 0);
+    QCOMPARE(int(a.sensitivity.size()), 3); // embeddings+head and the two layers
+    for (std::size_t i = 1; i < a.sensitivity.size(); ++i)
+        QVERIFY(a.sensitivity[i - 1].damage >= a.sensitivity[i].damage);
+    QVERIFY(!messages.empty());
+
+    e.data = "text:nowhere.txt";
+    QVERIFY_THROWS_EXCEPTION(std::exception, runQuantExperiment(e, [](const std::string&) {}));
+    e.data = "pictures";
+    QVERIFY_THROWS_EXCEPTION(std::exception, runQuantExperiment(e, [](const std::string&) {}));
+}
+
+QTEST_GUILESS_MAIN(TestQuant)
+#include "tst_quant.moc"
