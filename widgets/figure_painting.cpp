@@ -193,7 +193,8 @@ void drawBarPlot(QPainter& p, const QRectF& plot, const QVector<Bar>& bars, cons
         p.setPen(textColor());
         p.setFont(pixelFont(0.8 * base, true));
         p.drawText(QRectF(x - slot * 0.2, y - 1.3 * base, slot, 1.2 * base),
-                   Qt::AlignHCenter | Qt::AlignBottom, displayNumber(bars[i].value));
+                   Qt::AlignHCenter | Qt::AlignBottom,
+                   std::isfinite(bars[i].value) ? displayNumber(bars[i].value) : QStringLiteral("none"));
         p.setFont(pixelFont(0.75 * base));
         drawElided(p, QRectF(plot.left() + slot * i, plot.bottom() + 0.2 * base, slot, 1.2 * base),
                    Qt::AlignHCenter | Qt::AlignTop, bars[i].label);

@@ -264,7 +264,12 @@ void DashboardCharts::fill(const OutlierDashboardData& data, int rows)
 {
     // Per dimension.
     const BarData& dims = data.perDimension;
-    dimensions->setTitle(dims.title.isEmpty() ? QStringLiteral("Outliers per hidden dimension") : dims.title);
+    const bool none = std::all_of(dims.values.begin(), dims.values.end(), [](double v) { return v <= 0; });
+    dimensions->setTitle(
+        (dims.title.isEmpty() ? QStringLiteral("Outliers per hidden dimension") : dims.title) +
+        (none && !dims.values.isEmpty()
+             ? QStringLiteral(": none here (the line chart shows which layers have them)")
+             : QString()));
     charts::setAxisTitle(dimensionCountAxis,
                          dims.axisTitle.isEmpty() ? QStringLiteral("outliers") : dims.axisTitle);
     dimensionSet->deselectAllBars();

@@ -101,6 +101,12 @@ QString TeachingView::caption() const
     case Kind::Vanilla:
         break;
     }
+    if (d.largestProbability < 0.5)
+        return tr("Here the head spreads its attention (largest p = %1 on %2): it is not doing nothing,")
+                   .arg(displayNumber(d.largestProbability), quoted(d.largestProbabilityKey)) +
+               QLatin1Char('\n') +
+               tr("so its softmax inputs stay within %1 and the previous FFN's outputs reach %2.")
+                   .arg(range(d.softmaxInputMin, d.softmaxInputMax), displayNumber(d.ffnOutputMax));
     return tr("To do nothing, the head pushes the softmax input range to %1 (p = %2 on %3),")
                .arg(range(d.softmaxInputMin, d.softmaxInputMax), displayNumber(d.largestProbability),
                     quoted(d.largestProbabilityKey)) +

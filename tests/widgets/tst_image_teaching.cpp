@@ -377,6 +377,13 @@ void TestImageTeaching::teachingCaptionPerKind()
     QVERIFY2(vanilla.contains(QStringLiteral("softmax input range to \u221230 \u2026 45")),
              qPrintable(vanilla));
     QVERIFY2(vanilla.contains(QStringLiteral("FFN outputs of 120")), qPrintable(vanilla));
+    // A head that spreads its attention is not said to do nothing.
+    TeachingData spread = teachingData(QStringLiteral("vanilla"));
+    spread.largestProbability = 0.2;
+    view.setData(spread);
+    QVERIFY2(view.caption().contains(QStringLiteral("it is not doing nothing")), qPrintable(view.caption()));
+    QCOMPARE(view.caption().count(QLatin1Char('\n')), 1);
+    view.setData(teachingData(QStringLiteral("vanilla")));
 
     view.setData(teachingData(QStringLiteral("clipped")));
     QCOMPARE(view.kind(), TeachingView::Kind::Clipped);
