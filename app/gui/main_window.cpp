@@ -306,6 +306,14 @@ void MainWindow::modelLoaded(const ModelInfo& info)
         m_input->selectPair(0);
     else if (!text && m_lastInput.kind == InputRequest::Kind::Image)
         request(m_lastInput);
+    else if (!text && info.classNames.contains(QStringLiteral("Ankle boot")))
+        // A Fashion-MNIST model: start with one of its own kind of images.
+        request({InputRequest::Kind::Image,
+                 {},
+                 {},
+                 m_galleryDir + QStringLiteral("/fmnist_boot.png"),
+                 tr("Fashion-MNIST test image 0 (Zalando Research, MIT licence)"),
+                 0});
     else if (!text)
         request({InputRequest::Kind::Image,
                  {},

@@ -5,6 +5,7 @@
 
 #include <QApplication>
 #include <QDir>
+#include <QDockWidget>
 #include <QTabWidget>
 #include <QTimer>
 
@@ -22,6 +23,11 @@ ScreenshotTour::ScreenshotTour(MainWindow* window, QString folder, QStringList p
 
 void ScreenshotTour::start()
 {
+    // The same window for every screenshot, whatever layout the settings remember.
+    m_window->showNormal();
+    m_window->resize(1500, 920);
+    if (auto* dock = m_window->findChild<QDockWidget*>(QStringLiteral("inputDock")))
+        m_window->resizeDocks({dock}, {470}, Qt::Horizontal);
     QDir().mkpath(m_folder);
     QTimer::singleShot(500, this, &ScreenshotTour::next);
 }
