@@ -47,6 +47,7 @@ void ImageView::setData(const ImageViewData& data)
     m_figure.setData(data);
     m_overlayToggle->setText(
         tr("Tint patches by their outlier count in %1").arg(ImageFigure::layerWords(data.layer)));
+    placeChildren(); // placed by hand, not by a layout: grow with the text
     setHover(-1, -1, QString());
     update();
 }
@@ -219,6 +220,11 @@ void ImageView::paintEvent(QPaintEvent*)
 void ImageView::resizeEvent(QResizeEvent* event)
 {
     QWidget::resizeEvent(event);
+    placeChildren();
+}
+
+void ImageView::placeChildren()
+{
     const int margin = 4;
     const QSize toggle = m_overlayToggle->sizeHint();
     m_overlayToggle->setGeometry(margin, margin, std::min(toggle.width(), width() - 2 * margin),

@@ -83,6 +83,7 @@ protected:
     void dropEvent(QDropEvent* event) override;
 
 private:
+    void placeChildren();
     struct Hit;
     Hit hitTest(const QPoint& pos) const;
     QRect canvasRect() const;
