@@ -66,7 +66,7 @@ class Vit(nn.Module):
 class BertMlm(nn.Module):
     def __init__(self, vocab=30522, d=128, layers=4, heads=4, ffn=512, positions=512):
         super().__init__()
-        self.word, self.pos, self.type = nn.Embedding(vocab, d), nn.Embedding(positions, d), nn.Embedding(2, d)
+        self.word, self.pos, self.types = nn.Embedding(vocab, d), nn.Embedding(positions, d), nn.Embedding(2, d)
         self.ln = nn.LayerNorm(d, eps=1e-12)
         self.blocks = nn.ModuleList([Block(d, heads, ffn, False, 0.1) for _ in range(layers)])
         self.transform, self.tln = nn.Linear(d, d), nn.LayerNorm(d, eps=1e-12)
@@ -74,7 +74,7 @@ class BertMlm(nn.Module):
 
     def forward(self, ids, labels):
         t = ids.shape[1]
-        x = self.ln(self.word(ids) + self.type(torch.zeros_like(ids)) + self.pos(torch.arange(t))[None])
+        x = self.ln(self.word(ids) + self.types(torch.zeros_like(ids)) + self.pos(torch.arange(t))[None])
         for b in self.blocks:
             x = b(x)
         picked = (labels.view(-1) != -100).nonzero().squeeze(1)  # the vocabulary projection only where predicted
