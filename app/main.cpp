@@ -12,6 +12,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QCoreApplication>
+#include <QSettings>
 #include <QStandardPaths>
 #include <QStringList>
 
@@ -38,7 +39,8 @@ const Subcommand kSubcommands[] = {
     {"sweep", "a grid of training runs and a summary table (the paper's Figures 6 and 7)",
      outlierlens::cli::runSweep},
     {"bench", "time forward passes with and without activation capture", outlierlens::cli::runBench},
-    {"quantize", "simulate W8A8 quantization: FP vs quantized metric, max inf norm, kurtosis", outlierlens::cli::runQuantize},
+    {"quantize", "simulate W8A8 quantization: FP vs quantized metric, max inf norm, kurtosis",
+     outlierlens::cli::runQuantize},
     {"convert", "rewrite a model's weights as (float16) safetensors", outlierlens::cli::runConvert},
     {"create-model", "write a randomly initialised BERT model folder", outlierlens::cli::runCreateModel},
 };
@@ -86,6 +88,11 @@ int runGui(int argc, char* argv[])
         return outlierlens::cli::UsageError;
     }
     outlierlens::configureTorchThreads();
+    if (parser.isSet(QStringLiteral("bench-gui")) || parser.isSet(QStringLiteral("screenshots"))) {
+        // Automated runs keep out of the user's settings and job list, and start from defaults.
+        QCoreApplication::setApplicationName(QStringLiteral("OutlierLens-automation"));
+        QSettings().clear();
+    }
     const QString data = QString::fromStdString(outlierlens::sampleDataDir());
     outlierlens::JobManager jobs(QCoreApplication::applicationFilePath(),
                                  QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) +

@@ -136,7 +136,8 @@ void LayerChart::fill(const QVector<double>& steps, const QVector<QVector<double
         lines[l]->replace(points);
     }
     chart->legend()->setVisible(layers > 0);
-    charts::setNiceRange(stepAxis, minStep, maxStep);
+    charts::setNiceRange(stepAxis, minStep,
+                         std::max(maxStep, minStep + 10)); // integer steps: at least 10 wide
     charts::setNiceRange(valueAxis, values.valid() ? std::min(0.0, values.min) : 0.0,
                          values.valid() ? values.max : 1.0);
 }
@@ -222,7 +223,7 @@ void TrainingChartSet::fill(const TrainingCurveData& data)
     evalSeries->setName(evalName + QStringLiteral(" (eval)"));
     lossSeries->replace(lossPoints);
     evalSeries->replace(evalPoints);
-    charts::setNiceRange(lossStepAxis, minStep, maxStep);
+    charts::setNiceRange(lossStepAxis, minStep, std::max(maxStep, minStep + 10));
     charts::setNiceRange(lossAxis, lossRange.valid() ? std::min(0.0, lossRange.min) : 0.0,
                          lossRange.valid() ? lossRange.max : 1.0);
     if (auto* axis = qobject_cast<QLogValueAxis*>(evalAxis)) {

@@ -266,7 +266,7 @@ void InspectionWorker::predictPairs(quint64 generation, const QStringList& premi
             return; // nothing to predict with
         BertNetwork& net = *m_model->bert;
         const int total = int(premises.size());
-        constexpr int kBatch = 32;
+        constexpr int kBatch = 8; // small: an inspection asked for meanwhile waits for one batch at most
         if (first < total && !m_cancel) {
             const int start = first;
             const int count = std::min(kBatch, total - start);

@@ -14,6 +14,7 @@
 #include "main_window.h"
 #include "mnli_table_model.h"
 #include "model/bert_network.h"
+#include "model_catalog.h"
 #include "outlier_dashboard.h"
 #include "outliers_page.h"
 #include "text/wordpiece.h"
@@ -206,6 +207,37 @@ private Q_SLOTS:
         QDir checkpoints(m_jobs->job(id)->folder + QStringLiteral("/checkpoints"));
         QVERIFY(!checkpoints.entryList(QDir::Dirs | QDir::NoDotAndDotDot).isEmpty());
         QVERIFY(!m_jobs->curves(id).steps.isEmpty());
+    }
+
+    void demoModelsOpenWithTheirOwnInputs()
+    {
+        // The app opens the bundled BERT by default, and every demo trio is complete.
+        QVERIFY2(ModelCatalog::defaultModel().endsWith(QStringLiteral("/models/bert-mnli-vanilla")),
+                 qPrintable(ModelCatalog::defaultModel()));
+        for (const QString& kind :
+             {QStringLiteral("bert-mnli"), QStringLiteral("vit-fmnist"), QStringLiteral("synthetic")})
+            QCOMPARE(ModelCatalog::demoTrio(kind).size(), 3);
+        // Each family starts on an input of its own kind: an MNLI pair, a Fashion-MNIST image, a
+        // generated example of the synthetic task.
+        const struct
+        {
+            QString model, inputContains;
+            int tokens;
+        } cases[] = {{QStringLiteral("vit-fmnist-gated"), QStringLiteral("fmnist_boot.png"), 50},
+                     {QStringLiteral("synthetic-clipped"), QStringLiteral("synthetic example"), 64},
+                     {QStringLiteral("bert-mnli-vanilla"), QString(), -1}};
+        for (const auto& c : cases) {
+            const QString dir = QStringLiteral(OUTLIERLENS_SOURCE_DIR "/sample_data/models/") + c.model;
+            m_window->openModel(dir);
+            QTRY_COMPARE_WITH_TIMEOUT(m_window->controller()->model().dir, dir, 60000);
+            QTRY_VERIFY_WITH_TIMEOUT(m_window->controller()->snapshot() &&
+                                         m_window->controller()->snapshot()->model.dir == dir,
+                                     60000);
+            const SnapshotPtr s = m_window->controller()->snapshot();
+            QVERIFY2(s->input.contains(c.inputContains), qPrintable(s->input));
+            if (c.tokens > 0) QCOMPARE(s->T, c.tokens);
+        }
+        QCOMPARE(m_window->controller()->model().classNames.size(), 3);
     }
 };
 
