@@ -1,5 +1,7 @@
 #include "main_window.h"
 
+#include "colormap.h"
+
 #include "compare_page.h"
 #include "export_dialog.h"
 #include "figure_export.h"
@@ -19,6 +21,7 @@
 #include "view_builders.h"
 
 #include <QAction>
+#include <QActionGroup>
 #include <QApplication>
 #include <QCloseEvent>
 #include <QComboBox>
@@ -221,6 +224,32 @@ void MainWindow::buildActions()
     view->addAction(addShortcut(tr("Previous layer"), QKeySequence(Qt::ALT | Qt::Key_Up), step(-1, 0)));
     view->addAction(addShortcut(tr("Next head"), QKeySequence(Qt::ALT | Qt::Key_Right), step(0, 1)));
     view->addAction(addShortcut(tr("Previous head"), QKeySequence(Qt::ALT | Qt::Key_Left), step(0, -1)));
+    // Colour maps: remembered, applied before any view draws.
+    QMenu* palettes = view->addMenu(tr("&Colour maps"));
+    const auto addPalettes = [this, palettes](const QString& key,
+                                              std::initializer_list<ColorMap::Palette> choices,
+                                              ColorMap::Palette current) {
+        ColorMap::Palette saved = current;
+        if (ColorMap::parsePalette(QSettings().value(key).toString(), &saved)) ColorMap::setPalette(saved);
+        auto* group = new QActionGroup(this);
+        for (ColorMap::Palette p : choices) {
+            QAction* a = palettes->addAction(ColorMap::paletteName(p));
+            a->setCheckable(true);
+            a->setChecked(p == saved);
+            group->addAction(a);
+            connect(a, &QAction::triggered, this, [this, key, p] {
+                ColorMap::setPalette(p);
+                QSettings().setValue(key, ColorMap::paletteName(p));
+                setSelection(m_layer, m_head); // redraws every page with the new palette
+            });
+        }
+        palettes->addSeparator();
+    };
+    addPalettes(QStringLiteral("view/sequentialColormap"),
+                {ColorMap::Palette::Viridis, ColorMap::Palette::Grayscale}, ColorMap::sequentialPalette());
+    addPalettes(QStringLiteral("view/divergingColormap"),
+                {ColorMap::Palette::BlueRed, ColorMap::Palette::PurpleGreen}, ColorMap::divergingPalette());
+
     auto* exportAction = new QAction(tr("&Export view…"), this);
     exportAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
     connect(exportAction, &QAction::triggered, this, &MainWindow::exportDialog);

@@ -6,6 +6,7 @@
 #include "../common/tensor_compare.h"
 
 #include "analysis/recording_sink.h"
+#include "colormap.h"
 #include "head_view.h"
 #include "input_panel.h"
 #include "inspection_controller.h"
@@ -238,6 +239,26 @@ private Q_SLOTS:
             if (c.tokens > 0) QCOMPARE(s->T, c.tokens);
         }
         QCOMPARE(m_window->controller()->model().classNames.size(), 3);
+    }
+
+    void colourMapsAreRememberedAndRedraw()
+    {
+        m_window->pages()->setCurrentWidget(m_window->headView());
+        const QImage before = m_window->headView()->grab().toImage();
+        QAction* grayscale = nullptr;
+        for (QAction* a : m_window->findChildren<QAction*>())
+            if (a->text() == QStringLiteral("grayscale")) grayscale = a;
+        QVERIFY(grayscale);
+        grayscale->trigger();
+        QCOMPARE(QSettings().value(QStringLiteral("view/sequentialColormap")).toString(),
+                 QStringLiteral("grayscale"));
+        QCOMPARE(ColorMap::sequential(0.0), QColor(Qt::white));
+        QVERIFY(m_window->headView()->grab().toImage() != before);
+        // Back to the default for whatever runs next.
+        for (QAction* a : m_window->findChildren<QAction*>())
+            if (a->text() == QStringLiteral("viridis")) a->trigger();
+        QCOMPARE(QSettings().value(QStringLiteral("view/sequentialColormap")).toString(),
+                 QStringLiteral("viridis"));
     }
 };
 
