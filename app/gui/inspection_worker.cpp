@@ -292,6 +292,14 @@ void InspectionWorker::predictPairs(quint64 generation, const QStringList& premi
             }
             torch::Tensor predicted;
             {
+                // Background work: leave a core to the GUI thread (redraws stay smooth while the
+                // table fills). Inspections, which the user waits for, get every core again.
+                struct FewerThreads
+                {
+                    int threads = at::get_num_threads();
+                    FewerThreads() { at::set_num_threads(std::max(1, threads - 1)); }
+                    ~FewerThreads() { at::set_num_threads(threads); }
+                } fewer;
                 c10::InferenceMode guard;
                 predicted = net.forward(ids, types, mask).logits.argmax(-1).contiguous();
             }
