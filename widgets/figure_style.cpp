@@ -1,5 +1,7 @@
 #include "figure_style.h"
 
+#include <QLabel>
+
 namespace outlierlens {
 namespace {
 
@@ -67,6 +69,16 @@ QString csvField(const QString& text)
 QString csvNumber(double value)
 {
     return QString::asprintf("%.9g", value);
+}
+
+QLabel* makeViewTitle(QWidget* parent)
+{
+    auto* label = new QLabel(parent);
+    QFont font = label->font();
+    font.setBold(true);
+    font.setPointSizeF(font.pointSizeF() * 1.2);
+    label->setFont(font);
+    return label;
 }
 
 } // namespace outlierlens

@@ -5,6 +5,9 @@
 #include <QFont>
 #include <QString>
 
+class QLabel;
+class QWidget;
+
 namespace outlierlens {
 
 /// The fixed look of figures drawn by paintFigure(). Sizes are pixels at 96 DPI, never the window's
@@ -20,6 +23,10 @@ QColor background();
 QColor highlight(); ///< selected tokens and rows (orange)
 QColor gridLine();
 } // namespace FigureStyle
+
+/// The title label views show above their content on screen: the widget font, bold, 1.2 times as
+/// large (figures use FigureStyle::titleFont() instead).
+QLabel* makeViewTitle(QWidget* parent);
 
 /// One CSV field, quoted when it contains a comma, a quote or a line break (RFC 4180).
 QString csvField(const QString& text);

@@ -70,11 +70,7 @@ HeadView::HeadView(QWidget* parent)
 {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
-    m_title = new QLabel(this);
-    QFont titleFont = m_title->font();
-    titleFont.setBold(true);
-    titleFont.setPointSizeF(titleFont.pointSizeF() * 1.2);
-    m_title->setFont(titleFont);
+    m_title = makeViewTitle(this);
     layout->addWidget(m_title);
 
     auto* body = new QHBoxLayout;

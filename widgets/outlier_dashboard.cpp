@@ -1,4 +1,5 @@
 #include "outlier_dashboard.h"
+#include "figure_style.h"
 
 #include "chart_support.h"
 
@@ -323,11 +324,7 @@ OutlierDashboard::OutlierDashboard(QWidget* parent)
     : QWidget(parent)
     , m_charts(std::make_unique<DashboardCharts>())
 {
-    m_title = new QLabel(this);
-    QFont titleFont = m_title->font();
-    titleFont.setBold(true);
-    titleFont.setPointSizeF(titleFont.pointSizeF() * 1.2);
-    m_title->setFont(titleFont);
+    m_title = makeViewTitle(this);
     m_details = new QLabel(this);
     m_details->setWordWrap(true);
     m_details->setTextInteractionFlags(Qt::TextSelectableByMouse);
