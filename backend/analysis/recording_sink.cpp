@@ -43,6 +43,7 @@ torch::Tensor sampleOf(CapturePoint point, const torch::Tensor& batched, std::in
         return one.index({Slice(), Slice(0, length)});
     case CapturePoint::Embeddings:
     case CapturePoint::AttnOut:
+    case CapturePoint::DownIn:
     case CapturePoint::FfnOut:
     case CapturePoint::Residual:
     case CapturePoint::Out:

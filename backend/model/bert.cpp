@@ -106,6 +106,7 @@ torch::Tensor BertLayerImpl::forward(const torch::Tensor& x, const torch::Tensor
 
     const torch::Tensor inner =
         capture.quant(QuantSite::FfnIntermediate, applyActivation(intermediate->forward(h), hiddenAct));
+    capture.put(CapturePoint::DownIn, inner);
     torch::Tensor ffnOut = output->dense->forward(inner);
     capture.put(CapturePoint::FfnOut, ffnOut);
     ffnOut = capture.quant(QuantSite::FfnOut, ffnOut);

@@ -15,7 +15,7 @@ struct PointInfo
     bool perLayer;
 };
 
-constexpr std::array<PointInfo, 11> kPoints = {{
+constexpr std::array<PointInfo, 12> kPoints = {{
     {CapturePoint::Embeddings, "embeddings", false},
     {CapturePoint::AttnScores, "attn_scores", true},
     {CapturePoint::AttnProbs, "attn_probs", true},
@@ -23,6 +23,7 @@ constexpr std::array<PointInfo, 11> kPoints = {{
     {CapturePoint::AttnContext, "attn_context", true},
     {CapturePoint::AttnGate, "attn_gate", true},
     {CapturePoint::AttnOut, "attn_out", true},
+    {CapturePoint::DownIn, "down_in", true},
     {CapturePoint::FfnOut, "ffn_out", true},
     {CapturePoint::Residual, "residual", true},
     {CapturePoint::Out, "out", true},

@@ -21,6 +21,7 @@ enum class CapturePoint {
     AttnContext, ///< [H, T, d_head] P.V before the gate
     AttnGate,    ///< [H, T] gate probabilities (gated models only)
     AttnOut,     ///< [T, d] attention output projection, before the residual add
+    DownIn,      ///< [T, d_ff] input of the FFN's second linear (after the activation; LLaMA: act(gate) * up)
     FfnOut,      ///< [T, d] second FFN linear, before the residual add
     Residual,    ///< [T, d] sum entering the block's last LayerNorm (BERT) / block output (ViT)
     Out,         ///< [T, d] block output

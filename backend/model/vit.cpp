@@ -49,6 +49,7 @@ torch::Tensor VitBlockImpl::forward(const torch::Tensor& x, const CaptureScope& 
         QuantSite::FfnIntermediate,
         applyActivation(fc1->forward(capture.quant(QuantSite::FfnNorm, norm2->forward(afterAttention))),
                         hiddenAct));
+    capture.put(CapturePoint::DownIn, inner);
     torch::Tensor ffnOut = fc2->forward(inner);
     capture.put(CapturePoint::FfnOut, ffnOut);
     ffnOut = capture.quant(QuantSite::FfnOut, ffnOut);

@@ -1,0 +1,131 @@
+#pragma once
+// A network is used by one thread at a time (the worker that owns it).
+//
+// Causal decoder LLMs of three Hugging Face families (transformers v4.31 numerics): GPT2LMHeadModel,
+// OPTForCausalLM (pre-LN and post-LN, project_in/out) and LlamaForCausalLM (RMSNorm, rotary, SwiGLU,
+// grouped-query attention), with the attention variants of DESIGN.md. The architecture comes from
+// config.json, never from the folder's name.
+
+#include "model/capture.h"
+#include "model/config.h"
+#include "model/loading.h"
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace torch::nn {
+class Module;
+}
+
+namespace outlierlens {
+
+enum class DecoderArch { Gpt2, Opt, Llama };
+/// "gpt2", "opt", "llama" (config.json's model_type).
+std::string toString(DecoderArch arch);
+
+/// The config.json fields of the three families that change the computation.
+struct DecoderConfig
+{
+    DecoderArch arch = DecoderArch::Gpt2;
+    std::vector<std::string> architectures; ///< config.json "architectures" as written
+    int vocabSize = 0;
+    int hiddenSize = 0;       ///< d_model
+    int numLayers = 0;
+    int numHeads = 0;
+    int numKvHeads = 0;       ///< LLaMA grouped-query attention; = numHeads elsewhere
+    int intermediateSize = 0; ///< d_ff (GPT-2 n_inner, null = 4 d)
+    int maxPositions = 0;     ///< n_positions / max_position_embeddings
+    std::string activation;   ///< "gelu_new", "relu", "silu", ...
+    double normEps = 1e-5;    ///< layer_norm_epsilon / rms_norm_eps (OPT: 1e-5, not in config)
+    // GPT-2
+    bool scaleAttnWeights = true;
+    bool scaleAttnByInverseLayerIdx = false;
+    // OPT
+    bool doLayerNormBefore = true; ///< pre-LN (false: opt-350m's post-LN)
+    bool finalLayerNorm = true;    ///< pre-LN and not _remove_final_layer_norm
+    int wordEmbedProjDim = 0;      ///< E; project_in/out exist when E != hiddenSize
+    bool enableBias = true;
+    // LLaMA
+    double ropeTheta = 10000.0; ///< rope_theta when present (4.31 fixes 10000)
+    std::string ropeScalingType; ///< "", "linear" or "dynamic"
+    double ropeScalingFactor = 1.0;
+    bool tieWordEmbeddings = true;
+    int bosTokenId = -1, eosTokenId = -1, padTokenId = -1; ///< -1 = none
+    std::string torchDtype; ///< config.json "torch_dtype" ("float32", "float16", "bfloat16") or ""
+    AttentionVariant variant;
+
+    int headDim() const { return hiddenSize / numHeads; }
+    /// Reads and validates a Hugging Face config.json. Errors name the file and the field.
+    static DecoderConfig fromFile(const std::string& path);
+    /// Named shapes for benchmarks and new models: "gpt2-tiny", "opt-tiny", "llama-tiny", "gpt2"
+    /// (124M), "opt-125m", "tinyllama-1.1b", "llama-7b". Throws Error for unknown names.
+    static DecoderConfig preset(const std::string& name);
+    static std::vector<std::string> presetNames();
+    /// A config.json that Hugging Face reads back (with the "outlierlens" block when not vanilla).
+    std::string toJson() const;
+    void validate(const std::string& where) const;
+};
+
+/// True if <dir>/config.json describes a GPT-2, OPT or LLaMA decoder (model_type / architectures).
+bool isDecoderModelDir(const std::string& modelDir);
+
+/// What forward() returns.
+struct DecoderForward
+{
+    torch::Tensor logits;     ///< [B, T, V] float32; undefined if not asked for
+    torch::Tensor lastHidden; ///< [B, T, E] what the LM head multiplies (after the final norm/project_out)
+};
+
+/// One decoder checkpoint. Weights keep their storage dtype in memory (float32, float16 or bfloat16;
+/// safetensors memory-mapped), and each layer computes in the compute dtype (float32 by default).
+class DecoderNetwork
+{
+public:
+    /// Loads <dir>/config.json and its weights strictly: model.safetensors, pytorch_model.bin or a
+    /// sharded checkpoint (model.safetensors.index.json / pytorch_model.bin.index.json); keys with or
+    /// without the "model."/"transformer." prefix; tied or separate lm_head. `override` replaces the
+    /// config's attention variant. Throws Error naming the file and tensor.
+    static DecoderNetwork load(const std::string& modelDir, const VariantOverride& override = {});
+    /// A new model with Hugging Face's initialisation for the family, seeded; parameters float32.
+    static DecoderNetwork create(const DecoderConfig& config, std::uint64_t seed);
+    ~DecoderNetwork();
+    DecoderNetwork(DecoderNetwork&&) noexcept;
+    DecoderNetwork& operator=(DecoderNetwork&&) noexcept;
+
+    /// Writes config.json and model.safetensors (Hugging Face key names) into `dir`, atomically;
+    /// `dtype` kFloat, kHalf or kBFloat16.
+    void save(const std::string& dir, torch::ScalarType dtype = torch::kFloat) const;
+
+    /// inputIds, attentionMask: [B, T] int64 (mask 1 = real token; undefined = all real). Positions
+    /// are cumsum(mask) - 1 per row, as Hugging Face's generate() passes them, so left- and right-
+    /// padded rows give the same activations on their real tokens. Masked (future or padded) keys get
+    /// probability exactly 0. Runs under the caller's grad mode. The sink gets DESIGN.md's capture
+    /// points (embeddings = the input of layer 0; logits [B, T, V]).
+    DecoderForward forward(const torch::Tensor& inputIds, const torch::Tensor& attentionMask = {},
+                           ActivationSink* sink = nullptr, bool computeLogits = true);
+
+    /// kFloat (default) or kBFloat16: the dtype activations are computed in.
+    void setComputeDtype(torch::ScalarType dtype);
+    torch::ScalarType computeDtype() const;
+
+    const DecoderConfig& config() const;
+    torch::nn::Module& module();
+    const std::string& weightsFile() const;
+    /// SHA-256 of the weights file(s) ("" for a model created in memory; shards: of the index file).
+    const std::string& checkpointSha256() const;
+    const LoadReport& loadReport() const;
+    /// Bytes of all parameters as stored in memory.
+    std::int64_t parameterBytes() const;
+    void setTraining(bool on);
+
+private:
+    struct Impl;
+    explicit DecoderNetwork(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> m_impl;
+};
+
+} // namespace outlierlens
