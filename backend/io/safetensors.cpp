@@ -11,7 +11,9 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
+#include <memory>
 #include <set>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
@@ -70,6 +72,7 @@ public:
     InputFile& operator=(const InputFile&) = delete;
 
     std::uint64_t size() const { return m_size; }
+    int fd() const { return m_fd; }
 
     void readAt(std::uint64_t offset, void* buffer, std::uint64_t n, const std::string& what) const
     {
@@ -199,11 +202,11 @@ torch::ScalarType targetType(const DtypeInfo& d)
     return c10::isFloatingType(d.stored) ? torch::kFloat : torch::kLong;
 }
 
-} // namespace
-
-StateDict readSafetensors(const std::string& path, std::map<std::string, std::string>* metadata)
+// Parses and checks the header: every entry in bounds, with a size that matches its shape and
+// dtype, no two overlapping. Entries come back sorted by offset.
+std::vector<Entry> parseHeader(const std::string& path, const InputFile& file,
+                               std::map<std::string, std::string>* metadata, std::uint64_t& dataStart)
 {
-    InputFile file(path);
     if (file.size() < 8)
         throw Error(path + ": file of " + std::to_string(file.size()) +
                     " bytes is too short for a safetensors header (expected at least 8)");
@@ -245,7 +248,7 @@ StateDict readSafetensors(const std::string& path, std::map<std::string, std::st
     if (!duplicate.empty())
         throw Error(path + ": tensor '" + printable(duplicate) + "' appears more than once in the header");
 
-    const std::uint64_t dataStart = 8 + headerSize;
+    dataStart = 8 + headerSize;
     const std::uint64_t dataSize = file.size() - dataStart;
     std::vector<Entry> entries;
     if (metadata) metadata->clear();
@@ -272,6 +275,16 @@ StateDict readSafetensors(const std::string& path, std::map<std::string, std::st
             throw Error(path + ": data of tensors '" + printable(entries[i - 1].name) + "' and '" +
                         printable(entries[i].name) + "' overlap");
 
+    return entries;
+}
+
+} // namespace
+
+StateDict readSafetensors(const std::string& path, std::map<std::string, std::string>* metadata)
+{
+    InputFile file(path);
+    std::uint64_t dataStart = 0;
+    const std::vector<Entry> entries = parseHeader(path, file, metadata, dataStart);
     StateDict result;
     for (const Entry& e : entries) {
         torch::Tensor raw = torch::empty(e.shape, torch::dtype(e.dtype->stored));
@@ -282,6 +295,61 @@ StateDict readSafetensors(const std::string& path, std::map<std::string, std::st
         else if (raw.scalar_type() != targetType(*e.dtype))
             raw = raw.to(targetType(*e.dtype));
         result.emplace(e.name, std::move(raw));
+    }
+    return result;
+}
+
+namespace {
+
+// A private mapping of a whole file. MAP_PRIVATE: a write through a tensor (which nothing should
+// do) would touch a private copy of the page, never the file.
+struct FileMapping
+{
+    void* address = nullptr;
+    std::size_t length = 0;
+    ~FileMapping()
+    {
+        if (address) ::munmap(address, length);
+    }
+};
+
+} // namespace
+
+StateDict mapSafetensors(const std::string& path, std::map<std::string, std::string>* metadata)
+{
+    InputFile file(path);
+    std::uint64_t dataStart = 0;
+    const std::vector<Entry> entries = parseHeader(path, file, metadata, dataStart);
+
+    auto mapping = std::make_shared<FileMapping>();
+    mapping->length = std::size_t(file.size());
+    void* address = ::mmap(nullptr, mapping->length, PROT_READ | PROT_WRITE, MAP_PRIVATE, file.fd(), 0);
+    if (address == MAP_FAILED)
+        throw Error(path + ": cannot map the file into memory: " + std::strerror(errno));
+    mapping->address = address;
+    const auto* base = static_cast<unsigned char*>(address);
+
+    StateDict result;
+    for (const Entry& e : entries) {
+        const torch::ScalarType stored = e.dtype->stored;
+        const bool keep = !e.dtype->isBool &&
+                          (stored == torch::kFloat || stored == torch::kHalf || stored == torch::kBFloat16);
+        unsigned char* data = const_cast<unsigned char*>(base + dataStart + e.begin);
+        const std::uint64_t nbytes = e.end - e.begin;
+        torch::Tensor t;
+        if (keep && nbytes > 0 && reinterpret_cast<std::uintptr_t>(data) % e.dtype->size == 0) {
+            // The tensor keeps the mapping alive; nothing is read until it is used.
+            t = torch::from_blob(
+                data, e.shape, [mapping](void*) {}, torch::dtype(stored));
+        } else {
+            t = torch::empty(e.shape, torch::dtype(stored));
+            if (nbytes > 0) std::memcpy(t.data_ptr(), data, std::size_t(nbytes)); // misaligned or small types
+            if (e.dtype->isBool)
+                t = t.ne(0);
+            else if (!keep && t.scalar_type() != targetType(*e.dtype))
+                t = t.to(targetType(*e.dtype));
+        }
+        result.emplace(e.name, std::move(t));
     }
     return result;
 }
@@ -304,8 +372,12 @@ void writeSafetensors(const std::string& path, const StateDict& tensors, Safeten
         torch::ScalarType stored;
         const char* dtypeName;
         if (c10::isFloatingType(t.scalar_type())) {
-            stored = dtype == SafetensorsDtype::Float16 ? torch::kHalf : torch::kFloat;
-            dtypeName = dtype == SafetensorsDtype::Float16 ? "F16" : "F32";
+            stored = dtype == SafetensorsDtype::Float16    ? torch::kHalf
+                     : dtype == SafetensorsDtype::BFloat16 ? torch::kBFloat16
+                                                           : torch::kFloat;
+            dtypeName = dtype == SafetensorsDtype::Float16    ? "F16"
+                        : dtype == SafetensorsDtype::BFloat16 ? "BF16"
+                                                              : "F32";
         } else if (t.scalar_type() == torch::kBool) {
             stored = torch::kBool;
             dtypeName = "BOOL";

@@ -14,11 +14,18 @@ namespace outlierlens {
 /// Throws Error naming the file (and tensor) for any malformed or truncated input.
 StateDict readSafetensors(const std::string& path, std::map<std::string, std::string>* metadata = nullptr);
 
+/// Like readSafetensors(), with the same checks, for checkpoints too large to copy: the file is
+/// memory-mapped (MAP_PRIVATE, so nothing is ever written back) and F32/F16/BF16 tensors keep their
+/// dtype and are views of the mapping (copied only if their offset is not aligned to their element
+/// size); the mapping stays alive while any of them does. F64 becomes float32, integers int64,
+/// BOOL bool, as in readSafetensors(). The file must not be truncated while tensors are in use.
+StateDict mapSafetensors(const std::string& path, std::map<std::string, std::string>* metadata = nullptr);
+
 /// Storage type of floating tensors written by writeSafetensors().
-enum class SafetensorsDtype { Float32, Float16 };
+enum class SafetensorsDtype { Float32, Float16, BFloat16 };
 
 /// Writes a .safetensors file atomically (temp file + rename): floating tensors as `dtype`
-/// (F32 or F16, rounded to nearest), integer tensors as I64, bool as BOOL; tensors in name order.
+/// (F32, F16 or BF16, rounded to nearest even), integer tensors as I64, bool as BOOL; tensors in name order.
 /// The header is padded with spaces to a multiple of 8 bytes as Hugging Face does. Throws Error
 /// naming the file and tensor for unsupported dtypes or I/O failures; then no file is left.
 void writeSafetensors(const std::string& path, const StateDict& tensors,

@@ -200,11 +200,12 @@ class StateDictBuilder final : public PickleHooks
 {
 public:
     StateDictBuilder(const std::string& path, caffe2::serialize::PyTorchStreamReader& reader,
-                     const ZipDirectory& zip, std::uint64_t fileSize)
+                     const ZipDirectory& zip, std::uint64_t fileSize, bool keepFloatDtype)
         : m_path(path)
         , m_reader(reader)
         , m_zip(zip)
         , m_budget(kMaxExpansion * fileSize + kExpansionAllowance)
+        , m_keepFloatDtype(keepFloatDtype)
     {}
 
     bool isAllowedGlobal(const std::string& name) const override
@@ -319,9 +320,12 @@ private:
             size.push_back(a[2]->items[d]->intValue);
             stride.push_back(a[3]->items[d]->intValue);
         }
-        const torch::ScalarType target = c10::isFloatingType(s.dtype) ? torch::kFloat
-                                         : s.dtype == torch::kBool    ? torch::kBool
-                                                                      : torch::kLong;
+        const bool keep = m_keepFloatDtype && (s.dtype == torch::kFloat || s.dtype == torch::kHalf ||
+                                               s.dtype == torch::kBFloat16);
+        const torch::ScalarType target = keep                           ? s.dtype
+                                         : c10::isFloatingType(s.dtype) ? torch::kFloat
+                                         : s.dtype == torch::kBool      ? torch::kBool
+                                                                        : torch::kLong;
         // Largest element the view reaches must lie inside the storage (unless the view is empty).
         bool empty = false;
         std::uint64_t last = std::uint64_t(offset);
@@ -383,6 +387,7 @@ private:
     std::vector<torch::Tensor> m_tensors;
     std::uint64_t m_budget; // bytes all output tensors may take together
     std::uint64_t m_used = 0;
+    bool m_keepFloatDtype = false; // float16/bfloat16 stay as stored instead of becoming float32
 };
 
 std::string firstLine(const std::string& s)
@@ -412,7 +417,7 @@ void checkSignature(std::ifstream& in, std::uint64_t fileSize, const std::string
 
 } // namespace
 
-StateDict readTorchBin(const std::string& path)
+StateDict readTorchBin(const std::string& path, bool keepFloatDtype)
 {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw Error(path + ": cannot open file: " + std::strerror(errno));
@@ -443,7 +448,7 @@ StateDict readTorchBin(const std::string& path)
             throw Error(path + ": data.pkl of " + std::to_string(pickleEntry->size) + " bytes is too large");
         auto pickle = reader.getRecord("data.pkl");
 
-        StateDictBuilder builder(path, reader, zip, fileSize);
+        StateDictBuilder builder(path, reader, zip, fileSize, keepFloatDtype);
         Unpickler unpickler(static_cast<const char*>(std::get<0>(pickle).get()), std::get<1>(pickle),
                             path + ": data.pkl", builder);
         const PickleValue& root = unpickler.load();

@@ -13,6 +13,8 @@ namespace outlierlens {
 /// Only the pickle subset torch.save uses is interpreted and nothing is ever executed: a global
 /// other than OrderedDict, the tensor rebuild functions and storage types is an Error. Legacy
 /// (pre-1.6) files, nested dicts and non-tensor values are Errors naming the file.
-StateDict readTorchBin(const std::string& path);
+/// keepFloatDtype: float32/float16/bfloat16 tensors keep their stored dtype (float64 still becomes
+/// float32), for large decoder checkpoints that must not be widened in memory.
+StateDict readTorchBin(const std::string& path, bool keepFloatDtype = false);
 
 } // namespace outlierlens

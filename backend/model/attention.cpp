@@ -1,5 +1,7 @@
 #include "model/attention.h"
 
+#include "common/error.h"
+
 #include <torch/nn/init.h>
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/container/sequential.h>
@@ -88,6 +90,8 @@ torch::Tensor multiHeadAttention(const AttentionSpec& spec, const torch::Tensor&
                                  const torch::Tensor& additiveMask, AttentionGates& gates,
                                  torch::nn::Dropout& probsDropout, const CaptureScope& capture)
 {
+    if (spec.variant.isDecoderOnly())
+        throw Error("attention variant '" + spec.variant.describe() + "' is implemented for decoders only");
     const auto B = q.size(0), T = q.size(1);
     const int H = spec.numHeads, dh = spec.headDim;
     auto split = [&](const torch::Tensor& t) { return t.view({B, T, H, dh}).permute({0, 2, 1, 3}); };

@@ -37,6 +37,32 @@ AttentionVariant parseVariant(const nlohmann::json& block, const std::string& wh
     v.maxSeqLength = int(getInt(block, "max_seq_length", where, 0));
     v.nHid = int(getInt(block, "n_hid", where, 0));
     v.piInit = getNumber(block, "pi_init", where, 0.25);
+    const std::string bias = getString(block, "bias", where, std::string("none"));
+    if (bias == "fixed")
+        v.bias = BiasKind::Fixed;
+    else if (bias == "context")
+        v.bias = BiasKind::Context;
+    else if (bias == "attention")
+        v.bias = BiasKind::Attention;
+    else if (bias != "none")
+        throw Error(where + ": \"outlierlens\": unknown bias '" + bias +
+                    "' (expected none, fixed, context or attention)");
+    v.contextScale = getBool(block, "context_scale", where, false);
+    // An et al.'s Table-2 names as one field, as their scripts call them.
+    const std::string named = getString(block, "variant", where, std::string());
+    if (named == "fixed-bias")
+        v.bias = BiasKind::Fixed;
+    else if (named == "context-bias")
+        v.bias = BiasKind::Context;
+    else if (named == "attention-bias")
+        v.bias = BiasKind::Attention;
+    else if (named == "context-scale")
+        v.contextScale = true;
+    else if (named == "sigmoid")
+        v.softmax = SoftmaxKind::Sigmoid;
+    else if (!named.empty() && named != "default")
+        throw Error(where + ": \"outlierlens\": unknown variant '" + named +
+                    "' (expected fixed-bias, context-bias, attention-bias, context-scale or sigmoid)");
     if (v.alpha && block.contains("gamma") && std::abs(v.effectiveGamma() - v.gamma) > 1e-9)
         throw Error(where + ": \"outlierlens\" gives both alpha " + formatNumber(*v.alpha) +
                     " (gamma = -alpha/" + std::to_string(v.maxSeqLength) + " = " +
@@ -72,6 +98,8 @@ void addVariantToConfigJson(const AttentionVariant& v, nlohmann::json& config)
         j["pi_init"] = v.piInit;
         if (v.gate == GateKind::Mlp) j["n_hid"] = v.nHid;
     }
+    if (v.bias != BiasKind::None) j["bias"] = toString(v.bias);
+    if (v.contextScale) j["context_scale"] = true;
     config["outlierlens"] = j;
 }
 
@@ -94,6 +122,11 @@ void AttentionVariant::validate(const std::string& where) const
         if (zeta < 1) throw Error(where + ": clipped softmax zeta must be >= 1, found " + formatNumber(zeta));
     }
     if (gate == GateKind::Mlp && nHid <= 0) throw Error(where + ": the mlp gate needs n_hid > 0");
+    if (softmax == SoftmaxKind::Sigmoid && bias != BiasKind::None)
+        throw Error(where + ": sigmoid attention cannot be combined with a bias variant");
+    if (contextScale && gate != GateKind::None)
+        throw Error(where + ": context-scale is a gate of its own; it cannot be combined with gate '" +
+                    toString(gate) + "'");
     if (gate != GateKind::None && !(piInit > 0 && piInit < 1))
         throw Error(where + ": pi_init must be in (0, 1), found " + formatNumber(piInit));
 }
@@ -106,6 +139,9 @@ std::string AttentionVariant::describe() const
         if (alpha) text += "; alpha " + formatNumber(*alpha) + ", T " + std::to_string(maxSeqLength);
         text += ")";
     }
+    if (softmax == SoftmaxKind::Sigmoid) text = "sigmoid attention";
+    if (bias != BiasKind::None) text += std::string(text.empty() ? "" : " + ") + toString(bias) + "-bias";
+    if (contextScale) text += std::string(text.empty() ? "" : " + ") + "context-scale";
     if (gate != GateKind::None) {
         if (!text.empty()) text += " + ";
         text += "gated attention (" + toString(gate);
@@ -117,7 +153,30 @@ std::string AttentionVariant::describe() const
 
 std::string toString(SoftmaxKind kind)
 {
-    return kind == SoftmaxKind::Clipped ? "clipped" : "vanilla";
+    switch (kind) {
+    case SoftmaxKind::Vanilla:
+        return "vanilla";
+    case SoftmaxKind::Clipped:
+        return "clipped";
+    case SoftmaxKind::Sigmoid:
+        return "sigmoid";
+    }
+    return "vanilla";
+}
+
+std::string toString(BiasKind kind)
+{
+    switch (kind) {
+    case BiasKind::None:
+        return "none";
+    case BiasKind::Fixed:
+        return "fixed";
+    case BiasKind::Context:
+        return "context";
+    case BiasKind::Attention:
+        return "attention";
+    }
+    return "none";
 }
 
 std::string toString(GateKind kind)
@@ -139,7 +198,8 @@ SoftmaxKind parseSoftmaxKind(const std::string& text)
 {
     if (text == "vanilla" || text == "softmax") return SoftmaxKind::Vanilla;
     if (text == "clipped" || text == "clipped_softmax") return SoftmaxKind::Clipped;
-    throw Error("unknown softmax '" + text + "' (expected vanilla or clipped)");
+    if (text == "sigmoid") return SoftmaxKind::Sigmoid;
+    throw Error("unknown softmax '" + text + "' (expected vanilla, clipped or sigmoid)");
 }
 
 GateKind parseGateKind(const std::string& text)
@@ -229,6 +289,9 @@ void BertConfig::validate(const std::string& where) const
         if (value <= 0)
             throw Error(where + ": " + name + " must be positive, found " + std::to_string(value));
     };
+    if (variant.isDecoderOnly())
+        throw Error(where + ": attention variant '" + variant.describe() +
+                    "' is implemented for decoders only");
     positive(vocabSize, "vocab_size");
     positive(hiddenSize, "hidden_size");
     positive(numLayers, "num_hidden_layers");

@@ -9,8 +9,12 @@
 
 namespace outlierlens {
 
-enum class SoftmaxKind { Vanilla, Clipped };
+/// Sigmoid: An et al.'s sigmoid attention, sigmoid(QK^T/sqrt(d) - log T) (decoders only).
+enum class SoftmaxKind { Vanilla, Clipped, Sigmoid };
 enum class GateKind { None, Linear, Mlp, AllHeadsLinear };
+/// An et al. 2025's bias variants (their Table 2; decoders only): Fixed adds a learnt v' to P.V,
+/// Context adds softmax(Q[K^T k'])[0; v'^T], Attention prepends a learnt key k' and value v' slot.
+enum class BiasKind { None, Fixed, Context, Attention };
 
 /// The attention variant of DESIGN.md, as recorded under "outlierlens" in config.json.
 struct AttentionVariant
@@ -21,10 +25,21 @@ struct AttentionVariant
     std::optional<double> alpha; ///< if set, gamma = -alpha / maxSeqLength
     int maxSeqLength = 0;        ///< T of the alpha rule: the training sequence length, not the batch's
     GateKind gate = GateKind::None;
-    int nHid = 0;         ///< hidden units of the "mlp" gate
-    double piInit = 0.25; ///< initial gate probability (bias = logit(pi_init)) for new models
+    int nHid = 0;                   ///< hidden units of the "mlp" gate
+    double piInit = 0.25;           ///< initial gate probability (bias = logit(pi_init)) for new models
+    BiasKind bias = BiasKind::None; ///< An et al.'s fixed-/context-/attention-bias (decoders only)
+    bool contextScale = false;      ///< An et al.'s context-scale: 2 sigmoid(Linear(x)) per head times P.V
 
-    bool isVanilla() const { return softmax == SoftmaxKind::Vanilla && gate == GateKind::None; }
+    bool isVanilla() const
+    {
+        return softmax == SoftmaxKind::Vanilla && gate == GateKind::None && bias == BiasKind::None &&
+               !contextScale;
+    }
+    /// True for the variants only the decoders implement (sigmoid attention, bias variants, context scale).
+    bool isDecoderOnly() const
+    {
+        return softmax == SoftmaxKind::Sigmoid || bias != BiasKind::None || contextScale;
+    }
     /// The gamma actually used: -alpha / maxSeqLength when alpha is set, else gamma.
     double effectiveGamma() const;
     /// Throws Error (prefixed by `where`) for gamma > 0, zeta < 1, alpha without max_seq_length, ...
@@ -35,7 +50,8 @@ struct AttentionVariant
 
 std::string toString(SoftmaxKind kind);
 std::string toString(GateKind kind);
-/// Parses "vanilla"/"clipped" and "none"/"linear"/"mlp"/"all_heads_linear"; throws Error otherwise.
+std::string toString(BiasKind kind);
+/// Parses "vanilla"/"clipped"/"sigmoid" and "none"/"linear"/"mlp"/"all_heads_linear"; throws Error otherwise.
 SoftmaxKind parseSoftmaxKind(const std::string& text);
 GateKind parseGateKind(const std::string& text);
 

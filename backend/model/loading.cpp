@@ -41,7 +41,7 @@ ExpectedTensors releaseModuleTensors(torch::nn::Module& module)
 }
 
 void adoptStrict(torch::nn::Module& module, const ExpectedTensors& expected, StateDict tensors,
-                 const std::string& file)
+                 const std::string& file, bool keepFloatDtype)
 {
     std::vector<std::string> problems;
     for (const auto& [name, want] : expected) {
@@ -69,7 +69,8 @@ void adoptStrict(torch::nn::Module& module, const ExpectedTensors& expected, Sta
     torch::NoGradGuard noGrad;
     auto adopt = [&](const std::string& name, torch::Tensor& target) {
         torch::Tensor& source = tensors.at(name);
-        target.set_data(source.to(target.scalar_type()).contiguous());
+        const bool keep = keepFloatDtype && source.is_floating_point() && target.is_floating_point();
+        target.set_data(keep ? source.contiguous() : source.to(target.scalar_type()).contiguous());
         source = torch::Tensor(); // the module holds the only reference now
     };
     for (auto& item : module.named_parameters(true))

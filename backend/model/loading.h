@@ -36,9 +36,11 @@ ExpectedTensors releaseModuleTensors(torch::nn::Module& module);
 /// (already mapped to the module's names), without copying. Strict: a missing tensor, an
 /// unexpected one, a wrong shape or a non-float tensor for a float parameter is an Error naming the
 /// file (`file`), the tensor, the expected and the found shape; when several are wrong the message
-/// names the first and counts the rest.
+/// names the first and counts the rest. keepFloatDtype: floating tensors keep the dtype they come
+/// with (float16/bfloat16 checkpoints stay as stored, memory-mapped ones stay mapped) instead of
+/// being converted to the parameter's dtype.
 void adoptStrict(torch::nn::Module& module, const ExpectedTensors& expected, StateDict tensors,
-                 const std::string& file);
+                 const std::string& file, bool keepFloatDtype = false);
 
 /// The tensors of `module` (parameters and buffers) by name, detached: what a checkpoint writer saves.
 StateDict moduleStateDict(const torch::nn::Module& module);

@@ -1,0 +1,163 @@
+// Building blocks shared by the GPT-2, OPT and LLaMA modules: dtype-keeping linear, norm and
+// embedding modules, and the attention from scores to the merged context with every variant.
+
+#include "model/decoder_modules.h"
+
+#include "common/error.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <limits>
+
+namespace outlierlens::decoder {
+
+torch::Tensor weightAs(const torch::Tensor& w, torch::ScalarType dtype)
+{
+    return w.scalar_type() == dtype ? w : w.to(dtype);
+}
+
+LinearImpl::LinearImpl(int in, int out, bool withBias, bool conv1d_)
+    : conv1d(conv1d_)
+{
+    // torch::empty touches no memory: a model that is about to load weights costs nothing here.
+    weight = register_parameter("weight", conv1d ? torch::empty({in, out}) : torch::empty({out, in}));
+    if (withBias) bias = register_parameter("bias", torch::empty({out}));
+}
+
+torch::Tensor LinearImpl::forward(const torch::Tensor& x) const
+{
+    const torch::Tensor w = weightAs(weight, x.scalar_type());
+    const torch::Tensor b = bias.defined() ? weightAs(bias, x.scalar_type()) : torch::Tensor();
+    if (!conv1d) return torch::linear(x, w, b);
+    // HF Conv1D: addmm(bias, x.view(-1, in), weight).view(..., out)
+    auto sizes = x.sizes().vec();
+    sizes.back() = w.size(1);
+    const torch::Tensor flat = x.reshape({-1, x.size(-1)});
+    const torch::Tensor y = b.defined() ? torch::addmm(b, flat, w) : torch::mm(flat, w);
+    return y.view(sizes);
+}
+
+NormImpl::NormImpl(int size, double eps_, bool rms_)
+    : eps(eps_)
+    , rms(rms_)
+{
+    weight = register_parameter("weight", torch::empty({size}));
+    if (!rms) bias = register_parameter("bias", torch::empty({size}));
+}
+
+torch::Tensor NormImpl::forward(const torch::Tensor& x) const
+{
+    if (!rms)
+        return torch::layer_norm(x, {x.size(-1)}, weightAs(weight, x.scalar_type()),
+                                 weightAs(bias, x.scalar_type()), eps);
+    // HF LlamaRMSNorm: float32 statistics, back to the input dtype, then the weight.
+    const torch::Tensor h = x.to(torch::kFloat);
+    const torch::Tensor variance = h.pow(2).mean(-1, /*keepdim=*/true);
+    const torch::Tensor normed = (h * torch::rsqrt(variance + eps)).to(x.scalar_type());
+    return weightAs(weight, x.scalar_type()) * normed;
+}
+
+EmbeddingImpl::EmbeddingImpl(int rows, int dim)
+{
+    weight = register_parameter("weight", torch::empty({rows, dim}));
+}
+
+torch::Tensor EmbeddingImpl::forward(const torch::Tensor& ids, torch::ScalarType dtype) const
+{
+    return weightAs(torch::embedding(weight, ids), dtype);
+}
+
+void SinkParams::create(torch::nn::Module& owner, const AttentionVariant& variant, int numHeads, int headDim)
+{
+    switch (variant.bias) {
+    case BiasKind::None:
+        break;
+    case BiasKind::Fixed:
+        vBias = owner.register_parameter("v_bias", torch::zeros({numHeads * headDim}));
+        break;
+    case BiasKind::Context:
+    case BiasKind::Attention:
+        kBias = owner.register_parameter("k_bias", torch::empty({1, numHeads, 1, headDim}));
+        vBias = owner.register_parameter("v_bias", torch::empty({1, numHeads, 1, headDim}));
+        break;
+    }
+    if (variant.contextScale) {
+        auto seq = owner.register_module("context_scale", std::make_shared<torch::nn::Module>("Sequential"));
+        contextScale =
+            seq->register_module("0", std::make_shared<LinearImpl>(numHeads * headDim, numHeads, true));
+    }
+}
+
+void put(const CaptureScope& capture, CapturePoint point, const torch::Tensor& t)
+{
+    if (!capture.wants(point)) return;
+    capture.put(point, t.scalar_type() == torch::kFloat ? t : t.to(torch::kFloat));
+}
+
+torch::Tensor activation(const torch::Tensor& x, const std::string& name)
+{
+    if (name == "gelu_new") // HF NewGELUActivation, written out (torch's tanh GELU is not bit-equal)
+        return 0.5 * x * (1.0 + torch::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * torch::pow(x, 3.0))));
+    if (name == "gelu_pytorch_tanh") return torch::gelu(x, "tanh");
+    if (name == "gelu") return torch::gelu(x);
+    if (name == "relu") return torch::relu(x);
+    if (name == "silu") return torch::silu(x);
+    throw Error("unsupported activation '" + name + "'");
+}
+
+torch::Tensor attend(torch::Tensor scores, const torch::Tensor& qh, const torch::Tensor& vh,
+                     const torch::Tensor& gateInput, const AttentionVariant& variant, double scoreScale,
+                     AttentionGates& gates, const SinkParams& sink, const PassContext& pass,
+                     const CaptureScope& capture)
+{
+    const auto B = vh.size(0), H = vh.size(1), T = vh.size(2), dh = vh.size(3);
+    const torch::ScalarType dtype = vh.scalar_type();
+    put(capture, CapturePoint::AttnScores, scores);
+    scores = capture.quant(QuantSite::AttnScores, scores);
+    // Masked keys get the lowest float added (not -inf), so a padded query row whose keys are all
+    // masked stays finite (uniform) instead of NaN; real rows give masked keys exactly 0.
+    const torch::Tensor masked = scores + pass.additiveMask;
+
+    torch::Tensor probs;     // [B, H, T, T] over the real keys
+    torch::Tensor sinkProbs; // [B, H, T, 1] the prepended key slot of context/attention bias
+    if (variant.softmax == SoftmaxKind::Sigmoid) {
+        // sigmoid(s - log T) with T the keys of this pass; masked keys exactly 0.
+        probs = torch::sigmoid(masked.to(torch::kFloat) - std::log(double(T)))
+                    .masked_fill(pass.keyAllowed.logical_not(), 0.0);
+    } else if (variant.bias == BiasKind::Context || variant.bias == BiasKind::Attention) {
+        const torch::Tensor kSink = weightAs(sink.kBias, dtype); // [1, H, 1, dh]
+        const torch::Tensor sinkScores = torch::matmul(qh, kSink.transpose(-1, -2)) * scoreScale; // [B,H,T,1]
+        const torch::Tensor all = torch::softmax(torch::cat({sinkScores, masked}, -1).to(torch::kFloat), -1);
+        sinkProbs = all.narrow(-1, 0, 1);
+        probs = all.narrow(-1, 1, T);
+    } else {
+        probs = attentionSoftmax(masked.to(torch::kFloat), variant);
+    }
+    probs = probs.to(dtype);
+    if (sinkProbs.defined()) sinkProbs = sinkProbs.to(dtype);
+    put(capture, CapturePoint::AttnProbs, probs);
+    probs = capture.quant(QuantSite::AttnProbs, probs);
+    put(capture, CapturePoint::AttnValues, vh);
+
+    torch::Tensor context = torch::matmul(probs, vh); // [B, H, T, dh]
+    if (variant.bias == BiasKind::Attention) context = context + sinkProbs * weightAs(sink.vBias, dtype);
+    put(capture, CapturePoint::AttnContext, context);
+    context = capture.quant(QuantSite::AttnContext, context);
+    if (variant.bias == BiasKind::Context) context = context + sinkProbs * weightAs(sink.vBias, dtype);
+    if (variant.bias == BiasKind::Fixed) context = context + weightAs(sink.vBias, dtype).view({1, H, 1, dh});
+    if (gates.enabled()) {
+        const torch::Tensor pi = gates.forward(gateInput); // [B, H, T]
+        put(capture, CapturePoint::AttnGate, pi);
+        context = context * pi.unsqueeze(-1);
+    }
+    if (sink.contextScale) {
+        const torch::Tensor scale =
+            2.0 * torch::sigmoid(sink.contextScale->forward(gateInput)).permute({0, 2, 1});
+        put(capture, CapturePoint::AttnGate, scale); // [B, H, T], in (0, 2)
+        context = context * scale.unsqueeze(-1);
+    }
+    return context.permute({0, 2, 1, 3}).reshape({B, T, H * dh});
+}
+
+} // namespace outlierlens::decoder

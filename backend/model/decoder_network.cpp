@@ -1,0 +1,435 @@
+#include "model/decoder_network.h"
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "common/json_util.h"
+#include "common/sha256.h"
+#include "io/safetensors.h"
+#include "io/torch_bin.h"
+#include "model/decoder_modules.h"
+#include "model/runtime.h"
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+
+namespace outlierlens {
+namespace fs = std::filesystem;
+
+namespace {
+
+bool startsWith(const std::string& s, const std::string& prefix)
+{
+    return s.rfind(prefix, 0) == 0;
+}
+
+bool endsWith(const std::string& s, const std::string& suffix)
+{
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::shared_ptr<decoder::DecoderLmImpl> makeModule(const DecoderConfig& config)
+{
+    switch (config.arch) {
+    case DecoderArch::Gpt2:
+        return decoder::makeGpt2(config);
+    case DecoderArch::Opt:
+        return decoder::makeOpt(config);
+    case DecoderArch::Llama:
+        return decoder::makeLlama(config);
+    }
+    throw Error("unknown decoder architecture");
+}
+
+/// The prefix the module's body names carry ("transformer.", "model.decoder.", "model.") and the
+/// shorter prefixes checkpoints of other provenance use for the same tensors.
+struct Naming
+{
+    std::string canonical;
+    std::vector<std::string> alternatives; ///< replaced by `canonical` when a key starts with one
+};
+
+Naming namingOf(DecoderArch arch)
+{
+    switch (arch) {
+    case DecoderArch::Gpt2:
+        return {"transformer.", {""}}; // hub gpt2: "h.0.attn..." (GPT2Model's names)
+    case DecoderArch::Opt:
+        return {"model.decoder.", {"decoder.", ""}}; // hub OPT: "decoder.layers..." (OPTModel's names)
+    case DecoderArch::Llama:
+        return {"model.", {""}};
+    }
+    return {};
+}
+
+/// Buffers Hugging Face itself never loads: GPT-2's causal-mask buffers, LLaMA's rotary inverse
+/// frequencies (recomputed here).
+const char* ignoredBufferReason(const std::string& name, DecoderArch arch)
+{
+    if (arch == DecoderArch::Gpt2 && (endsWith(name, ".attn.bias") || endsWith(name, ".attn.masked_bias")))
+        return "GPT-2 causal mask buffer";
+    if (arch == DecoderArch::Llama && endsWith(name, ".rotary_emb.inv_freq"))
+        return "rotary inverse frequencies, recomputed";
+    return nullptr;
+}
+
+/// Maps a checkpoint's names onto the module's: adds the canonical prefix where a file leaves it out,
+/// leaves out ignored buffers and the tied head (after checking it equals the embeddings).
+StateDict mapDecoderKeys(StateDict tensors, const DecoderConfig& config, const decoder::DecoderLmImpl& module,
+                         const std::string& file, LoadReport& report)
+{
+    const Naming naming = namingOf(config.arch);
+    const std::string tiedHead = module.tiedHeadName();
+    StateDict out;
+    torch::Tensor storedHead;
+    std::set<std::string> renamedPrefixes;
+    for (auto& [name, tensor] : tensors) {
+        if (const char* reason = ignoredBufferReason(name, config.arch)) {
+            report.ignored.push_back(name + " (" + reason + ")");
+            continue;
+        }
+        if (name == "lm_head.weight" && !tiedHead.empty()) {
+            storedHead = tensor;
+            continue;
+        }
+        std::string mapped = name;
+        if (name != "lm_head.weight" && !startsWith(name, naming.canonical)) {
+            for (const std::string& alt : naming.alternatives)
+                if (startsWith(name, alt)) {
+                    mapped = naming.canonical + name.substr(alt.size());
+                    renamedPrefixes.insert(alt.empty() ? "(none)" : alt);
+                    break;
+                }
+        }
+        if (out.count(mapped))
+            throw Error(file + ": tensors '" + mapped + "' and '" + name + "' name the same parameter");
+        out.emplace(std::move(mapped), std::move(tensor));
+    }
+    for (const std::string& p : renamedPrefixes)
+        report.renamed.push_back("prefix " + p + " -> " + naming.canonical);
+    if (storedHead.defined()) {
+        const std::string embeddingName = module.embeddingName();
+        const auto it = out.find(embeddingName);
+        if (it != out.end()) {
+            const torch::Tensor& embedding = it->second;
+            const bool same = storedHead.sizes() == embedding.sizes() &&
+                              (storedHead.data_ptr() == embedding.data_ptr() ||
+                               torch::equal(storedHead.to(torch::kFloat), embedding.to(torch::kFloat)));
+            if (!same)
+                throw Error(file + ": tensor 'lm_head.weight' " + shapeString(storedHead) +
+                            " differs from '" + embeddingName +
+                            "' although config.json ties them (tie_word_embeddings)");
+        }
+        report.ignored.push_back("lm_head.weight (tied to " + embeddingName + ")");
+    }
+    return out;
+}
+
+/// One weight file, floating tensors in their storage dtype (safetensors memory-mapped).
+StateDict readWeights(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(path + ": cannot open file");
+    char head[2] = {0, 0};
+    in.read(head, 2);
+    if (in.gcount() == 2 && head[0] == 'P' && head[1] == 'K') return readTorchBin(path, true);
+    if (endsWith(path, ".bin")) return readTorchBin(path, true); // explains what the file is instead
+    return mapSafetensors(path);
+}
+
+/// A shard name from an index must name a file inside the model folder.
+fs::path shardPath(const fs::path& dir, const std::string& name, const std::string& index)
+{
+    const fs::path rel = fs::path(name).lexically_normal();
+    if (name.empty() || rel.is_absolute() || rel.has_root_name() || rel.empty() || *rel.begin() == "..")
+        throw Error(index + ": weight_map names shard '" + name + "', which is outside the model folder");
+    const fs::path full = dir / rel;
+    std::error_code ec;
+    if (!fs::is_regular_file(full, ec))
+        throw Error(index + ": shard '" + name + "' named by weight_map does not exist in " + dir.string());
+    const fs::path real = fs::canonical(full, ec), realDir = fs::canonical(dir, ec);
+    const std::string r = real.string(), d = realDir.string() + "/";
+    if (ec || r.compare(0, d.size(), d) != 0)
+        throw Error(index + ": shard '" + name + "' resolves to " + r + ", outside the model folder");
+    return full;
+}
+
+/// Reads a sharded checkpoint by its index's weight_map: each shard once, every tensor from the
+/// shard the map names, nothing a shard holds beyond what the map gives it.
+StateDict readSharded(const std::string& indexPath)
+{
+    const nlohmann::json index = jsonutil::parseFile(indexPath);
+    if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
+        throw Error(indexPath +
+                    ": expected an object with a 'weight_map' object (tensor name -> shard file)");
+    const fs::path dir = fs::path(indexPath).parent_path();
+    std::map<std::string, std::set<std::string>> byShard;
+    for (const auto& [name, shard] : index["weight_map"].items()) {
+        if (!shard.is_string())
+            throw Error(indexPath + ": weight_map entry '" + name + "' must be a file name");
+        byShard[shard.get<std::string>()].insert(name);
+    }
+    if (byShard.empty()) throw Error(indexPath + ": weight_map is empty");
+    for (const auto& [shard, names] : byShard)
+        shardPath(dir, shard, indexPath); // every shard checked before any is read
+    StateDict out;
+    for (const auto& [shard, names] : byShard) {
+        const std::string path = shardPath(dir, shard, indexPath).string();
+        StateDict tensors = readWeights(path);
+        for (auto& [name, tensor] : tensors) {
+            if (!names.count(name))
+                throw Error(path + ": tensor '" + name + "' is not assigned to this shard by " +
+                            fs::path(indexPath).filename().string());
+            out.emplace(name, std::move(tensor));
+        }
+        for (const std::string& name : names)
+            if (!out.count(name))
+                throw Error(path + ": tensor '" + name + "' is missing (" +
+                            fs::path(indexPath).filename().string() + " says this shard holds it)");
+    }
+    return out;
+}
+
+/// The weights of a model folder in order of preference; throws naming the folder when none exist.
+std::string findDecoderWeights(const std::string& modelDir)
+{
+    for (const char* name : {"model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                             "pytorch_model.bin.index.json"}) {
+        const fs::path p = fs::path(modelDir) / name;
+        if (fs::exists(p)) return p.string();
+    }
+    throw Error(modelDir +
+                ": no model.safetensors, pytorch_model.bin or sharded index (*.index.json) in this folder");
+}
+
+/// Hugging Face's _init_weights for the family: normal(0, 0.02) weights, zero biases, unit norms;
+/// GPT-2's c_proj scaled by 1/sqrt(2 n_layer); padding rows zero.
+void initializeLikeHuggingFace(torch::nn::Module& module, const DecoderConfig& c)
+{
+    torch::NoGradGuard noGrad;
+    const double std = 0.02;
+    for (auto& item : module.named_parameters(true)) {
+        const std::string& name = item.key();
+        torch::Tensor& p = item.value();
+        if (name.find(".alpha") != std::string::npos) continue; // gates keep their init (bias logit(pi_init))
+        const bool norm = name.find("ln_") != std::string::npos ||
+                          name.find("layer_norm") != std::string::npos ||
+                          name.find("layernorm") != std::string::npos || endsWith(name, "norm.weight") ||
+                          endsWith(name, "norm.bias");
+        if (norm)
+            p.fill_(endsWith(name, "weight") ? 1.0 : 0.0);
+        else if (endsWith(name, "k_bias") || endsWith(name, "v_bias"))
+            p.normal_(0.0, std);
+        else if (p.dim() >= 2 && c.arch == DecoderArch::Gpt2 && endsWith(name, "c_proj.weight"))
+            p.normal_(0.0, std / std::sqrt(2.0 * c.numLayers));
+        else if (p.dim() >= 2)
+            p.normal_(0.0, std);
+        else
+            p.zero_();
+    }
+    if (c.padTokenId >= 0 && c.padTokenId < c.vocabSize && c.arch != DecoderArch::Gpt2)
+        for (auto& item : module.named_parameters(true))
+            if (endsWith(item.key(), "embed_tokens.weight")) item.value()[c.padTokenId].zero_();
+}
+
+} // namespace
+
+struct DecoderNetwork::Impl
+{
+    DecoderConfig config;
+    std::shared_ptr<decoder::DecoderLmImpl> module;
+    std::string weightsFile;
+    std::string sha256;
+    LoadReport report;
+    torch::ScalarType computeDtype = torch::kFloat;
+};
+
+DecoderNetwork::DecoderNetwork(std::unique_ptr<Impl> impl)
+    : m_impl(std::move(impl))
+{}
+DecoderNetwork::~DecoderNetwork() = default;
+DecoderNetwork::DecoderNetwork(DecoderNetwork&&) noexcept = default;
+DecoderNetwork& DecoderNetwork::operator=(DecoderNetwork&&) noexcept = default;
+
+DecoderNetwork DecoderNetwork::load(const std::string& modelDir, const VariantOverride& override)
+{
+    if (!fs::is_directory(modelDir))
+        throw Error(modelDir + ": not a folder (expected a model folder with config.json)");
+    const std::string configPath = (fs::path(modelDir) / "config.json").string();
+    if (!fs::exists(configPath))
+        throw Error(modelDir + ": no config.json (expected a Hugging Face model folder)");
+    auto impl = std::make_unique<Impl>();
+    impl->config = DecoderConfig::fromFile(configPath);
+    if (!override.empty()) impl->config.variant = override.applyTo(impl->config.variant);
+    impl->weightsFile = findDecoderWeights(modelDir);
+    impl->module = makeModule(impl->config);
+    impl->module->eval();
+
+    const ExpectedTensors expected = releaseModuleTensors(*impl->module);
+    StateDict tensors = endsWith(impl->weightsFile, ".index.json") ? readSharded(impl->weightsFile)
+                                                                   : readWeights(impl->weightsFile);
+    tensors =
+        mapDecoderKeys(std::move(tensors), impl->config, *impl->module, impl->weightsFile, impl->report);
+    adoptStrict(*impl->module, expected, std::move(tensors), impl->weightsFile, /*keepFloatDtype=*/true);
+    {
+        // Gates are tiny and run in float32 whatever the checkpoint stored.
+        torch::NoGradGuard noGrad;
+        for (auto& item : impl->module->named_parameters(true))
+            if (item.key().find(".alpha") != std::string::npos && item.value().scalar_type() != torch::kFloat)
+                item.value().set_data(item.value().to(torch::kFloat));
+    }
+    impl->sha256 = sha256File(impl->weightsFile);
+    releaseFreedMemory();
+    return DecoderNetwork(std::move(impl));
+}
+
+DecoderNetwork DecoderNetwork::create(const DecoderConfig& config, std::uint64_t seed)
+{
+    config.validate("decoder config");
+    torch::manual_seed(seed);
+    auto impl = std::make_unique<Impl>();
+    impl->config = config;
+    impl->module = makeModule(config);
+    impl->module->eval();
+    initializeLikeHuggingFace(*impl->module, config);
+    return DecoderNetwork(std::move(impl));
+}
+
+void DecoderNetwork::save(const std::string& dir, torch::ScalarType dtype) const
+{
+    SafetensorsDtype stored = SafetensorsDtype::Float32;
+    std::string dtypeName = "float32";
+    if (dtype == torch::kHalf) {
+        stored = SafetensorsDtype::Float16;
+        dtypeName = "float16";
+    } else if (dtype == torch::kBFloat16) {
+        stored = SafetensorsDtype::BFloat16;
+        dtypeName = "bfloat16";
+    } else if (dtype != torch::kFloat) {
+        throw Error(dir + ": cannot save weights as " + std::string(c10::toString(dtype)) +
+                    " (expected float32, float16 or bfloat16)");
+    }
+    fs::create_directories(dir);
+    writeSafetensors((fs::path(dir) / "model.safetensors").string(), moduleStateDict(*m_impl->module), stored,
+                     {{"format", "pt"}, {"producer", "outlierlens " OUTLIERLENS_VERSION}});
+    DecoderConfig config = m_impl->config;
+    config.torchDtype = dtypeName;
+    AtomicFile configFile((fs::path(dir) / "config.json").string());
+    {
+        std::ofstream out(configFile.tempPath(), std::ios::binary);
+        out << config.toJson();
+        if (!out) throw Error(configFile.finalPath() + ": cannot write");
+    }
+    configFile.commit();
+}
+
+DecoderForward DecoderNetwork::forward(const torch::Tensor& inputIds, const torch::Tensor& attentionMask,
+                                       ActivationSink* sink, bool computeLogits)
+{
+    const DecoderConfig& c = m_impl->config;
+    if (inputIds.dim() != 2 || inputIds.size(1) == 0)
+        throw Error("decoder input ids must be [batch, tokens] with at least one token, found " +
+                    shapeString(inputIds));
+    const torch::Tensor ids = inputIds.to(torch::kLong);
+    const auto B = ids.size(0), T = ids.size(1);
+    if (ids.numel() > 0) {
+        const auto lo = ids.min().item<std::int64_t>(), hi = ids.max().item<std::int64_t>();
+        if (lo < 0 || hi >= c.vocabSize)
+            throw Error("token id " + std::to_string(lo < 0 ? lo : hi) + " is outside the vocabulary of " +
+                        std::to_string(c.vocabSize));
+    }
+    torch::Tensor mask = attentionMask.defined() ? attentionMask.to(torch::kLong) : torch::ones_like(ids);
+    if (mask.sizes() != ids.sizes())
+        throw Error("attention mask " + shapeString(mask) + " does not match the input ids " +
+                    shapeString(ids));
+
+    // Positions count real tokens: cumsum(mask) - 1 (what generate() passes), so left padding
+    // does not shift them. Padding: 1 for GPT-2/LLaMA (as generate()), -1 for OPT (its own rule).
+    const torch::Tensor real = mask.ne(0);
+    torch::Tensor positions = mask.ne(0).to(torch::kLong).cumsum(1) - 1;
+    positions = c.arch == DecoderArch::Opt ? positions.masked_fill(real.logical_not(), -1)
+                                           : positions.masked_fill(real.logical_not(), 1);
+    if (c.arch != DecoderArch::Llama && positions.max().item<std::int64_t>() >= c.maxPositions)
+        throw Error("input of " + std::to_string(positions.max().item<std::int64_t>() + 1) +
+                    " tokens is longer than the model's " + std::to_string(c.maxPositions) + " positions");
+
+    decoder::PassContext pass;
+    pass.dtype = m_impl->computeDtype;
+    pass.sink = sink;
+    const torch::Tensor causal = torch::ones({T, T}, torch::kBool).tril();
+    pass.keyAllowed = causal.view({1, 1, T, T}) & real.view({B, 1, 1, T});
+    const double lowest = pass.dtype == torch::kBFloat16
+                              ? double(c10::BFloat16(std::numeric_limits<c10::BFloat16>::lowest()))
+                              : double(std::numeric_limits<float>::lowest());
+    pass.additiveMask = torch::zeros({B, 1, T, T}, torch::dtype(pass.dtype))
+                            .masked_fill(pass.keyAllowed.logical_not(), lowest);
+
+    DecoderForward out;
+    out.lastHidden = m_impl->module->body(ids, positions, pass);
+    if (computeLogits) {
+        const CaptureScope top(sink, -1);
+        torch::Tensor logits =
+            torch::linear(out.lastHidden, decoder::weightAs(m_impl->module->headWeight(), pass.dtype));
+        if (logits.scalar_type() != torch::kFloat) logits = logits.to(torch::kFloat);
+        top.put(CapturePoint::Logits, logits);
+        out.logits = top.quant(QuantSite::Logits, logits);
+    }
+    return out;
+}
+
+void DecoderNetwork::setComputeDtype(torch::ScalarType dtype)
+{
+    if (dtype != torch::kFloat && dtype != torch::kBFloat16)
+        throw Error("decoder compute dtype must be float32 or bfloat16, found " +
+                    std::string(c10::toString(dtype)));
+    m_impl->computeDtype = dtype;
+}
+
+torch::ScalarType DecoderNetwork::computeDtype() const
+{
+    return m_impl->computeDtype;
+}
+
+const DecoderConfig& DecoderNetwork::config() const
+{
+    return m_impl->config;
+}
+
+torch::nn::Module& DecoderNetwork::module()
+{
+    return *m_impl->module;
+}
+
+const std::string& DecoderNetwork::weightsFile() const
+{
+    return m_impl->weightsFile;
+}
+
+const std::string& DecoderNetwork::checkpointSha256() const
+{
+    return m_impl->sha256;
+}
+
+const LoadReport& DecoderNetwork::loadReport() const
+{
+    return m_impl->report;
+}
+
+std::int64_t DecoderNetwork::parameterBytes() const
+{
+    std::int64_t bytes = 0;
+    for (const auto& p : m_impl->module->parameters(true))
+        bytes += std::int64_t(p.nbytes());
+    return bytes;
+}
+
+void DecoderNetwork::setTraining(bool on)
+{
+    m_impl->module->train(on);
+}
+
+} // namespace outlierlens
