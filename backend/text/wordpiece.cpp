@@ -2,6 +2,8 @@
 
 #include "common/error.h"
 #include "common/json_util.h"
+#include "text/truncation.h"
+#include "text/utf8.h"
 
 #include <nlohmann/json.hpp>
 #include <utf8proc.h>
@@ -15,79 +17,21 @@
 namespace outlierlens {
 namespace {
 
-// ---- UTF-8 ---------------------------------------------------------------------------------------
+// ---- UTF-8 ----------------------------------------------------------------------------------------
 
-// Strict decoding (no overlongs, surrogates or code points past U+10FFFF): Python, whose behaviour we
-// reproduce, never sees invalid UTF-8, so there is nothing to match and we report it instead.
-// Returns the byte offset of the first invalid sequence, or npos.
 std::size_t decodeUtf8(const std::string& s, std::u32string& out)
 {
-    out.clear();
-    out.reserve(s.size());
-    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-    const std::size_t n = s.size();
-    std::size_t i = 0;
-    while (i < n) {
-        const unsigned char b = p[i];
-        if (b < 0x80) {
-            out.push_back(b);
-            ++i;
-            continue;
-        }
-        std::size_t len = 0;
-        char32_t cp = 0, min = 0;
-        if ((b & 0xE0) == 0xC0) {
-            len = 2, cp = b & 0x1F, min = 0x80;
-        } else if ((b & 0xF0) == 0xE0) {
-            len = 3, cp = b & 0x0F, min = 0x800;
-        } else if ((b & 0xF8) == 0xF0) {
-            len = 4, cp = b & 0x07, min = 0x10000;
-        } else {
-            return i;
-        }
-        if (i + len > n) return i;
-        for (std::size_t k = 1; k < len; ++k) {
-            if ((p[i + k] & 0xC0) != 0x80) return i;
-            cp = (cp << 6) | (p[i + k] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
-        out.push_back(cp);
-        i += len;
-    }
-    return std::string::npos;
-}
-
-void appendUtf8(std::string& out, char32_t cp)
-{
-    if (cp < 0x80) {
-        out.push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-        out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-        out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-        out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-        out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-        out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else {
-        out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-        out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-        out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-        out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    }
+    return utf8::decode(s, out);
 }
 
 std::string encodeUtf8(const char32_t* begin, const char32_t* end)
 {
-    std::string out;
-    out.reserve(static_cast<std::size_t>(end - begin));
-    for (const char32_t* c = begin; c != end; ++c)
-        appendUtf8(out, *c);
-    return out;
+    return utf8::encode(begin, end);
 }
 
 std::string encodeUtf8(const std::u32string& s)
 {
-    return encodeUtf8(s.data(), s.data() + s.size());
+    return utf8::encode(s);
 }
 
 std::u32string decodeValidUtf8(const std::string& s)
@@ -488,44 +432,11 @@ std::vector<std::int64_t> BertTokenizer::toIds(const std::string& text) const
 Encoding BertTokenizer::encode(const std::string& text, const std::optional<std::string>& pair, int maxLength,
                                bool addSpecialTokens) const
 {
-    if (maxLength < 0)
-        throw Error("tokenizer: max length must be 0 (no truncation) or positive, got " +
-                    std::to_string(maxLength));
     std::vector<std::int64_t> first = toIds(text);
     std::vector<std::int64_t> second;
     if (pair) second = toIds(*pair);
-
     const std::size_t numSpecial = addSpecialTokens ? (pair ? 3 : 2) : 0;
-    const std::size_t total = first.size() + second.size() + numSpecial;
-    const auto max = static_cast<std::size_t>(maxLength);
-    if (maxLength > 0 && total > max) {
-        // PreTrainedTokenizerBase.truncate_sequences with TruncationStrategy.LONGEST_FIRST.
-        const std::size_t remove = total - max;
-        if (!pair) {
-            if (first.size() <= remove)
-                throw Error("tokenizer: max length " + std::to_string(maxLength) +
-                            " leaves no room for text after the " + std::to_string(numSpecial) +
-                            " special tokens");
-            first.resize(first.size() - remove);
-        } else {
-            if (max < numSpecial)
-                throw Error("tokenizer: max length " + std::to_string(maxLength) + " is shorter than the " +
-                            std::to_string(numSpecial) + " special tokens of a pair");
-            const std::size_t la = first.size(), lb = second.size();
-            const std::size_t firstRemove = std::min(la > lb ? la - lb : lb - la, remove);
-            const std::size_t secondRemove = remove - firstRemove;
-            std::size_t removeA = 0, removeB = 0;
-            if (la > lb) {
-                removeA = firstRemove + secondRemove / 2;
-                removeB = secondRemove - secondRemove / 2;
-            } else {
-                removeA = secondRemove / 2;
-                removeB = firstRemove + secondRemove - secondRemove / 2;
-            }
-            first.resize(la - std::min(removeA, la));
-            second.resize(lb - std::min(removeB, lb));
-        }
-    }
+    truncateLongestFirst(first, pair ? &second : nullptr, numSpecial, maxLength);
 
     Encoding enc;
     const std::size_t length = first.size() + second.size() + numSpecial;

@@ -1,0 +1,600 @@
+#include "text/sentencepiece_tokenizer.h"
+
+#include "common/error.h"
+#include "text/truncation.h"
+#include "text/utf8.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <queue>
+#include <sstream>
+
+namespace outlierlens {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kSpaceSymbol = "\xE2\x96\x81"; // U+2581 "▁"
+
+enum PieceType { Normal = 1, Unknown = 2, Control = 3, UserDefined = 4, Unused = 5, Byte = 6 };
+
+// ---- protobuf wire format (just what ModelProto needs) ---------------------------------------------
+
+class ProtoReader
+{
+public:
+    ProtoReader(const std::string& file, const char* data, std::size_t size, std::size_t base = 0)
+        : m_file(file)
+        , m_p(reinterpret_cast<const unsigned char*>(data))
+        , m_size(size)
+        , m_base(base)
+    {}
+
+    bool atEnd() const { return m_pos >= m_size; }
+
+    std::uint64_t varint()
+    {
+        std::uint64_t v = 0;
+        for (int shift = 0; shift < 64; shift += 7) {
+            if (m_pos >= m_size) fail("truncated varint");
+            const unsigned char b = m_p[m_pos++];
+            v |= static_cast<std::uint64_t>(b & 0x7F) << shift;
+            if (b < 0x80) return v;
+        }
+        fail("varint longer than 10 bytes");
+    }
+
+    // Reads a tag: (field number, wire type).
+    std::pair<std::uint32_t, int> tag()
+    {
+        const std::uint64_t t = varint();
+        if ((t >> 3) == 0 || (t >> 3) > 0x1FFFFFFF) fail("invalid field number");
+        return {static_cast<std::uint32_t>(t >> 3), static_cast<int>(t & 7)};
+    }
+
+    // A length-delimited field: its offset and size within this message.
+    std::pair<std::size_t, std::size_t> bytes()
+    {
+        const std::uint64_t len = varint();
+        if (len > m_size - m_pos) fail("length-delimited field runs past the end");
+        const std::size_t at = m_pos;
+        m_pos += static_cast<std::size_t>(len);
+        return {at, static_cast<std::size_t>(len)};
+    }
+
+    std::string string()
+    {
+        const auto [at, len] = bytes();
+        return std::string(reinterpret_cast<const char*>(m_p + at), len);
+    }
+
+    ProtoReader message()
+    {
+        const auto [at, len] = bytes();
+        return ProtoReader(m_file, reinterpret_cast<const char*>(m_p + at), len, m_base + at);
+    }
+
+    float fixed32Float()
+    {
+        if (m_size - m_pos < 4) fail("truncated fixed32");
+        std::uint32_t u = 0;
+        for (int i = 0; i < 4; ++i)
+            u |= static_cast<std::uint32_t>(m_p[m_pos + i]) << (8 * i);
+        m_pos += 4;
+        float f = 0;
+        std::memcpy(&f, &u, 4);
+        return f;
+    }
+
+    void skip(int wireType)
+    {
+        switch (wireType) {
+        case 0:
+            varint();
+            break;
+        case 1:
+            if (m_size - m_pos < 8) fail("truncated fixed64");
+            m_pos += 8;
+            break;
+        case 2:
+            bytes();
+            break;
+        case 5:
+            if (m_size - m_pos < 4) fail("truncated fixed32");
+            m_pos += 4;
+            break;
+        default:
+            fail("unsupported wire type " + std::to_string(wireType));
+        }
+    }
+
+    void expect(int wireType, int expected, const char* field)
+    {
+        if (wireType != expected)
+            fail(std::string("field '") + field + "' has wire type " + std::to_string(wireType) +
+                 ", expected " + std::to_string(expected));
+    }
+
+    [[noreturn]] void fail(const std::string& what) const
+    {
+        throw Error(m_file + ": not a valid SentencePiece model (" + what + " at byte " +
+                    std::to_string(m_base + m_pos) + ")");
+    }
+
+private:
+    std::string m_file;
+    const unsigned char* m_p;
+    std::size_t m_size;
+    std::size_t m_base;
+    std::size_t m_pos = 0;
+};
+
+std::string bytePiece(unsigned char b)
+{
+    static const char* const hex = "0123456789ABCDEF";
+    return std::string("<0x") + hex[b >> 4] + hex[b & 15] + ">";
+}
+
+bool startsWith(const std::string& s, const std::string& prefix)
+{
+    return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+std::string replaceAll(const std::string& s, const std::string& from, const std::string& to)
+{
+    std::string out;
+    std::size_t pos = 0;
+    while (true) {
+        const std::size_t at = s.find(from, pos);
+        if (at == std::string::npos) break;
+        out.append(s, pos, at - pos);
+        out += to;
+        pos = at + from.size();
+    }
+    out.append(s, pos, std::string::npos);
+    return out;
+}
+
+} // namespace
+
+// ---- loading -------------------------------------------------------------------------------------
+
+void SentencePieceTokenizer::parseModel(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(path + ": cannot open SentencePiece model");
+    std::ostringstream buffer;
+    buffer << in.rdbuf();
+    if (in.bad()) throw Error(path + ": cannot read SentencePiece model");
+    const std::string data = buffer.str();
+    if (data.empty()) throw Error(path + ": empty file, expected a SentencePiece model");
+
+    ProtoReader model(path, data.data(), data.size());
+    int modelType = 1; // TrainerSpec.model_type defaults to UNIGRAM
+    std::string normalizerName, charsMap;
+    bool hasTrainerSpec = false;
+    while (!model.atEnd()) {
+        const auto [field, wire] = model.tag();
+        if (field == 1) { // repeated SentencePiece pieces
+            model.expect(wire, 2, "pieces");
+            ProtoReader p = model.message();
+            Piece piece;
+            bool hasText = false;
+            while (!p.atEnd()) {
+                const auto [f, w] = p.tag();
+                if (f == 1) {
+                    p.expect(w, 2, "piece");
+                    piece.text = p.string();
+                    hasText = true;
+                } else if (f == 2) {
+                    p.expect(w, 5, "score");
+                    piece.score = p.fixed32Float();
+                } else if (f == 3) {
+                    p.expect(w, 0, "type");
+                    piece.type = static_cast<int>(p.varint());
+                } else {
+                    p.skip(w);
+                }
+            }
+            const std::string where = path + ": piece " + std::to_string(m_pieces.size());
+            if (!hasText || piece.text.empty()) throw Error(where + " is empty");
+            if (piece.type < Normal || piece.type > Byte)
+                throw Error(where + " has unknown type " + std::to_string(piece.type));
+            if (utf8::firstInvalidByte(piece.text) != std::string::npos)
+                throw Error(where + " is not valid UTF-8");
+            m_pieces.push_back(std::move(piece));
+        } else if (field == 2) { // TrainerSpec
+            model.expect(wire, 2, "trainer_spec");
+            hasTrainerSpec = true;
+            ProtoReader t = model.message();
+            while (!t.atEnd()) {
+                const auto [f, w] = t.tag();
+                if (f == 3) {
+                    t.expect(w, 0, "model_type");
+                    modelType = static_cast<int>(t.varint());
+                } else if (f == 24) {
+                    t.expect(w, 0, "treat_whitespace_as_suffix");
+                    m_whitespaceAsSuffix = t.varint() != 0;
+                } else if (f == 35) {
+                    t.expect(w, 0, "byte_fallback");
+                    m_byteFallback = t.varint() != 0;
+                } else {
+                    t.skip(w);
+                }
+            }
+        } else if (field == 3) { // NormalizerSpec
+            model.expect(wire, 2, "normalizer_spec");
+            ProtoReader n = model.message();
+            while (!n.atEnd()) {
+                const auto [f, w] = n.tag();
+                if (f == 1) {
+                    n.expect(w, 2, "name");
+                    normalizerName = n.string();
+                } else if (f == 2) {
+                    n.expect(w, 2, "precompiled_charsmap");
+                    charsMap = n.string();
+                } else if (f == 3) {
+                    n.expect(w, 0, "add_dummy_prefix");
+                    m_addDummyPrefix = n.varint() != 0;
+                } else if (f == 4) {
+                    n.expect(w, 0, "remove_extra_whitespaces");
+                    m_removeExtraWhitespaces = n.varint() != 0;
+                } else if (f == 5) {
+                    n.expect(w, 0, "escape_whitespaces");
+                    m_escapeWhitespaces = n.varint() != 0;
+                } else {
+                    n.skip(w);
+                }
+            }
+        } else {
+            model.skip(wire);
+        }
+    }
+
+    if (m_pieces.empty()) throw Error(path + ": not a valid SentencePiece model (no pieces)");
+    if (!hasTrainerSpec) throw Error(path + ": not a valid SentencePiece model (no trainer_spec)");
+    if (modelType != 2)
+        throw Error(path + ": SentencePiece model type " + std::to_string(modelType) +
+                    " is not supported (only BPE, type 2, as LLaMA uses)");
+    if (!charsMap.empty())
+        throw Error(path + ": the normalization rule '" + normalizerName +
+                    "' (a precompiled character map) is not supported; LLaMA models use 'identity'");
+
+    for (std::size_t i = 0; i < m_pieces.size(); ++i) {
+        const Piece& p = m_pieces[i];
+        const auto id = static_cast<std::int32_t>(i);
+        const bool normal = p.type == Normal || p.type == UserDefined || p.type == Unused;
+        if (!(normal ? m_normalIds : m_reservedIds).emplace(p.text, id).second)
+            throw Error(path + ": piece '" + p.text + "' is defined twice");
+        if (p.type == UserDefined) m_userDefined.push_back(p.text);
+        if (p.type == Unknown) {
+            if (m_unkPieceId >= 0) throw Error(path + ": more than one unknown piece");
+            m_unkPieceId = id;
+        }
+        if (p.type == Byte && !m_byteFallback)
+            throw Error(path + ": byte piece '" + p.text + "' in a model without byte_fallback");
+        if (p.type == Byte && (p.text.size() != 6 || p.text.compare(0, 3, "<0x") != 0 || p.text[5] != '>' ||
+                               !std::isxdigit(static_cast<unsigned char>(p.text[3])) ||
+                               !std::isxdigit(static_cast<unsigned char>(p.text[4]))))
+            throw Error(path + ": byte piece '" + p.text + "' is not of the form <0xNN>");
+    }
+    if (m_unkPieceId < 0) throw Error(path + ": the model has no unknown piece");
+    std::stable_sort(m_userDefined.begin(), m_userDefined.end(),
+                     [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+}
+
+std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::fromModelDir(const std::string& modelDir)
+{
+    const fs::path dir(modelDir);
+    std::unique_ptr<SentencePieceTokenizer> tok(new SentencePieceTokenizer());
+    tok->parseModel((dir / "tokenizer.model").string());
+
+    // LlamaTokenizer's defaults: <unk>, <s>, </s>, no pad; add_bos_token true, add_eos_token false,
+    // legacy true (the v4.31 default).
+    const SpecialTokenFiles files = SpecialTokenFiles::read(dir, "<s>", "</s>", "<unk>", std::nullopt);
+    tok->m_addBos = files.addBosToken.value_or(true);
+    tok->m_addEos = files.addEosToken.value_or(false);
+    tok->m_legacy = files.legacy.value_or(true);
+
+    const std::string unkToken = files.unk ? files.unk->content : std::string();
+    const auto pieceCount = static_cast<std::int64_t>(tok->m_pieces.size());
+    const auto addToken = [&](const std::string& content) {
+        // _add_tokens: only tokens that piece_to_id maps to unk, never the unk token itself.
+        if (content == unkToken || tok->tokenToId(content) != tok->m_unkPieceId) return;
+        tok->m_addedIds[content] = pieceCount + static_cast<std::int64_t>(tok->m_addedTokens.size());
+        tok->m_addedTokens.push_back(content);
+    };
+    const std::vector<AddedTokenSpec> specials = files.specialTokens();
+    std::vector<AddedTokenSpec> noSplit = specials;
+    for (const auto& [content, id] : files.addedTokens) {
+        const std::int64_t expected = pieceCount + static_cast<std::int64_t>(tok->m_addedTokens.size());
+        if (id != expected)
+            throw Error((dir / "added_tokens.json").string() + ": token '" + content + "' has id " +
+                        std::to_string(id) + ", expected " + std::to_string(expected) +
+                        " (added tokens follow the pieces of tokenizer.model)");
+        addToken(content);
+        if (std::none_of(specials.begin(), specials.end(),
+                         [&](const auto& s) { return s.content == content; })) {
+            AddedTokenSpec t;
+            t.content = content;
+            t.plainString = true;
+            noSplit.push_back(t);
+        }
+    }
+    for (const AddedTokenSpec& t : specials)
+        addToken(t.content);
+    tok->m_splitter = AddedTokenSplitter(std::move(noSplit));
+
+    const auto idOf = [&](const std::optional<AddedTokenSpec>& t) -> std::int64_t {
+        return t ? tok->tokenToId(t->content) : -1;
+    };
+    tok->m_bosId = idOf(files.bos);
+    tok->m_eosId = idOf(files.eos);
+    tok->m_padId = idOf(files.pad);
+    if (tok->m_addBos && tok->m_bosId < 0)
+        throw Error((dir / "tokenizer_config.json").string() +
+                    ": add_bos_token is true but there is no bos_token");
+    if (tok->m_addEos && tok->m_eosId < 0)
+        throw Error((dir / "tokenizer_config.json").string() +
+                    ": add_eos_token is true but there is no eos_token");
+    return tok;
+}
+
+// ---- sentencepiece -------------------------------------------------------------------------------
+
+std::string SentencePieceTokenizer::normalize(const std::string& text) const
+{
+    // normalizer.cc with an empty character map: characters pass unchanged.
+    const std::string space = m_escapeWhitespaces ? kSpaceSymbol : " ";
+    std::size_t begin = 0;
+    if (m_removeExtraWhitespaces) {
+        while (begin < text.size() && text[begin] == ' ')
+            ++begin;
+    }
+    if (begin == text.size()) return {};
+    std::string out;
+    out.reserve(text.size() * 2 + 3);
+    if (!m_whitespaceAsSuffix && m_addDummyPrefix) out += space;
+    bool prevSpace = m_removeExtraWhitespaces;
+    for (std::size_t i = begin; i < text.size(); ++i) {
+        const char c = text[i];
+        if (c == ' ') {
+            if (!prevSpace) out += space;
+            prevSpace = m_removeExtraWhitespaces;
+        } else {
+            out.push_back(c);
+            prevSpace = false;
+        }
+    }
+    if (m_removeExtraWhitespaces) {
+        while (out.size() >= space.size() && out.compare(out.size() - space.size(), space.size(), space) == 0)
+            out.resize(out.size() - space.size());
+    }
+    if (m_whitespaceAsSuffix && m_addDummyPrefix) out += space;
+    return out;
+}
+
+std::vector<std::string> SentencePieceTokenizer::encodePieces(const std::string& text) const
+{
+    const std::size_t bad = utf8::firstInvalidByte(text);
+    if (bad != std::string::npos)
+        throw Error("tokenizer: input text is not valid UTF-8 (byte " + std::to_string(bad) + ")");
+    const std::string normalized = normalize(text);
+
+    // bpe_model.cc Model::Encode: characters (user-defined symbols whole and frozen), then the
+    // adjacent pair whose concatenation is the best-scored piece is merged first (leftmost on ties).
+    struct Symbol
+    {
+        std::size_t begin = 0, size = 0;
+        int prev = -1, next = -1;
+        bool freeze = false;
+    };
+    std::vector<Symbol> symbols;
+    for (std::size_t pos = 0; pos < normalized.size();) {
+        Symbol s;
+        s.begin = pos;
+        for (const std::string& u : m_userDefined) {
+            if (normalized.compare(pos, u.size(), u) == 0) {
+                s.size = u.size();
+                s.freeze = true;
+                break;
+            }
+        }
+        if (!s.freeze)
+            s.size = std::min(normalized.size() - pos,
+                              utf8::sequenceLength(static_cast<unsigned char>(normalized[pos])));
+        s.prev = static_cast<int>(symbols.size()) - 1;
+        pos += s.size;
+        s.next = pos < normalized.size() ? static_cast<int>(symbols.size()) + 1 : -1;
+        symbols.push_back(s);
+    }
+
+    struct Pair
+    {
+        int left, right;
+        float score;
+        std::size_t size;
+    };
+    const auto worse = [](const Pair& a, const Pair& b) {
+        return a.score < b.score || (a.score == b.score && a.left > b.left);
+    };
+    std::priority_queue<Pair, std::vector<Pair>, decltype(worse)> agenda(worse);
+    // Unused pieces are merged through and split again afterwards (resegment).
+    std::unordered_map<std::string, std::pair<std::string, std::string>> revMerge;
+    const auto piece = [&](const Symbol& s) { return normalized.substr(s.begin, s.size); };
+    const auto maybeAdd = [&](int left, int right) {
+        if (left < 0 || right < 0 || symbols[left].freeze || symbols[right].freeze) return;
+        const std::string merged =
+            normalized.substr(symbols[left].begin, symbols[left].size + symbols[right].size);
+        const auto it = m_normalIds.find(merged);
+        if (it == m_normalIds.end()) return;
+        agenda.push({left, right, m_pieces[it->second].score, merged.size()});
+        if (m_pieces[it->second].type == Unused)
+            revMerge[merged] = {piece(symbols[left]), piece(symbols[right])};
+    };
+    for (std::size_t i = 1; i < symbols.size(); ++i)
+        maybeAdd(static_cast<int>(i) - 1, static_cast<int>(i));
+    while (!agenda.empty()) {
+        const Pair top = agenda.top();
+        agenda.pop();
+        Symbol& l = symbols[top.left];
+        Symbol& r = symbols[top.right];
+        if (l.size == 0 || r.size == 0 || l.size + r.size != top.size) continue; // stale
+        l.size += r.size;
+        l.next = r.next;
+        if (r.next >= 0) symbols[r.next].prev = top.left;
+        r.size = 0;
+        maybeAdd(l.prev, top.left);
+        maybeAdd(top.left, l.next);
+    }
+
+    std::vector<std::string> out;
+    std::function<void(const std::string&)> emit = [&](const std::string& w) {
+        const std::int64_t id = pieceToId(w);
+        if (m_pieces[static_cast<std::size_t>(id)].type == Unused) {
+            const auto it = revMerge.find(w);
+            if (it != revMerge.end()) {
+                emit(it->second.first);
+                emit(it->second.second);
+                return;
+            }
+        }
+        // sentencepiece_processor.cc: with byte_fallback an unknown piece becomes its UTF-8 bytes.
+        if (id == m_unkPieceId && m_byteFallback) {
+            for (const char b : w)
+                out.push_back(bytePiece(static_cast<unsigned char>(b)));
+            return;
+        }
+        out.push_back(w);
+    };
+    for (int i = symbols.empty() ? -1 : 0; i >= 0; i = symbols[i].next)
+        emit(piece(symbols[i]));
+    return out;
+}
+
+std::int64_t SentencePieceTokenizer::pieceToId(const std::string& piece) const
+{
+    // model_interface.h PieceToId: reserved pieces first, then the others, else unk.
+    if (const auto it = m_reservedIds.find(piece); it != m_reservedIds.end()) return it->second;
+    if (const auto it = m_normalIds.find(piece); it != m_normalIds.end()) return it->second;
+    return m_unkPieceId;
+}
+
+std::int64_t SentencePieceTokenizer::tokenToId(const std::string& token) const
+{
+    if (const auto it = m_addedIds.find(token); it != m_addedIds.end()) return it->second;
+    return pieceToId(token);
+}
+
+// ---- LlamaTokenizer ------------------------------------------------------------------------------
+
+std::vector<std::string> SentencePieceTokenizer::tokenizeChunk(const std::string& chunk) const
+{
+    // LlamaTokenizer._tokenize (v4.31). Without legacy, a chunk that does not start the text (it
+    // follows a special token) loses the "▁" the dummy prefix put before its first piece, unless the
+    // chunk itself starts with a space.
+    std::string text = chunk;
+    bool isFirst = false;
+    if (!m_legacy) {
+        isFirst = startsWith(text, kSpaceSymbol);
+        if (isFirst) text.erase(0, kSpaceSymbol.size());
+    }
+    std::vector<std::string> pieces = encodePieces(text);
+    if (!m_legacy && !isFirst && !startsWith(text, " ") && !pieces.empty() &&
+        startsWith(pieces[0], kSpaceSymbol)) {
+        if (pieces[0].size() > kSpaceSymbol.size())
+            pieces[0].erase(0, kSpaceSymbol.size());
+        else
+            pieces.erase(pieces.begin());
+    }
+    return pieces;
+}
+
+std::vector<std::string> SentencePieceTokenizer::tokenize(const std::string& text) const
+{
+    const std::size_t bad = utf8::firstInvalidByte(text);
+    if (bad != std::string::npos)
+        throw Error("tokenizer: input text is not valid UTF-8 (byte " + std::to_string(bad) + ")");
+    // LlamaTokenizer.tokenize: without legacy, "▁" in the text becomes a space and the text starts
+    // with "▁" (so that the first chunk is known as the first).
+    const std::string input = m_legacy ? text : kSpaceSymbol + replaceAll(text, kSpaceSymbol, " ");
+    std::vector<std::string> tokens;
+    for (const AddedTokenSplitter::Piece& piece : m_splitter.split(input)) {
+        if (piece.isAddedToken) {
+            tokens.push_back(piece.text);
+        } else {
+            for (std::string& p : tokenizeChunk(piece.text))
+                tokens.push_back(std::move(p));
+        }
+    }
+    return tokens;
+}
+
+std::vector<std::int64_t> SentencePieceTokenizer::toIds(const std::string& text) const
+{
+    std::vector<std::int64_t> ids;
+    for (const std::string& t : tokenize(text))
+        ids.push_back(tokenToId(t));
+    return ids;
+}
+
+Encoding SentencePieceTokenizer::encode(const std::string& text, const std::optional<std::string>& pair,
+                                        int maxLength, bool addSpecialTokens) const
+{
+    std::vector<std::int64_t> first = toIds(text);
+    std::vector<std::int64_t> second;
+    if (pair) second = toIds(*pair);
+    // LlamaTokenizer.build_inputs_with_special_tokens: [bos] A [eos] ([bos] B [eos]).
+    const bool bos = addSpecialTokens && m_addBos, eos = addSpecialTokens && m_addEos;
+    const std::size_t perSegment = (bos ? 1 : 0) + (eos ? 1 : 0);
+    truncateLongestFirst(first, pair ? &second : nullptr, perSegment * (pair ? 2 : 1), maxLength);
+
+    Encoding enc;
+    const auto segment = [&](const std::vector<std::int64_t>& ids) {
+        if (bos) enc.inputIds.push_back(m_bosId);
+        enc.inputIds.insert(enc.inputIds.end(), ids.begin(), ids.end());
+        if (eos) enc.inputIds.push_back(m_eosId);
+    };
+    segment(first);
+    if (pair) segment(second);
+    enc.tokenTypeIds.assign(enc.inputIds.size(), 0);
+    enc.attentionMask.assign(enc.inputIds.size(), 1);
+    enc.tokens.reserve(enc.inputIds.size());
+    for (const std::int64_t id : enc.inputIds)
+        enc.tokens.push_back(idToToken(id));
+    return enc;
+}
+
+std::int64_t SentencePieceTokenizer::vocabSize() const
+{
+    return static_cast<std::int64_t>(m_pieces.size() + m_addedTokens.size());
+}
+
+std::string SentencePieceTokenizer::idToToken(std::int64_t id) const
+{
+    if (id < 0 || id >= vocabSize())
+        throw Error("tokenizer: token id " + std::to_string(id) + " is out of range [0, " +
+                    std::to_string(vocabSize()) + ")");
+    const auto n = static_cast<std::int64_t>(m_pieces.size());
+    return id < n ? m_pieces[static_cast<std::size_t>(id)].text
+                  : m_addedTokens[static_cast<std::size_t>(id - n)];
+}
+
+std::string SentencePieceTokenizer::displayToken(std::int64_t id) const
+{
+    const std::string token = idToToken(id);
+    if (id >= static_cast<std::int64_t>(m_pieces.size())) return token;
+    const Piece& p = m_pieces[static_cast<std::size_t>(id)];
+    if (p.type == Control || p.type == Unknown) return token;
+    if (p.type == Byte && token.size() == 6) {
+        const auto b = static_cast<unsigned char>(std::stoi(token.substr(3, 2), nullptr, 16));
+        return utf8::printable(std::string(1, static_cast<char>(b)));
+    }
+    return utf8::printable(replaceAll(token, kSpaceSymbol, " "));
+}
+
+} // namespace outlierlens
