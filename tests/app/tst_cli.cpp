@@ -348,6 +348,61 @@ private Q_SLOTS:
         QCOMPARE(j["seq"].toInt(), 32);
         QVERIFY(j["captured_mb"].toDouble() > 0);
     }
+
+    void tokenizeDecoderFolders_data()
+    {
+        QTest::addColumn<QString>("caseId");
+        QTest::newRow("gpt2") << "gpt2/special_in_text";
+        QTest::newRow("opt pair") << "opt/pair";
+        QTest::newRow("opt without BOS") << "opt/no_special_tokens";
+        QTest::newRow("llama") << "llama/special_then_word";
+        QTest::newRow("llama without BOS") << "llama/no_bos";
+    }
+    void tokenizeDecoderFolders()
+    {
+        // Folders holding only tokenizer files; expected ids and tokens are Hugging Face's (the golden
+        // case files of the decoder fixtures).
+        QFETCH(QString, caseId);
+        QJsonObject c;
+        for (const char* file :
+             {"decoders/tokenizer_cases_bpe.jsonl", "decoders/tokenizer_cases_spm.jsonl"}) {
+            QFile f(fx(file));
+            QVERIFY(f.open(QIODevice::ReadOnly));
+            while (!f.atEnd()) {
+                const QJsonObject o = QJsonDocument::fromJson(f.readLine()).object();
+                if (o["id"].toString() == caseId) c = o;
+            }
+        }
+        QVERIFY2(!c.isEmpty(), qPrintable(caseId));
+        const QString folder = fx(("decoders/tokenizers/" + c["tokenizer"].toString()).toUtf8().constData());
+        QStringList args{"tokenize", "--model", folder, "--text", c["text"].toString()};
+        if (c["text_pair"].isString()) args << "--pair" << c["text_pair"].toString();
+        if (!c["add_special_tokens"].toBool()) args << "--no-special-tokens";
+        const Run r = runApp(args);
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        const QJsonObject j = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        QCOMPARE(j["input_ids"].toArray(), c["input_ids"].toArray());
+        QCOMPARE(j["tokens"].toArray(), c["tokens"].toArray());
+        QVERIFY(!j.contains("token_type_ids"));
+    }
+
+    void tokenizeDecoderErrors()
+    {
+        // --max-length truncates like HF's longest_first (opt/pair: 3 tokens off each segment).
+        const Run t = runApp({"tokenize", "--model", fx("decoders/tokenizers/opt"), "--text",
+                              "Question: who?", "--pair", " Answer: me.", "--max-length", "10"});
+        QVERIFY2(t.exitCode == 0, qPrintable(t.err));
+        QCOMPARE(QJsonDocument::fromJson(t.out.toUtf8()).object()["input_ids"].toArray(),
+                 QJsonArray({2, 52, 88, 379, 294, 2, 813, 86, 90, 265}));
+        // A broken merges file is one line naming it.
+        QTemporaryDir dir;
+        fs::copy_file(fixture("decoders/tokenizers/gpt2/vocab.json"),
+                      (dir.path() + "/vocab.json").toStdString());
+        std::ofstream((dir.path() + "/merges.txt").toStdString()) << "#version: 0.2\nh e l\n";
+        const Run r = runApp({"tokenize", "--model", dir.path(), "--text", "hello"});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("merges.txt:2") && r.err.trimmed().count('\n') == 0, qPrintable(r.err));
+    }
 };
 
 QTEST_GUILESS_MAIN(TstCli)
