@@ -228,9 +228,9 @@ std::int32_t ByteLevelBpeTokenizer::internSymbol(const std::string& s)
 void ByteLevelBpeTokenizer::loadVocab(const std::string& path)
 {
     const std::string text = readWholeFile(path, "vocabulary file");
-    nlohmann::ordered_json vocab;
+    nlohmann::json vocab; // not ordered_json: its inserts are linear, quadratic for 50k tokens
     try {
-        vocab = nlohmann::ordered_json::parse(text);
+        vocab = nlohmann::json::parse(text);
     } catch (const nlohmann::json::parse_error& e) {
         throw Error(path + ": not valid JSON at byte " + std::to_string(e.byte) +
                     " (expected an object mapping tokens to ids)");

