@@ -1,8 +1,11 @@
 #include "text/sentencepiece_tokenizer.h"
 
 #include "common/error.h"
+#include "common/json_util.h"
 #include "text/truncation.h"
 #include "text/utf8.h"
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -287,11 +290,154 @@ void SentencePieceTokenizer::parseModel(const std::string& path)
                      [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
 }
 
+std::vector<AddedTokenSpec> SentencePieceTokenizer::parseTokenizerJson(const std::string& path)
+{
+    const nlohmann::json j = jsonutil::parseFile(path);
+    if (!j.is_object() || !j.contains("model") || !j.at("model").is_object())
+        throw Error(path + ": expected a tokenizers JSON object with a 'model'");
+    const nlohmann::json& model = j.at("model");
+    const std::string unsupported = path +
+                                    ": only LLaMA-style tokenizer.json files (BPE, \"▁\" prepended, spaces "
+                                    "replaced by \"▁\") are supported";
+    if (jsonutil::getString(model, "type", path + ": model", "BPE") != "BPE")
+        throw Error(unsupported + "; model type is '" + model.at("type").get<std::string>() + "'");
+    for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
+        if (model.contains(key) && !model.at(key).is_null())
+            throw Error(unsupported + "; model." + key + " is set");
+    }
+    // The normalizer (or a Metaspace pre-tokenizer) must do what SentencePiece's identity
+    // normalizer does with add_dummy_prefix and no whitespace folding.
+    const auto isSpaceNormalizer = [](const nlohmann::json& n) {
+        if (!n.is_object() || n.value("type", "") != "Sequence" || !n.contains("normalizers")) return false;
+        const auto& ns = n.at("normalizers");
+        return ns.is_array() && ns.size() == 2 && ns[0].value("type", "") == "Prepend" &&
+               ns[0].value("prepend", "") == kSpaceSymbol && ns[1].value("type", "") == "Replace" &&
+               ns[1].value("content", "") == kSpaceSymbol && ns[1].contains("pattern") &&
+               ns[1].at("pattern").value("String", "") == " ";
+    };
+    const auto isMetaspace = [](const nlohmann::json& p) {
+        return p.is_object() && p.value("type", "") == "Metaspace" &&
+               p.value("replacement", "") == kSpaceSymbol && !p.value("split", true) &&
+               (p.value("prepend_scheme", "") == "first" || p.value("prepend_scheme", "") == "always" ||
+                p.value("add_prefix_space", false));
+    };
+    const nlohmann::json normalizer = j.value("normalizer", nlohmann::json());
+    const nlohmann::json preTokenizer = j.value("pre_tokenizer", nlohmann::json());
+    if (!((isSpaceNormalizer(normalizer) && preTokenizer.is_null()) ||
+          (normalizer.is_null() && isMetaspace(preTokenizer))))
+        throw Error(unsupported + "; found normalizer " + normalizer.dump() + " and pre_tokenizer " +
+                    preTokenizer.dump());
+    m_addDummyPrefix = true;
+    m_removeExtraWhitespaces = false;
+    m_escapeWhitespaces = true;
+    m_byteFallback = jsonutil::getBool(model, "byte_fallback", path + ": model", false);
+
+    const auto vocabIt = model.find("vocab");
+    if (vocabIt == model.end() || !vocabIt->is_object() || vocabIt->empty())
+        throw Error(path + ": model.vocab must be a non-empty object mapping tokens to ids");
+    const std::size_t n = vocabIt->size();
+    std::vector<std::string> byId(n);
+    std::vector<bool> seen(n, false);
+    for (auto it = vocabIt->begin(); it != vocabIt->end(); ++it) {
+        const auto& v = it.value();
+        if (!v.is_number_integer() || v.get<long long>() < 0 ||
+            v.get<long long>() >= static_cast<long long>(n) || seen[v.get<std::size_t>()])
+            throw Error(path + ": model.vocab: the id of '" + it.key() + "' must be unique and in [0, " +
+                        std::to_string(n) + "), found " + v.dump());
+        seen[v.get<std::size_t>()] = true;
+        byId[v.get<std::size_t>()] = it.key();
+    }
+
+    // Special added tokens inside the vocabulary are control pieces; the others follow it.
+    std::vector<AddedTokenSpec> added;
+    std::vector<bool> control(n, false);
+    std::vector<std::pair<std::int64_t, std::string>> beyond;
+    if (const auto at = j.find("added_tokens"); at != j.end() && !at->is_null()) {
+        if (!at->is_array()) throw Error(path + ": added_tokens must be a list");
+        for (const auto& t : *at) {
+            const std::string where = path + ": added_tokens";
+            AddedTokenSpec spec;
+            spec.content = jsonutil::getString(t, "content", where);
+            spec.lstrip = jsonutil::getBool(t, "lstrip", where, false);
+            spec.rstrip = jsonutil::getBool(t, "rstrip", where, false);
+            const long long id = jsonutil::getInt(t, "id", where);
+            if (spec.content.empty() || utf8::firstInvalidByte(spec.content) != std::string::npos)
+                throw Error(where + ": tokens must be non-empty UTF-8");
+            if (id >= 0 && id < static_cast<long long>(n)) {
+                if (byId[static_cast<std::size_t>(id)] != spec.content)
+                    throw Error(where + ": '" + spec.content + "' has id " + std::to_string(id) +
+                                ", which is '" + byId[static_cast<std::size_t>(id)] + "' in model.vocab");
+                control[static_cast<std::size_t>(id)] = jsonutil::getBool(t, "special", where, false);
+            } else {
+                beyond.emplace_back(id, spec.content);
+            }
+            added.push_back(spec);
+        }
+    }
+    std::sort(beyond.begin(), beyond.end());
+    for (std::size_t k = 0; k < beyond.size(); ++k) {
+        if (beyond[k].first != static_cast<std::int64_t>(n + k))
+            throw Error(path + ": added token '" + beyond[k].second + "' has id " +
+                        std::to_string(beyond[k].first) + ", expected " + std::to_string(n + k) +
+                        " (added tokens follow the vocabulary)");
+        m_addedIds[beyond[k].second] = beyond[k].first;
+        m_addedTokens.push_back(beyond[k].second);
+    }
+
+    const std::string unk = jsonutil::getString(model, "unk_token", path + ": model", "");
+    if (unk.empty() || vocabIt->find(unk) == vocabIt->end())
+        throw Error(path + ": model.unk_token must name a token of model.vocab");
+    for (std::size_t i = 0; i < n; ++i) {
+        Piece p;
+        p.text = byId[i];
+        const bool isByte = m_byteFallback && p.text.size() == 6 && p.text.compare(0, 3, "<0x") == 0 &&
+                            p.text[5] == '>' && std::isxdigit(static_cast<unsigned char>(p.text[3])) &&
+                            std::isxdigit(static_cast<unsigned char>(p.text[4]));
+        p.type = p.text == unk ? Unknown : control[i] ? Control : isByte ? Byte : Normal;
+        const auto id = static_cast<std::int32_t>(i);
+        (p.type == Normal ? m_normalIds : m_reservedIds).emplace(p.text, id);
+        if (p.type == Unknown) m_unkPieceId = id;
+        m_pieces.push_back(std::move(p));
+    }
+
+    const auto mergesIt = model.find("merges");
+    if (mergesIt == model.end() || !mergesIt->is_array()) throw Error(path + ": model.merges must be a list");
+    m_rankedMerges = true;
+    for (std::size_t r = 0; r < mergesIt->size(); ++r) {
+        const auto& m = (*mergesIt)[r];
+        std::string left, right;
+        if (m.is_string()) {
+            const std::string s = m.get<std::string>();
+            const std::size_t sp = s.find(' ');
+            if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
+                left.clear();
+            else
+                left = s.substr(0, sp), right = s.substr(sp + 1);
+        } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
+            left = m[0].get<std::string>();
+            right = m[1].get<std::string>();
+        }
+        const std::string where = path + ": model.merges[" + std::to_string(r) + "]";
+        if (left.empty() || right.empty()) throw Error(where + ": expected two tokens, found " + m.dump());
+        if (vocabIt->find(left) == vocabIt->end() || vocabIt->find(right) == vocabIt->end() ||
+            vocabIt->find(left + right) == vocabIt->end())
+            throw Error(where + ": '" + left + "', '" + right + "' or their merge is not in model.vocab");
+        m_mergeRanks.emplace(left + '\0' + right,
+                             static_cast<std::int32_t>(r)); // the first rank of a pair counts
+    }
+    return added;
+}
+
 std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::fromModelDir(const std::string& modelDir)
 {
     const fs::path dir(modelDir);
     std::unique_ptr<SentencePieceTokenizer> tok(new SentencePieceTokenizer());
-    tok->parseModel((dir / "tokenizer.model").string());
+    std::vector<AddedTokenSpec> jsonAddedTokens;
+    std::error_code ec;
+    if (!fs::exists(dir / "tokenizer.model", ec) && fs::exists(dir / "tokenizer.json", ec))
+        jsonAddedTokens = tok->parseTokenizerJson((dir / "tokenizer.json").string());
+    else
+        tok->parseModel((dir / "tokenizer.model").string());
 
     // LlamaTokenizer's defaults: <unk>, <s>, </s>, no pad; add_bos_token true, add_eos_token false,
     // legacy true (the v4.31 default).
@@ -327,6 +473,11 @@ std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::fromModelDir(con
     }
     for (const AddedTokenSpec& t : specials)
         addToken(t.content);
+    for (const AddedTokenSpec& t : jsonAddedTokens) {
+        if (std::none_of(noSplit.begin(), noSplit.end(),
+                         [&](const auto& s) { return s.content == t.content; }))
+            noSplit.push_back(t);
+    }
     tok->m_splitter = AddedTokenSplitter(std::move(noSplit));
 
     const auto idOf = [&](const std::optional<AddedTokenSpec>& t) -> std::int64_t {
@@ -430,6 +581,13 @@ std::vector<std::string> SentencePieceTokenizer::encodePieces(const std::string&
         if (left < 0 || right < 0 || symbols[left].freeze || symbols[right].freeze) return;
         const std::string merged =
             normalized.substr(symbols[left].begin, symbols[left].size + symbols[right].size);
+        if (m_rankedMerges) {
+            // tokenizer.json (the tokenizers crate's BPE): listed pairs only, lowest rank first.
+            const auto r = m_mergeRanks.find(piece(symbols[left]) + '\0' + piece(symbols[right]));
+            if (r != m_mergeRanks.end())
+                agenda.push({left, right, -static_cast<float>(r->second), merged.size()});
+            return;
+        }
         const auto it = m_normalIds.find(merged);
         if (it == m_normalIds.end()) return;
         agenda.push({left, right, m_pieces[it->second].score, merged.size()});

@@ -23,8 +23,11 @@ class SentencePieceTokenizer final : public DecoderTokenizer
 public:
     /// Reads <modelDir>/tokenizer.model and, if present, tokenizer_config.json (add_bos_token,
     /// add_eos_token, legacy, special tokens), special_tokens_map.json and added_tokens.json.
-    /// Throws Error naming the file that is missing, does not parse or uses a SentencePiece feature
-    /// we do not implement (unigram models, a precompiled normalization map).
+    /// Without tokenizer.model, a LLaMA-style tokenizer.json (BPE with "▁" prepended and spaces
+    /// replaced, as transformers' LlamaConverter writes it) is read instead: merges by rank, then
+    /// the slow tokenizer's handling of special tokens and legacy. Throws Error naming the file that
+    /// is missing, does not parse or uses a feature we do not implement (unigram models, a
+    /// precompiled normalization map, other tokenizer.json pipelines).
     static std::unique_ptr<SentencePieceTokenizer> fromModelDir(const std::string& modelDir);
 
     Encoding encode(const std::string& text, const std::optional<std::string>& pair = std::nullopt,
@@ -59,6 +62,8 @@ private:
 
     SentencePieceTokenizer() = default;
     void parseModel(const std::string& path);
+    // Returns tokenizer.json's added tokens (ids past the vocabulary become added tokens).
+    std::vector<AddedTokenSpec> parseTokenizerJson(const std::string& path);
     std::string normalize(const std::string& text) const;
     std::vector<std::string> tokenizeChunk(const std::string& text) const;
     std::vector<std::int64_t> toIds(const std::string& text) const;
@@ -69,6 +74,9 @@ private:
     std::unordered_map<std::string, std::int32_t> m_reservedIds; // UNKNOWN, CONTROL, BYTE
     std::vector<std::string> m_userDefined;                      // longest first
     std::int32_t m_unkPieceId = -1;
+    // tokenizer.json: merge rank by "left\0right"; when set, pairs merge by rank, not piece score.
+    std::unordered_map<std::string, std::int32_t> m_mergeRanks;
+    bool m_rankedMerges = false;
     bool m_byteFallback = false;
     bool m_addDummyPrefix = true;
     bool m_removeExtraWhitespaces = true;

@@ -111,6 +111,8 @@ private:
     std::map<std::string, std::unique_ptr<DecoderTokenizer>> m_tokenizers;
     QTemporaryDir m_nonLegacyDir;
     std::unique_ptr<DecoderTokenizer> m_realGpt2;
+    std::unique_ptr<DecoderTokenizer> m_jsonLegacy, m_jsonNonLegacy;
+    QTemporaryDir m_jsonDir;
 
     const DecoderTokenizer& tokenizer(const std::string& flavour) { return *m_tokenizers.at(flavour); }
 
@@ -190,6 +192,58 @@ private Q_SLOTS:
         COMPARE_VECTORS(enc.tokens, c.at("tokens").get<std::vector<std::string>>(), "tokens");
         COMPARE_VECTORS(enc.inputIds, c.at("input_ids").get<std::vector<std::int64_t>>(), "input_ids");
         QCOMPARE(enc.attentionMask, std::vector<std::int64_t>(enc.inputIds.size(), 1));
+    }
+
+    void tokenizerJsonCases_data() { spmCases_data(); }
+    void tokenizerJsonCases()
+    {
+        // A folder with only tokenizer.json, derived from the fixture tokenizer.model as transformers'
+        // LlamaConverter derives it (llama-tokenizer-json/README.md), must give the same golden output.
+        QFETCH(QByteArray, line);
+        const auto c = nlohmann::json::parse(line.toStdString());
+        const bool legacy = c.at("legacy").get<bool>();
+        if (!m_jsonLegacy) {
+            const std::string dir = kTokenizers + "/llama-tokenizer-json";
+            QVERIFY(!fs::exists(dir + "/tokenizer.model"));
+            m_jsonLegacy = DecoderTokenizer::fromModelDir(dir);
+            QVERIFY(m_jsonDir.isValid());
+            copyTokenizer("llama-tokenizer-json", m_jsonDir.path());
+            const std::string config = m_jsonDir.path().toStdString() + "/tokenizer_config.json";
+            auto j = nlohmann::json::parse(readFile(config));
+            j["legacy"] = false;
+            fs::remove(config);
+            writeFile(config, j.dump());
+            m_jsonNonLegacy = DecoderTokenizer::fromModelDir(m_jsonDir.path().toStdString());
+        }
+        const auto& tok = legacy ? *m_jsonLegacy : *m_jsonNonLegacy;
+        QCOMPARE(tok.vocabSize(), std::int64_t(1000));
+        const Encoding enc = tok.encode(c.at("text").get<std::string>(), std::nullopt, 0,
+                                        c.at("add_special_tokens").get<bool>());
+        COMPARE_VECTORS(enc.tokens, c.at("tokens").get<std::vector<std::string>>(), "tokens");
+        COMPARE_VECTORS(enc.inputIds, c.at("input_ids").get<std::vector<std::int64_t>>(), "input_ids");
+    }
+
+    void unsupportedTokenizerJson_data()
+    {
+        QTest::addColumn<QByteArray>("content");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("syntax") << QByteArray("{\"model\": ") << "tokenizer.json";
+        QTest::newRow("unigram") << QByteArray("{\"model\": {\"type\": \"Unigram\", \"vocab\": []}}")
+                                 << "Unigram";
+        QTest::newRow("byte-level")
+            << QByteArray("{\"normalizer\": null, \"pre_tokenizer\": {\"type\": \"ByteLevel\"},"
+                          " \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}}")
+            << "LLaMA-style";
+    }
+    void unsupportedTokenizerJson()
+    {
+        QFETCH(QByteArray, content);
+        QFETCH(QString, expected);
+        QTemporaryDir dir;
+        writeFile(dir.path().toStdString() + "/tokenizer.json", content.toStdString());
+        QVERIFY(DecoderTokenizer::existsIn(dir.path().toStdString()));
+        const QString msg = errorOf([&] { DecoderTokenizer::fromModelDir(dir.path().toStdString()); });
+        QVERIFY2(msg.contains("tokenizer.json") && msg.contains(expected), qPrintable(msg));
     }
 
     // ---- loading ---------------------------------------------------------------------------------
