@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 
 namespace outlierlens::cli {
 
@@ -52,8 +53,12 @@ int runTokenize(const QStringList& args)
         std::optional<BertTokenizer> bert;
         std::unique_ptr<DecoderTokenizer> decoder;
         std::error_code ec;
-        if (!std::filesystem::exists(std::filesystem::path(modelDir) / "vocab.txt", ec) &&
-            DecoderTokenizer::existsIn(modelDir)) {
+        const bool hasVocabTxt = std::filesystem::exists(std::filesystem::path(modelDir) / "vocab.txt", ec);
+        if (!hasVocabTxt && !DecoderTokenizer::existsIn(modelDir))
+            throw std::runtime_error(modelDir +
+                                     ": no tokenizer files (vocab.txt for BERT; vocab.json + merges.txt, "
+                                     "tokenizer.model or tokenizer.json for decoders)");
+        if (!hasVocabTxt) {
             decoder = DecoderTokenizer::fromModelDir(modelDir);
             withTokenTypes = false;
             encode = [&](const std::string& a, const std::optional<std::string>& b) {
