@@ -126,11 +126,16 @@ torch::Tensor attend(torch::Tensor scores, const torch::Tensor& qh, const torch:
         probs = torch::sigmoid(masked.to(torch::kFloat) - std::log(double(T)))
                     .masked_fill(pass.keyAllowed.logical_not(), 0.0);
     } else if (variant.bias == BiasKind::Context || variant.bias == BiasKind::Attention) {
+        // A learnt key k' in a slot before the first key, visible to every query.
         const torch::Tensor kSink = weightAs(sink.kBias, dtype); // [1, H, 1, dh]
-        const torch::Tensor sinkScores = torch::matmul(qh, kSink.transpose(-1, -2)) * scoreScale; // [B,H,T,1]
+        const torch::Tensor sinkScores =
+            torch::matmul(qh, kSink.transpose(-1, -2)) * scoreScale; // [B, H, T, 1]
         const torch::Tensor all = torch::softmax(torch::cat({sinkScores, masked}, -1).to(torch::kFloat), -1);
         sinkProbs = all.narrow(-1, 0, 1);
-        probs = all.narrow(-1, 1, T);
+        // attention-bias: one softmax over [k'; K] (rows over the real keys sum to 1 - p_sink);
+        // context-bias: P.V stays the plain softmax, the slot only weighs v'.
+        probs = variant.bias == BiasKind::Attention ? all.narrow(-1, 1, T)
+                                                    : attentionSoftmax(masked.to(torch::kFloat), variant);
     } else {
         probs = attentionSoftmax(masked.to(torch::kFloat), variant);
     }
@@ -147,7 +152,8 @@ torch::Tensor attend(torch::Tensor scores, const torch::Tensor& qh, const torch:
     if (variant.bias == BiasKind::Context) context = context + sinkProbs * weightAs(sink.vBias, dtype);
     if (variant.bias == BiasKind::Fixed) context = context + weightAs(sink.vBias, dtype).view({1, H, 1, dh});
     if (gates.enabled()) {
-        const torch::Tensor pi = gates.forward(gateInput); // [B, H, T]
+        // The gates are float32 (tiny), whatever the compute dtype.
+        const torch::Tensor pi = gates.forward(gateInput.to(torch::kFloat)).to(dtype); // [B, H, T]
         put(capture, CapturePoint::AttnGate, pi);
         context = context * pi.unsqueeze(-1);
     }

@@ -243,7 +243,7 @@ struct DecoderNetwork::Impl
     DecoderConfig config;
     std::shared_ptr<decoder::DecoderLmImpl> module;
     std::string weightsFile;
-    std::string sha256;
+    mutable std::string sha256; ///< computed on first request: hashing 2 GB takes seconds
     LoadReport report;
     torch::ScalarType computeDtype = torch::kFloat;
 };
@@ -282,7 +282,6 @@ DecoderNetwork DecoderNetwork::load(const std::string& modelDir, const VariantOv
             if (item.key().find(".alpha") != std::string::npos && item.value().scalar_type() != torch::kFloat)
                 item.value().set_data(item.value().to(torch::kFloat));
     }
-    impl->sha256 = sha256File(impl->weightsFile);
     releaseFreedMemory();
     return DecoderNetwork(std::move(impl));
 }
@@ -411,6 +410,8 @@ const std::string& DecoderNetwork::weightsFile() const
 
 const std::string& DecoderNetwork::checkpointSha256() const
 {
+    if (m_impl->sha256.empty() && !m_impl->weightsFile.empty())
+        m_impl->sha256 = sha256File(m_impl->weightsFile);
     return m_impl->sha256;
 }
 

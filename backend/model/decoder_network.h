@@ -67,6 +67,7 @@ public:
     torch::nn::Module& module();
     const std::string& weightsFile() const;
     /// SHA-256 of the weights file(s) ("" for a model created in memory; shards: of the index file).
+    /// Computed on the first call (seconds for a multi-GB file), then cached.
     const std::string& checkpointSha256() const;
     const LoadReport& loadReport() const;
     /// Bytes of all parameters as stored in memory.
