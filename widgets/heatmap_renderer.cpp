@@ -29,7 +29,8 @@ constexpr double kSwatch = 10.0;
 constexpr double kCrossMinCell = 6.0; // smaller zero cells are filled grey instead of crossed
 constexpr int kLutSize = 1024;
 const QRgb kZeroFill = qRgb(150, 150, 150);
-const QRgb kNonFinite = qRgb(255, 0, 255); // impossible to mistake for a colour-map value
+const QRgb kNonFinite = qRgb(255, 0, 255);    // impossible to mistake for a colour-map value
+const QRgb kMaskedFill = qRgb(228, 228, 228); // causal mask: lighter than any exact-zero marker
 
 /// 1, 2, 5, 10, 20, ...: the smallest such step >= minStep.
 int niceStep(double minStep)
@@ -124,6 +125,14 @@ void HeatmapRenderer::setFixedMaximum(double maximum)
     rebuildImage();
 }
 
+QStringList HeatmapRenderer::legendEntries() const
+{
+    QStringList entries;
+    if (m_markZeros && m_hasZeros) entries << tr("exactly 0");
+    if (hasMaskedCells()) entries << tr("masked (causal)");
+    return entries;
+}
+
 void HeatmapRenderer::setMarkExactZeros(bool mark)
 {
     m_markZeros = mark;
@@ -185,9 +194,9 @@ HeatmapRenderer::Metrics HeatmapRenderer::measure(const Fonts& fonts) const
             m.tickWidth = std::max(m.tickWidth, std::ceil(label.horizontalAdvance(tickText(v))));
         m.colorBarWidth = 2 * kGap + kBarWidth + kTickLength + kGap + m.tickWidth + kGap;
         if (!m_data.valueTitle.isEmpty()) m.colorBarWidth += m.lineHeight + kGap;
-        if (m_markZeros && m_hasZeros) {
-            m.legendHeight = m.lineHeight + kGap;
-            const double legend = kSwatch + kGap + small.horizontalAdvance(tr("exactly 0"));
+        for (const QString& entry : legendEntries()) {
+            m.legendHeight += m.lineHeight + kGap;
+            const double legend = kSwatch + kGap + small.horizontalAdvance(entry);
             m.colorBarWidth = std::max(m.colorBarWidth, std::ceil(2 * kGap + legend + kGap));
         }
     }
@@ -362,7 +371,7 @@ void HeatmapRenderer::paintZeroCrosses(QPainter& painter, const Frame& f) const
         for (int r = r0; r < r1; ++r) {
             const float* row = m_data.values.constData() + qsizetype(r) * m_data.cols;
             for (int c = c0; c < c1; ++c)
-                if (row[c] == 0.0f)
+                if (row[c] == 0.0f && !m_data.isMasked(r, c))
                     painter.drawImage(
                         QPointF(std::round(f.origin.x() + c * w), std::round(f.origin.y() + r * h)), cross);
         }
@@ -370,7 +379,7 @@ void HeatmapRenderer::paintZeroCrosses(QPainter& painter, const Frame& f) const
         QVector<QLineF> lines;
         for (int r = r0; r < r1; ++r)
             for (int c = c0; c < c1; ++c)
-                if (m_data.at(r, c) == 0.0f) {
+                if (m_data.at(r, c) == 0.0f && !m_data.isMasked(r, c)) {
                     const double x = f.origin.x() + c * w;
                     const double y = f.origin.y() + r * h;
                     lines << QLineF(x + inset, y + inset, x + w - inset, y + h - inset)
@@ -534,9 +543,10 @@ void HeatmapRenderer::paintColorBar(QPainter& painter, const Frame& f) const
                          fm.elidedText(m_data.valueTitle, Qt::ElideRight, height));
         painter.restore();
     }
-    if (m.legendHeight > 0) {
+    double legendTop = bar.bottom() + kGap;
+    if (m_markZeros && m_hasZeros) {
         // The zero marker as it appears in the cells.
-        const QRectF swatch(bar.left(), bar.bottom() + kGap + (m.lineHeight - kSwatch) / 2, kSwatch, kSwatch);
+        const QRectF swatch(bar.left(), legendTop + (m.lineHeight - kSwatch) / 2, kSwatch, kSwatch);
         const QColor zero = ColorMap::color(m_scale, 0.0, m_colorMax);
         if (std::min(f.cellWidth, f.cellHeight) < kCrossMinCell) {
             painter.fillRect(swatch, QColor(kZeroFill)); // as the tiny cells show it
@@ -550,9 +560,20 @@ void HeatmapRenderer::paintColorBar(QPainter& painter, const Frame& f) const
         }
         painter.setFont(f.fonts.small);
         painter.setPen(f.fonts.text);
-        painter.drawText(
-            QRectF(swatch.right() + kGap, bar.bottom() + kGap, f.metrics.colorBarWidth, m.lineHeight),
-            Qt::AlignLeft | Qt::AlignVCenter, tr("exactly 0"));
+        painter.drawText(QRectF(swatch.right() + kGap, legendTop, f.metrics.colorBarWidth, m.lineHeight),
+                         Qt::AlignLeft | Qt::AlignVCenter, tr("exactly 0"));
+        legendTop += m.lineHeight + kGap;
+    }
+    if (hasMaskedCells()) {
+        const QRectF swatch(bar.left(), legendTop + (m.lineHeight - kSwatch) / 2, kSwatch, kSwatch);
+        painter.fillRect(swatch, QColor(kMaskedFill));
+        painter.setPen(QPen(FigureStyle::gridLine(), 1));
+        painter.setBrush(Qt::NoBrush);
+        painter.drawRect(swatch);
+        painter.setFont(f.fonts.small);
+        painter.setPen(f.fonts.text);
+        painter.drawText(QRectF(swatch.right() + kGap, legendTop, f.metrics.colorBarWidth, m.lineHeight),
+                         Qt::AlignLeft | Qt::AlignVCenter, tr("masked (causal)"));
     }
     painter.restore();
 }
@@ -574,7 +595,10 @@ QString HeatmapRenderer::cellToolTip(int row, int col) const
     if (row < 0 || col < 0 || row >= m_data.rows || col >= m_data.cols) return QString();
     const float v = m_data.at(row, col);
     QString value = QString::asprintf("%.6g", double(v));
-    if (v == 0.0f && m_markZeros) value += tr("  (exactly 0)");
+    if (m_data.isMasked(row, col))
+        value = tr("masked (the key comes after the query: causal attention never looks there)");
+    else if (v == 0.0f && m_markZeros)
+        value += tr("  (exactly 0)");
     const QString valueTitle = m_data.valueTitle.isEmpty() ? tr("value") : m_data.valueTitle;
     const QString rowTitle = m_data.rowTitle.isEmpty() ? tr("row") : m_data.rowTitle;
     const QString colTitle = m_data.colTitle.isEmpty() ? tr("column") : m_data.colTitle;
@@ -589,11 +613,14 @@ void HeatmapRenderer::rebuildImage()
     const int cols = m_data.cols;
     double magnitude = 0;
     m_hasZeros = false;
-    for (float v : m_data.values) {
-        if (!std::isfinite(v)) continue;
-        magnitude = std::max(magnitude, m_scale == ColorScale::Sequential ? double(v) : std::abs(double(v)));
-        m_hasZeros = m_hasZeros || v == 0.0f;
-    }
+    for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < cols; ++c) {
+            const float v = m_data.values[qsizetype(r) * cols + c];
+            if (!std::isfinite(v) || m_data.isMasked(r, c)) continue;
+            magnitude =
+                std::max(magnitude, m_scale == ColorScale::Sequential ? double(v) : std::abs(double(v)));
+            m_hasZeros = m_hasZeros || v == 0.0f;
+        }
     m_colorMax = m_fixedMax > 0 ? m_fixedMax : (magnitude > 0 ? magnitude : 1.0);
 
     // A lookup table keeps colouring 512 x 512 cells to a few milliseconds.
@@ -612,6 +639,10 @@ void HeatmapRenderer::rebuildImage()
         const float* values = m_data.values.constData() + qsizetype(r) * cols;
         for (int c = 0; c < cols; ++c) {
             const double v = values[c];
+            if (m_data.isMasked(r, c)) {
+                line[c] = kMaskedFill;
+                continue;
+            }
             if (!std::isfinite(v)) {
                 line[c] = kNonFinite;
                 continue;
@@ -627,7 +658,7 @@ void HeatmapRenderer::rebuildImage()
         for (int r = 0; r < rows; ++r) {
             auto* line = reinterpret_cast<QRgb*>(m_zeroImage.scanLine(r));
             for (int c = 0; c < cols; ++c)
-                if (m_data.at(r, c) == 0.0f) line[c] = kZeroFill;
+                if (m_data.at(r, c) == 0.0f && !m_data.isMasked(r, c)) line[c] = kZeroFill;
         }
     }
 }

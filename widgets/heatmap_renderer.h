@@ -11,6 +11,7 @@
 #include <QRectF>
 #include <QSizeF>
 #include <QString>
+#include <QStringList>
 #include <QVector>
 
 class QPainter;
@@ -43,7 +44,7 @@ public:
         double headerHeight = 0;  // column labels
         double rowLabelWidth = 0; // 0 when hidden
         double colorBarWidth = 0; // 0 when hidden
-        double legendHeight = 0;  // the "exactly 0" entry under the bar
+        double legendHeight = 0;  // the legend entries under the bar ("exactly 0", "masked")
         double lineHeight = 0;    // of the label font
         double tickWidth = 0;
         double rowSpacing = 0; // least distance between row labels
@@ -90,6 +91,10 @@ public:
     double colorMaximum() const { return m_colorMax; }
     void setMarkExactZeros(bool mark);
     bool marksExactZeros() const { return m_markZeros; }
+    /// True when the matrix is causal and has a cell above the diagonal (drawn as masked).
+    bool hasMaskedCells() const { return m_data.causal && m_data.cols > 1 && m_data.rows > 0; }
+    /// The legend lines under the colour bar: "exactly 0" (marked zeros), "masked (causal)".
+    QStringList legendEntries() const;
     void setHighlightedRows(const QVector<int>& rows) { m_highlightRows = rows; }
     void setHighlightedColumns(const QVector<int>& columns) { m_highlightCols = columns; }
     QVector<int> highlightedRows() const { return m_highlightRows; }

@@ -23,6 +23,7 @@ constexpr double kGap = 6.0;
 constexpr double kMargin = 4.0;
 constexpr double kKeyBarWidth = 60.0;
 const QColor kHighScore(0xd6, 0x27, 0x28);
+const QRgb kMaskedThumbnail = qRgb(228, 228, 228); // as HeatmapRenderer draws masked cells
 
 /// A matrix mean-pooled to at most kMaxThumbnail x kMaxThumbnail and coloured (viridis, 0..max).
 QImage thumbnail(const MatrixData& m, double maximum)
@@ -36,7 +37,7 @@ QImage thumbnail(const MatrixData& m, double maximum)
         const int tr = int(qint64(r) * rows / m.rows);
         for (int c = 0; c < m.cols; ++c) {
             const float v = m.values[r * m.cols + c];
-            if (!std::isfinite(v)) continue;
+            if (!std::isfinite(v) || m.isMasked(r, c)) continue;
             const int i = tr * cols + int(qint64(c) * cols / m.cols);
             sum[i] += v;
             ++count[i];
@@ -50,6 +51,10 @@ QImage thumbnail(const MatrixData& m, double maximum)
         auto* line = reinterpret_cast<QRgb*>(image.scanLine(r));
         for (int c = 0; c < cols; ++c) {
             const int i = r * cols + c;
+            if (count[i] == 0 && m.causal) {
+                line[c] = kMaskedThumbnail; // only masked (future) keys fell into this pixel
+                continue;
+            }
             const double mean = count[i] ? sum[i] / count[i] : 0.0;
             line[c] = lut[std::clamp(int(std::lround(mean / maximum * 255.0)), 0, 255)];
         }

@@ -17,7 +17,10 @@ struct Provenance
     QString input;            ///< the sentence pair, image file or data set
     QString selection;        ///< e.g. "layer 11, head 3" (1-based, as displayed)
     /// Said once in the UI and in every export.
-    static QString indexingNote() { return QStringLiteral("Layers and heads are numbered from 1, hidden dimensions from 0."); }
+    static QString indexingNote()
+    {
+        return QStringLiteral("Layers and heads are numbered from 1, hidden dimensions from 0.");
+    }
 };
 
 /// A dense row-major matrix with labels, e.g. attention probabilities [T x T] (query x key).
@@ -31,6 +34,11 @@ struct MatrixData
     QString rowTitle;      ///< e.g. "query token"
     QString colTitle;      ///< e.g. "key token", "dimension (0-based)"
     QString valueTitle;    ///< e.g. "attention probability"
+    /// Causal attention: a cell whose column (key) comes after its row (query) is masked, i.e. not
+    /// computed by the model. Such cells are drawn as masked, never as a value of the colour scale.
+    bool causal = false;
+
+    bool isMasked(int row, int col) const { return causal && col > row; }
 
     float at(int row, int col) const { return values[row * cols + col]; }
     bool isEmpty() const { return rows == 0 || cols == 0; }
@@ -48,11 +56,12 @@ struct HeadViewData
     int layer = -1; ///< 0-based (displayed 1-based)
     int head = -1;  ///< 0-based (displayed 1-based)
     QStringList tokens;
-    MatrixData probabilities; ///< [T x T] query x key, after (clipped) softmax
-    MatrixData values;        ///< [T x d_head] V of this head, token x dimension
-    MatrixData product;       ///< [T x d_head] P.V before the gate
-    QVector<float> gate;      ///< [T] gate probabilities pi per token; empty for ungated models
+    MatrixData probabilities;    ///< [T x T] query x key, after (clipped) softmax
+    MatrixData values;           ///< [T x d_head] V of this head, token x dimension
+    MatrixData product;          ///< [T x d_head] P.V before the gate
+    QVector<float> gate;         ///< [T] gate probabilities pi per token; empty for ungated models
     bool clippedSoftmax = false; ///< exact zeros of the probabilities are marked
+    bool causal = false;         ///< decoder: keys after the query are masked (drawn as such)
     Provenance provenance;
 };
 
@@ -72,8 +81,8 @@ struct OverviewData
 struct BarData
 {
     QString title;
-    QString axisTitle;   ///< value axis
-    QStringList labels;  ///< one per bar (dimension numbers, token strings)
+    QString axisTitle;  ///< value axis
+    QStringList labels; ///< one per bar (dimension numbers, token strings)
     QVector<double> values;
 };
 
@@ -81,31 +90,32 @@ struct BarData
 /// a data-set statistics file.
 struct OutlierDashboardData
 {
-    QString sourceDescription; ///< "current input: ..." or "statistics file ... (9,815 pairs)"
-    int layer = -1;            ///< 0-based
-    QString tensor;            ///< "ffn_out", "out", ...
-    int headDim = 0;           ///< for dimension -> head (dim / headDim) in the next layer
-    BarData perDimension;      ///< labels "0".."d-1"
-    BarData perToken;          ///< the tokens (or patches) carrying the most outliers
+    QString sourceDescription;          ///< "current input: ..." or "statistics file ... (9,815 pairs)"
+    int layer = -1;                     ///< 0-based
+    QString tensor;                     ///< "ffn_out", "out", ...
+    int headDim = 0;                    ///< for dimension -> head (dim / headDim) in the next layer
+    BarData perDimension;               ///< labels "0".."d-1"
+    BarData perToken;                   ///< the tokens (or patches) carrying the most outliers
     QVector<double> maxInfNormPerLayer; ///< index = layer (0-based)
     QVector<double> kurtosisPerLayer;
-    QString criterion;         ///< e.g. "|x - mean| > 6 std"
+    QString criterion; ///< e.g. "|x - mean| > 6 std"
     Provenance provenance;
 };
 
 /// The image view (Figures 3, 16, 17 and 9c).
 struct ImageViewData
 {
-    QImage image;      ///< the model's input as a picture (resized and cropped), RGB
-    QString credit;    ///< photo credit to show (CC BY images)
-    int gridRows = 0;  ///< patch grid
+    QImage image;     ///< the model's input as a picture (resized and cropped), RGB
+    QString credit;   ///< photo credit to show (CC BY images)
+    int gridRows = 0; ///< patch grid
     int gridCols = 0;
-    int layer = -1;    ///< 0-based layer whose outliers are overlaid
-    int head = -1;     ///< 0-based head of the next layer
-    QVector<float> patchOutliers;        ///< gridRows * gridCols: outlier values per patch (this input)
-    QVector<float> cumulativeAttention;  ///< gridRows * gridCols: sum over queries of the head's attention per key patch
-    float clsCumulativeAttention = 0;    ///< the same for the CLS key
-    MatrixData attention;                ///< [T x T] of that head
+    int layer = -1;               ///< 0-based layer whose outliers are overlaid
+    int head = -1;                ///< 0-based head of the next layer
+    QVector<float> patchOutliers; ///< gridRows * gridCols: outlier values per patch (this input)
+    QVector<float>
+        cumulativeAttention; ///< gridRows * gridCols: sum over queries of the head's attention per key patch
+    float clsCumulativeAttention = 0;      ///< the same for the CLS key
+    MatrixData attention;                  ///< [T x T] of that head
     double meanAbsValueOutlierPatches = 0; ///< Figure 3e: mean |V| of keys carrying outliers
     double meanAbsValueOtherPatches = 0;
     QVector<float> datasetPatchOutliers; ///< gridRows * gridCols from a statistics file; empty if none
@@ -116,19 +126,20 @@ struct ImageViewData
 /// Live numbers of the teaching diagram (Figures 4 and 5) for one token, layer and head.
 struct TeachingData
 {
-    QString modelDescription; ///< "vanilla softmax", "clipped softmax (gamma ...)", "gated attention"
-    QString token;            ///< the chosen query token
-    int layer = -1;           ///< 0-based
-    int head = -1;            ///< 0-based
-    double ffnOutputMax = 0;        ///< max |FFN output| of the previous layer at this token
-    double layerNormMin = 0;        ///< LayerNorm output range at this token
-    double layerNormMax = 0;
-    double softmaxInputMin = 0;     ///< attention scores of this query (unmasked keys)
+    QString modelDescription;   ///< "vanilla softmax", "clipped softmax (gamma ...)", "gated attention"
+    QString token;              ///< the chosen query token
+    int layer = -1;             ///< 0-based
+    int head = -1;              ///< 0-based
+    double ffnOutputMax = 0;    ///< max |FFN output| of the previous layer at this token
+    double layerNormMin = 0;    ///< post-LN: LayerNorm output range at this token; pre-LN: the
+    double layerNormMax = 0;    ///< range of the residual stream entering the block
+    bool preLayerNorm = false;  ///< pre-LN block (ViT, GPT-2, LLaMA, pre-LN OPT): LayerNorm feeds Q, K, V
+    double softmaxInputMin = 0; ///< attention scores of this query (unmasked keys)
     double softmaxInputMax = 0;
-    double largestProbability = 0;  ///< and the key that receives it
+    double largestProbability = 0; ///< and the key that receives it
     QString largestProbabilityKey;
-    double contextNorm = 0;         ///< |P.V| of this head at this token (L2)
-    double gate = -1;               ///< pi at this token; < 0 for ungated models
+    double contextNorm = 0; ///< |P.V| of this head at this token (L2)
+    double gate = -1;       ///< pi at this token; < 0 for ungated models
     bool clipped = false;
     bool gated = false;
     Provenance provenance;

@@ -79,6 +79,7 @@ private Q_SLOTS:
     void clickEmitsCell();
     void exactZerosAreMarked_data();
     void exactZerosAreMarked();
+    void causalMaskIsDrawnAsMasked();
     void zoomKeepsCellMapping();
     void dragPans();
     void highlightedRowIsOutlined();
@@ -181,6 +182,51 @@ void TestHeatmap::exactZerosAreMarked()
     QCOMPARE(view.cellToolTip(r, zeroCol).contains(QStringLiteral("exactly 0")), mark);
     QVERIFY(!view.cellToolTip(r, tinyCol).contains(QStringLiteral("exactly 0")));
     QVERIFY(view.cellToolTip(r, tinyCol).contains(QStringLiteral("1e-07")));
+}
+
+void TestHeatmap::causalMaskIsDrawnAsMasked()
+{
+    // A decoder's attention: keys after the query are masked (probability 0, never computed).
+    const int size = 8;
+    MatrixData data = labelledRamp(size, size);
+    for (int r = 0; r < size; ++r)
+        for (int c = r + 1; c < size; ++c)
+            data.values[r * size + c] = 0.0f;
+    data.values[5 * size + 1] = 0.0f; // a real exact zero below the diagonal (clipped softmax)
+    data.values[0 * size + 7] = 0.9f; // whatever a masked cell holds, it is drawn as masked
+    data.causal = true;
+    HeatmapView view;
+    view.setMarkExactZeros(true);
+    view.setData(data, ColorScale::Sequential);
+    const QImage image = renderFigure(view, QSize(400, 400));
+    const QRgb masked = image.pixel(view.figureCellRect(image.rect(), 1, 6).center().toPoint());
+    const QRgb zeroColour = ColorMap::color(ColorScale::Sequential, 0.0, view.colorMaximum()).rgb();
+    // Masked cells are light grey: neither the colour of 0 nor the exact-zero marker.
+    QVERIFY2(colorDistance(masked, qRgb(228, 228, 228)) <= 3, qPrintable(QColor(masked).name()));
+    QVERIFY(colorDistance(masked, zeroColour) > 60);
+    // The real zero below the diagonal is still a crossed cell of the colour of 0 (looked at near the
+    // middle of its top edge, away from the cross's diagonals).
+    const QRectF zeroCell = view.figureCellRect(image.rect(), 5, 1);
+    const QRgb realZero =
+        image.pixel(QPointF(zeroCell.center().x(), zeroCell.top() + 0.12 * zeroCell.height()).toPoint());
+    QVERIFY2(colorDistance(realZero, zeroColour) <= 3, qPrintable(QColor(realZero).name()));
+    QVERIFY(view.cellToolTip(1, 6).contains(QStringLiteral("masked")));
+    QVERIFY(!view.cellToolTip(1, 6).contains(QStringLiteral("exactly 0")));
+    QVERIFY(view.cellToolTip(5, 1).contains(QStringLiteral("exactly 0")));
+    // The colour scale ignores masked cells: its maximum is the largest unmasked value.
+    float largest = 0;
+    for (int r = 0; r < size; ++r)
+        for (int c = 0; c <= r; ++c)
+            largest = std::max(largest, data.values[r * size + c]);
+    QCOMPARE(view.colorMaximum(), double(largest));
+
+    // Without the flag the same matrix is coloured as values.
+    data.causal = false;
+    view.setMarkExactZeros(false);
+    view.setData(data, ColorScale::Sequential);
+    const QImage plain = renderFigure(view, QSize(400, 400));
+    QVERIFY(colorDistance(plain.pixel(view.figureCellRect(plain.rect(), 1, 6).center().toPoint()),
+                          qRgb(228, 228, 228)) > 30);
 }
 
 void TestHeatmap::zoomKeepsCellMapping()
