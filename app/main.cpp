@@ -31,7 +31,8 @@ struct Subcommand
 const Subcommand kSubcommands[] = {
     {"inspect", "run one input through a model, print the prediction, dump every activation",
      outlierlens::cli::runInspect},
-    {"tokenize", "show how BertTokenizer splits a text (one JSON line)", outlierlens::cli::runTokenize},
+    {"tokenize", "show how the model's tokenizer splits a text (one JSON line)",
+     outlierlens::cli::runTokenize},
     {"stats", "outlier statistics over a whole data set (MNLI pairs or images) to HDF5",
      outlierlens::cli::runStats},
     {"train", "train a BERT or ViT (vanilla, clipped softmax, gated attention); JSON progress",
@@ -42,7 +43,8 @@ const Subcommand kSubcommands[] = {
     {"quantize", "simulate W8A8 quantization: FP vs quantized metric, max inf norm, kurtosis",
      outlierlens::cli::runQuantize},
     {"convert", "rewrite a model's weights as (float16) safetensors", outlierlens::cli::runConvert},
-    {"create-model", "write a randomly initialised BERT model folder", outlierlens::cli::runCreateModel},
+    {"create-model", "write a randomly initialised BERT or decoder model folder",
+     outlierlens::cli::runCreateModel},
 };
 
 void printUsage(std::FILE* out)

@@ -5,6 +5,7 @@
 #include "analysis/recording_sink.h"
 #include "common/error.h"
 #include "model/bert_network.h"
+#include "model/decoder_network.h"
 #include "model/runtime.h"
 
 #include <nlohmann/json.hpp>
@@ -13,6 +14,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <set>
+
+#include <sys/resource.h>
 
 namespace outlierlens::cli {
 namespace {
@@ -36,23 +40,103 @@ nlohmann::json toJson(const Timing& t)
     return {{"median", t.median}, {"min", t.min}};
 }
 
+double peakRssMb()
+{
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return double(usage.ru_maxrss) / 1024.0; // kilobytes on Linux
+}
+
+/// Decoder timings: no capture vs every capture point of one layer; peak RSS against the weights.
+int benchDecoder(Command& cmd, const std::string& modelDir, int seq, int batch, int runs, int warmup,
+                 int threads)
+{
+    DecoderNetwork network = DecoderNetwork::load(modelDir);
+    const std::string precision = cmd.isSet("precision") ? cmd.value("precision") : "fp32";
+    if (precision != "fp32" && precision != "bf16") throw UsageException{"--precision must be fp32 or bf16"};
+    if (precision == "bf16") network.setComputeDtype(torch::kBFloat16);
+    const DecoderConfig& c = network.config();
+    if (c.maxPositions > 0 && seq > c.maxPositions)
+        throw UsageException{"--seq " + std::to_string(seq) + " exceeds the model's " +
+                             std::to_string(c.maxPositions) + " positions"};
+    const int layer = cmd.intValue("capture-layer", c.numLayers / 2, 0, c.numLayers - 1);
+    std::set<std::string> names;
+    for (CapturePoint p : perLayerCapturePoints())
+        names.insert(captureName(p, layer));
+    torch::manual_seed(1);
+    const torch::Tensor ids = torch::randint(0, c.vocabSize, {batch, seq}, torch::kLong);
+    const double rssLoaded = peakRssMb();
+
+    c10::InferenceMode guard;
+    double capturedBytes = 0;
+    auto timeOne = [&](bool capture) {
+        RecordingSink sink(names);
+        const auto start = std::chrono::steady_clock::now();
+        network.forward(ids, {}, capture ? &sink : nullptr, true);
+        const auto end = std::chrono::steady_clock::now();
+        if (capture) {
+            capturedBytes = 0;
+            for (const auto& [name, t] : sink.tensors())
+                capturedBytes += double(t.numel()) * double(t.element_size());
+        }
+        return std::chrono::duration<double, std::milli>(end - start).count();
+    };
+    for (int i = 0; i < warmup; ++i) {
+        timeOne(false);
+        timeOne(true);
+    }
+    std::vector<double> plain, captured;
+    for (int i = 0; i < runs && !interruptFlag(); ++i) {
+        plain.push_back(timeOne(false));
+        captured.push_back(timeOne(true));
+    }
+    if (plain.empty()) return Interrupted;
+    const double weightsMb = double(network.parameterBytes()) / (1024.0 * 1024.0);
+    const double peak = peakRssMb();
+    const nlohmann::json out = {
+        {"model", modelDir},
+        {"architecture", toString(c.arch)},
+        {"layers", c.numLayers},
+        {"hidden", c.hiddenSize},
+        {"seq", seq},
+        {"batch", batch},
+        {"threads", threads},
+        {"precision", precision},
+        {"runs", int(plain.size())},
+        {"capture_layer", layer},
+        {"no_capture_ms", toJson(summarize(plain))},
+        {"capture_layer_ms", toJson(summarize(captured))},
+        {"captured_mb", capturedBytes / 1e6},
+        {"weights_mib", weightsMb},
+        {"rss_after_load_mib", rssLoaded},
+        {"peak_rss_mib", peak},
+        {"peak_rss_over_weights", peak / weightsMb},
+    };
+    std::printf("%s\n", out.dump().c_str());
+    return Ok;
+}
+
 } // namespace
 
 int runBench(const QStringList& args)
 {
-    Command cmd("bench", "Time BERT forward passes with every capture point recorded and without capture; "
-                         "prints one JSON line (milliseconds per forward).");
+    Command cmd("bench", "Time forward passes with and without capture; prints one JSON line (milliseconds "
+                         "per forward). BERT: every capture point. Decoders (--model only): every capture "
+                         "point of one layer, and peak RSS against the weights' size.");
     cmd.parser().addOptions({
         {"model", "Model folder to time.", "dir"},
         {"config",
          "Instead of --model: a randomly initialised model of this size (bert-base, bert-large, "
          "bert-6l, bert-small, bert-mini, bert-tiny).",
          "name"},
-        {"seq", "Sequence length (default 128).", "T"},
+        {"seq", "Sequence length (default 128; decoders 256).", "T"},
         {"batch", "Batch size (default 1).", "B"},
         {"runs", "Timed runs of each kind (default 20).", "N"},
         {"warmup", "Untimed runs first (default 3).", "N"},
         {"threads", "LibTorch threads (default: all cores).", "N"},
+        {"capture-layer", "Decoders: the layer whose capture points are recorded (default: the middle one).",
+         "N"},
+        {"precision", "Decoders: compute in fp32 (default) or bf16.", "fp32|bf16"},
     });
     if (auto code = cmd.parse(args)) return *code;
     try {
@@ -63,6 +147,11 @@ int runBench(const QStringList& args)
         const int warmup = cmd.intValue("warmup", 3, 0, 1000);
         if (cmd.isSet("model") == cmd.isSet("config"))
             throw UsageException{"give exactly one of --model and --config"};
+        if (cmd.isSet("model") && isDecoderModelDir(cmd.value("model")))
+            return benchDecoder(cmd, cmd.value("model"), cmd.isSet("seq") ? seq : 256, batch, runs, warmup,
+                                threads);
+        if (cmd.isSet("precision") || cmd.isSet("capture-layer"))
+            throw UsageException{"--precision and --capture-layer are for decoder models"};
 
         BertNetwork network =
             cmd.isSet("model")

@@ -5,37 +5,128 @@
 
 #include "common/error.h"
 #include "model/bert_network.h"
+#include "model/decoder_network.h"
+#include "text/decoder_tokenizer.h"
 
 #include <QString>
 
+#include <torch/types.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 namespace outlierlens::cli {
+namespace {
+
+std::string joined(const std::vector<std::string>& names)
+{
+    std::string out;
+    for (const auto& n : names)
+        out += (out.empty() ? "" : ", ") + n;
+    return out;
+}
+
+/// A random-weight decoder of a preset shape (benchmarks, trying the tools), written atomically.
+int createDecoder(Command& cmd, const std::string& preset, const std::string& out)
+{
+    namespace fs = std::filesystem;
+    DecoderConfig config = DecoderConfig::preset(preset);
+    config.variant = cmd.variantOverride().applyTo(config.variant);
+    const std::string dtypeName = cmd.isSet("dtype") ? cmd.value("dtype") : "fp32";
+    const std::map<std::string, std::pair<torch::ScalarType, const char*>> dtypes = {
+        {"fp32", {torch::kFloat, "float32"}},
+        {"fp16", {torch::kHalf, "float16"}},
+        {"bf16", {torch::kBFloat16, "bfloat16"}}};
+    if (!dtypes.count(dtypeName)) throw UsageException{"--dtype must be fp32, fp16 or bf16"};
+    config.torchDtype = dtypes.at(dtypeName).second;
+    std::vector<fs::path> tokenizerFiles;
+    if (cmd.isSet("tokenizer")) {
+        const std::string dir = cmd.value("tokenizer");
+        const std::unique_ptr<DecoderTokenizer> tokenizer = DecoderTokenizer::fromModelDir(dir);
+        config.vocabSize = int(tokenizer->vocabSize());
+        if (tokenizer->bosId() >= 0) config.bosTokenId = int(tokenizer->bosId());
+        if (tokenizer->eosId() >= 0) config.eosTokenId = int(tokenizer->eosId());
+        if (tokenizer->padId() >= 0) config.padTokenId = int(tokenizer->padId());
+        for (const char* name : {"vocab.json", "merges.txt", "encoder.json", "vocab.bpe", "tokenizer.model",
+                                 "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"})
+            if (fs::exists(fs::path(dir) / name)) tokenizerFiles.push_back(fs::path(dir) / name);
+    }
+    if (fs::exists(out) && !(fs::is_directory(out) && fs::is_empty(out)))
+        throw Error(out + ": already exists and is not an empty folder");
+    const int seed = cmd.intValue("seed", 0, 0, 1 << 30);
+    std::printf("creating %s (%d layers, hidden %d, vocabulary %d) ...\n", preset.c_str(), config.numLayers,
+                config.hiddenSize, config.vocabSize);
+    std::fflush(stdout);
+    const DecoderNetwork network = DecoderNetwork::create(config, std::uint64_t(seed));
+    const fs::path finalDir(out);
+    const fs::path tempDir = finalDir.string() + ".tmp";
+    fs::remove_all(tempDir);
+    network.save(tempDir.string(), dtypes.at(dtypeName).first);
+    for (const fs::path& f : tokenizerFiles)
+        fs::copy_file(f, tempDir / f.filename());
+    {
+        std::ofstream card(tempDir / "README.md");
+        card << "# Random-weight " << toString(config.arch) << " decoder (" << preset << ")\n\n"
+             << "Written by `outlierlens create-model` with seed " << seed
+             << ". Its weights are random (Hugging Face initialisation);\nit has never been trained: "
+                "its predictions and attention patterns mean nothing. It exists\nfor benchmarks and to "
+                "try the tools.\n\n"
+             << "- layers " << config.numLayers << ", hidden " << config.hiddenSize << ", heads "
+             << config.numHeads << ", vocabulary " << config.vocabSize << ", weights " << dtypeName
+             << "\n- attention: " << config.variant.describe() << "\n"
+             << (tokenizerFiles.empty() ? "- no tokenizer files: give token ids (bench) or copy them in\n"
+                                        : "");
+    }
+    if (fs::exists(finalDir)) fs::remove(finalDir);
+    fs::rename(tempDir, finalDir);
+    std::printf("wrote %s (%s, %s, random weights)\n", out.c_str(), preset.c_str(), dtypeName.c_str());
+    return Ok;
+}
+
+} // namespace
 
 int runCreateModel(const QStringList& args)
 {
     Command cmd("create-model",
-                "Write a randomly initialised BERT model folder (config.json, model.safetensors, "
-                "vocab.txt, README.md) of a preset size. Its weights are random: it is for trying "
-                "the tools, not for drawing conclusions.");
+                "Write a randomly initialised BERT or decoder (GPT-2, OPT, LLaMA) model folder (config.json, "
+                "model.safetensors, tokenizer files, README.md) of a preset size. Its weights are random: it "
+                "is for benchmarks and trying the tools, not for drawing conclusions.");
     cmd.parser().addOptions({
-        {"preset", "Model size: bert-base, bert-large, bert-6l, bert-small, bert-mini, bert-tiny.", "name"},
+        {"preset",
+         "Model size: bert-base, bert-large, bert-6l, bert-small, bert-mini, bert-tiny; decoders: gpt2-tiny, "
+         "opt-tiny, llama-tiny, gpt2, opt-125m, tinyllama-1.1b, llama-7b.",
+         "name"},
         {"head", "classifier (default), mlm or encoder.", "kind"},
         {"labels", "Comma-separated class names (default entailment,neutral,contradiction).", "list"},
-        {"vocab", "vocab.txt to copy into the folder (its line count sets vocab_size).", "file"},
+        {"vocab", "BERT: vocab.txt to copy into the folder (its line count sets vocab_size).", "file"},
         {"seed", "Random seed (default 0).", "N"},
         {"fp16", "Store the weights as float16 (half the size)."},
         {"out", "Output folder (must not exist yet, or be empty).", "dir"},
+    });
+    cmd.parser().addOptions({
+        {"dtype", "Decoders: storage type of the weights, fp32 (default), fp16 or bf16.", "type"},
+        {"tokenizer",
+         "Decoders: a folder whose tokenizer files (vocab.json + merges.txt, tokenizer.model, "
+         "tokenizer_config.json, ...) are copied into the model; sets vocab_size.",
+         "dir"},
     });
     cmd.addVariantOptions();
     if (auto code = cmd.parse(args)) return *code;
     try {
         namespace fs = std::filesystem;
         const std::string out = cmd.required("out");
+        const std::string presetName = cmd.isSet("preset") ? cmd.value("preset") : "bert-mini";
+        const std::vector<std::string> decoderPresets = DecoderConfig::presetNames();
+        if (std::find(decoderPresets.begin(), decoderPresets.end(), presetName) != decoderPresets.end())
+            return createDecoder(cmd, presetName, out);
+        if (cmd.isSet("dtype") || cmd.isSet("tokenizer"))
+            throw UsageException{"--dtype and --tokenizer are for decoder presets (" +
+                                 joined(decoderPresets) + ")"};
         const std::string vocab = cmd.required("vocab");
-        BertConfig config = BertConfig::preset(cmd.isSet("preset") ? cmd.value("preset") : "bert-mini");
+        BertConfig config = BertConfig::preset(presetName);
         config.variant = cmd.variantOverride().applyTo(config.variant);
 
         std::int64_t lines = 0;

@@ -3,6 +3,7 @@
 #include "cli/command_line.h"
 
 #include "analysis/bert_inspection.h"
+#include "analysis/decoder_inspection.h"
 #include "analysis/inspection_dump.h"
 #include "analysis/vit_inspection.h"
 #include "common/error.h"
@@ -77,6 +78,42 @@ int inspectBertModel(Command& cmd, const std::string& modelDir)
     return Ok;
 }
 
+int inspectDecoderModel(Command& cmd, const std::string& modelDir)
+{
+    if (cmd.isSet("pair")) throw UsageException{"--pair needs a BERT model; " + modelDir + " is a decoder"};
+    const std::string text = cmd.required("text");
+    const int maxLength = cmd.intValue("max-length", 0, 1, 1 << 20);
+    DecoderNetwork network = DecoderNetwork::load(modelDir, cmd.variantOverride());
+    if (cmd.isSet("precision") && cmd.value("precision") == "bf16") network.setComputeDtype(torch::kBFloat16);
+    const std::unique_ptr<DecoderTokenizer> tokenizer = DecoderTokenizer::fromModelDir(modelDir);
+    const DecoderConfig& c = network.config();
+    std::printf("model: %s (%s, %d layers, %d heads, hidden %d; %s)\n", modelDir.c_str(),
+                c.architectures.empty() ? toString(c.arch).c_str() : c.architectures.front().c_str(),
+                c.numLayers, c.numHeads, c.hiddenSize, c.variant.describe().c_str());
+    for (const auto& note : network.loadReport().ignored)
+        std::printf("note: left out %s\n", note.c_str());
+
+    const DecoderInspection result =
+        inspectDecoder(network, *tokenizer, text, maxLength, !cmd.isSet("no-special-tokens"));
+    std::printf("tokens (%zu): %s\n", result.labels.size(), joinTokens(result.labels).c_str());
+    if (!result.nextTokens.empty()) {
+        std::printf("next token:");
+        for (std::size_t i = 0; i < result.nextTokens.size(); ++i)
+            std::printf("%s %s %.4f", i ? "," : "",
+                        decoderTokenLabel(*tokenizer, result.nextTokens[i].first).c_str(),
+                        result.nextTokens[i].second);
+        std::printf("\n");
+    }
+    if (cmd.isSet("dump")) {
+        const std::string dumpPath = cmd.value("dump");
+        if (interruptFlag()) return Interrupted;
+        writeInspectionDump(dumpPath, result.activations, 0, std::int64_t(result.encoding.tokens.size()),
+                            result.encoding.tokens, {modelDir, network.checkpointSha256(), text});
+        std::printf("dump: %s (%zu activations)\n", dumpPath.c_str(), result.activations.tensors().size());
+    }
+    return Ok;
+}
+
 /// Class names for a ViT: its own id2label, else ImageNet's for 1000 classes, else "class N".
 std::vector<std::string> vitClassNames(const VitConfig& c)
 {
@@ -130,10 +167,12 @@ int runInspect(const QStringList& args)
                            "(DESIGN.md) to an HDF5 file.");
     cmd.parser().addOptions({
         {"model", "Model folder (config.json, model.safetensors or pytorch_model.bin, vocab.txt).", "dir"},
-        {"text", "Text (BERT); the premise of a pair.", "text"},
+        {"text", "Text (BERT: the premise of a pair; decoders: the text).", "text"},
         {"pair", "Second segment (BERT): the hypothesis.", "text"},
         {"image", "Image file (ViT).", "file"},
         {"max-length", "Truncate the token sequence to N tokens (default: the model's maximum).", "N"},
+        {"no-special-tokens", "Decoders: do not add the tokenizer's BOS (OPT </s>, LLaMA <s>)."},
+        {"precision", "Decoders: compute in fp32 (default) or bf16.", "fp32|bf16"},
         {"dump", "Write every capture point to this HDF5 file.", "out.h5"},
         {"threads", "LibTorch threads (default: all cores).", "N"},
     });
@@ -142,6 +181,13 @@ int runInspect(const QStringList& args)
     try {
         configureTorchThreads(cmd.intValue("threads", 0, 1, 1024));
         const std::string modelDir = cmd.required("model");
+        if (cmd.isSet("precision") && cmd.value("precision") != "fp32" && cmd.value("precision") != "bf16")
+            throw UsageException{"--precision must be fp32 or bf16"};
+        if (isDecoderModelDir(modelDir)) {
+            if (cmd.isSet("image"))
+                throw UsageException{"--image needs a ViT model; " + modelDir + " is a decoder"};
+            return inspectDecoderModel(cmd, modelDir);
+        }
         const ModelFamily family = detectModelFamily(modelDir);
         if (family == ModelFamily::Bert) {
             if (cmd.isSet("image"))

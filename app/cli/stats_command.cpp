@@ -74,14 +74,16 @@ std::vector<int> parseLayers(const QString& text)
 
 int runStats(const QStringList& args)
 {
-    Command cmd("stats",
-                "Stream a data set through a BERT or ViT model and write the outlier statistics behind the "
-                "paper's figures and tables to one HDF5 file (docs/stats-format.md, docs/metrics.md).");
+    Command cmd(
+        "stats",
+        "Stream a data set through a BERT, ViT or decoder model and write the outlier statistics behind the "
+        "paper's figures and tables to one HDF5 file (docs/stats-format.md, docs/metrics.md).");
     cmd.parser().addOptions({
         {"model", "Model folder.", "dir"},
         {"data",
-         "mnli:FILE[:N] (GLUE TSV or JSONL pairs) or images:DIR[:N] (a folder of images, or ImageNet's "
-         "validation layout with one sub-folder per WordNet id).",
+         "mnli:FILE[:N] (GLUE TSV or JSONL pairs), images:DIR[:N] (a folder of images, or ImageNet's "
+         "validation layout with one sub-folder per WordNet id) or, for decoders, text:FILE[:N] (the "
+         "file's start cut into N chunks of --seq-len tokens; default N 100).",
          "spec"},
         {"layers", "Comma-separated 0-based layers (default: all).", "list"},
         {"rule", "Outlier rule: sigma (|x - mean| > k std, default) or tau (|x| > tau mean|x|).", "rule"},
@@ -89,6 +91,9 @@ int runStats(const QStringList& args)
         {"tau", "tau of the tau rule (default 1000).", "tau"},
         {"batch", "Inputs per forward pass (default 16).", "B"},
         {"max-length", "Truncate text inputs to N tokens (default: the model's maximum).", "N"},
+        {"seq-len", "Decoders: tokens per chunk (default: 512 or the model's maximum if smaller).", "T"},
+        {"bos", "Decoders: start every chunk with the tokenizer's BOS token (An et al. take chunks "
+                "without it)."},
         {"threads", "LibTorch threads (default: all cores).", "N"},
         {"out", "Output HDF5 file (written atomically).", "stats.h5"},
     });
@@ -108,12 +113,16 @@ int runStats(const QStringList& args)
             throw UsageException{"--k and --tau must be positive"};
         o.batchSize = cmd.intValue("batch", 16, 1, 4096);
         o.maxLength = cmd.intValue("max-length", 0, 2, 1 << 20);
+        o.seqLen = cmd.intValue("seq-len", 0, 2, 1 << 20);
+        o.bos = cmd.isSet("bos");
         o.variant = cmd.variantOverride();
         if (o.data.kind == DataSpec::Kind::Images) {
             o.imagenetNames = sampleDataFile("imagenet/imagenet_classes_ILSVRC2012.txt");
             o.imagenetIndex = sampleDataFile("imagenet/imagenet_class_index.json");
         }
-        ProgressPrinter printer(o.data.kind == DataSpec::Kind::Mnli ? "pairs" : "images");
+        ProgressPrinter printer(o.data.kind == DataSpec::Kind::Mnli     ? "pairs"
+                                : o.data.kind == DataSpec::Kind::Images ? "images"
+                                                                        : "chunks");
         const StatsRunResult r = runStatistics(
             o, interruptFlag(), [&](std::int64_t done, std::int64_t total) { printer.update(done, total); },
             [](const std::string& message) { std::fprintf(stderr, "\nstats: %s\n", message.c_str()); });

@@ -82,14 +82,14 @@ std::string joined(const std::vector<std::string>& parts)
 }
 
 /// The tensor behind the model's "max inf norm" and the ones averaged into "avg kurtosis".
-CapturePoint infNormPoint(InputKind kind)
+CapturePoint infNormPoint(const StatisticsOptions& o)
 {
-    return kind == InputKind::Text ? CapturePoint::FfnOut : CapturePoint::Out;
+    return figureTensor(o.kind, o.decoder);
 }
 
-std::vector<CapturePoint> kurtosisPoints(InputKind kind)
+std::vector<CapturePoint> kurtosisPoints(const StatisticsOptions& o)
 {
-    if (kind == InputKind::Text) return {CapturePoint::FfnOut, CapturePoint::Out};
+    if (o.kind == InputKind::Text && !o.decoder) return {CapturePoint::FfnOut, CapturePoint::Out};
     return {CapturePoint::Out};
 }
 
@@ -105,6 +105,11 @@ std::string previousOutputName(int layer)
 }
 
 } // namespace
+
+CapturePoint figureTensor(InputKind kind, bool decoder)
+{
+    return kind == InputKind::Text && !decoder ? CapturePoint::FfnOut : CapturePoint::Out;
+}
 
 const std::vector<CapturePoint>& statisticsTensorPoints()
 {
@@ -566,7 +571,7 @@ void DatasetStatistics::writeHeads(Hdf5Writer& writer, const std::string& group,
 
 void DatasetStatistics::writeSummary(Hdf5Writer& writer) const
 {
-    const InputKind kind = m_options.kind;
+    const StatisticsOptions& kind = m_options;
     const std::size_t infSlot = tensorSlot(infNormPoint(kind));
     std::vector<std::int64_t> layers;
     std::vector<double> infNorms, kurtoses;

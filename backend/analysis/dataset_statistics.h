@@ -37,7 +37,12 @@ struct StatisticsOptions
     OutlierCriterion criterion;
     double attentionFraction = 0.1; ///< attention outlier: cumulative attention >= fraction * T
     std::vector<std::string> delimiters = {"[SEP]", ".", ","}; ///< text models
+    bool decoder = false; ///< text through a causal decoder: the figures use `out` (DESIGN.md)
 };
+
+/// The one home of "which tensor do a family's figures use" (DESIGN.md, Metrics): BERT's ffn_out,
+/// the block output `out` for images (ViT) and decoders. Its max inf norm is the model's.
+CapturePoint figureTensor(InputKind kind, bool decoder);
 
 /// The [T, d] tensors analysed in every selected layer, in file order: attn_out, ffn_out, residual, out.
 const std::vector<CapturePoint>& statisticsTensorPoints();

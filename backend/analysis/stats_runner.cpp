@@ -1,12 +1,14 @@
 #include "analysis/stats_runner.h"
 
 #include "analysis/dataset_statistics.h"
+#include "analysis/decoder_inspection.h"
 #include "analysis/recording_sink.h"
 #include "analysis/vit_inspection.h"
 #include "common/error.h"
 #include "io/hdf5_store.h"
 #include "io/image.h"
 #include "model/bert_network.h"
+#include "model/decoder_network.h"
 #include "model/vit_network.h"
 #include "text/imagenet.h"
 #include "text/mnli.h"
@@ -17,6 +19,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <numeric>
 
 namespace outlierlens {
@@ -26,15 +29,17 @@ DataSpec DataSpec::parse(const std::string& text)
 {
     const auto colon = text.find(':');
     if (colon == std::string::npos)
-        throw Error("--data '" + text + "': expected mnli:FILE[:N] or images:DIR[:N]");
+        throw Error("--data '" + text + "': expected mnli:FILE[:N], images:DIR[:N] or text:FILE[:N]");
     DataSpec spec;
     const std::string kind = text.substr(0, colon);
     if (kind == "mnli")
         spec.kind = Kind::Mnli;
     else if (kind == "images")
         spec.kind = Kind::Images;
+    else if (kind == "text")
+        spec.kind = Kind::Text;
     else
-        throw Error("--data '" + text + "': unknown kind '" + kind + "' (expected mnli or images)");
+        throw Error("--data '" + text + "': unknown kind '" + kind + "' (expected mnli, images or text)");
     std::string rest = text.substr(colon + 1);
     const auto last = rest.rfind(':');
     if (last != std::string::npos && last + 1 < rest.size() &&
@@ -50,7 +55,8 @@ DataSpec DataSpec::parse(const std::string& text)
 
 std::string DataSpec::describe() const
 {
-    return (kind == Kind::Mnli ? "mnli:" : "images:") + path + (limit ? ":" + std::to_string(limit) : "");
+    const char* prefix = kind == Kind::Mnli ? "mnli:" : kind == Kind::Images ? "images:" : "text:";
+    return prefix + path + (limit ? ":" + std::to_string(limit) : "");
 }
 
 std::vector<LabelledImage> listImageDataset(const std::string& dir, std::size_t limit,
@@ -314,6 +320,115 @@ StatsRunResult runImages(const StatsRunOptions& o, const std::atomic<bool>& canc
     return result;
 }
 
+/// Token ids of the start of a text file: enough for `chunks` chunks of `tokens`, read in growing
+/// pieces so a large corpus is not tokenized whole. Encoded without special tokens, as An et al.
+/// take their chunks.
+std::vector<std::int64_t> tokenizeFileStart(const std::string& path, const DecoderTokenizer& tokenizer,
+                                            std::size_t chunks, std::size_t tokens)
+{
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(path + ": cannot open the text file");
+    in.seekg(0, std::ios::end);
+    const auto size = std::size_t(std::max<std::streamoff>(0, in.tellg()));
+    in.seekg(0);
+    const std::size_t wanted = chunks * tokens;
+    std::size_t bytes = std::min(size, std::max<std::size_t>(wanted * 8, 1 << 16));
+    while (true) {
+        std::string text(bytes, '\0');
+        in.clear();
+        in.seekg(0);
+        in.read(text.data(), std::streamsize(bytes));
+        text.resize(std::size_t(in.gcount()));
+        if (bytes < size) {
+            // Cut at the last line break so no word (or UTF-8 sequence) is split.
+            const auto cut = text.rfind('\n');
+            if (cut != std::string::npos && cut > 0) text.resize(cut + 1);
+        }
+        std::vector<std::int64_t> ids = tokenizer.encode(text, std::nullopt, 0, false).inputIds;
+        if (ids.size() >= wanted || bytes >= size) return ids;
+        bytes = std::min(size, bytes * 2);
+    }
+}
+
+StatsRunResult runDecoderText(const StatsRunOptions& o, const std::atomic<bool>& cancel,
+                              const std::function<void(std::int64_t, std::int64_t)>& progress)
+{
+    Stopwatch clock;
+    DecoderNetwork network = DecoderNetwork::load(o.modelDir, o.variant);
+    const std::unique_ptr<DecoderTokenizer> tokenizer = DecoderTokenizer::fromModelDir(o.modelDir);
+    const DecoderConfig& c = network.config();
+    const int maxPositions = c.maxPositions > 0 ? c.maxPositions : 512;
+    const int seqLen = o.seqLen > 0 ? o.seqLen : std::min(512, maxPositions);
+    if (seqLen > maxPositions)
+        throw Error("--seq-len " + std::to_string(seqLen) + " exceeds the model's " +
+                    std::to_string(maxPositions) + " positions");
+    if (o.bos && tokenizer->bosId() < 0) throw Error(o.modelDir + ": the tokenizer has no BOS token (--bos)");
+    const std::size_t body = std::size_t(seqLen - (o.bos ? 1 : 0));
+    if (body < 1) throw Error("--seq-len must leave room for at least one text token");
+    const std::size_t wantedChunks = o.data.limit > 0 ? o.data.limit : 100;
+    const std::vector<std::int64_t> ids = tokenizeFileStart(o.data.path, *tokenizer, wantedChunks, body);
+    const std::size_t chunks = std::min(wantedChunks, ids.size() / body);
+    if (chunks == 0)
+        throw Error(o.data.path + ": " + std::to_string(ids.size()) + " tokens, fewer than one chunk of " +
+                    std::to_string(body));
+    for (std::int64_t id : ids)
+        if (id < 0 || id >= c.vocabSize)
+            throw Error("token id " + std::to_string(id) + " is outside the model's vocabulary of " +
+                        std::to_string(c.vocabSize));
+
+    StatisticsOptions so;
+    so.kind = InputKind::Text;
+    so.decoder = true;
+    so.layers = resolveLayers(o.layers, c.numLayers);
+    so.numLayers = c.numLayers, so.numHeads = c.numHeads, so.hiddenSize = c.hiddenSize,
+    so.headDim = c.headDim();
+    so.criterion = o.criterion;
+    DatasetStatistics stats(so);
+    RecordingSink sink(requiredCaptures(so));
+    std::map<std::int64_t, std::string> labels; // token id -> label, cached
+    auto labelOf = [&](std::int64_t id) -> const std::string& {
+        auto it = labels.find(id);
+        if (it == labels.end()) it = labels.emplace(id, decoderTokenLabel(*tokenizer, id)).first;
+        return it->second;
+    };
+
+    // Every chunk has the same length: batches need no padding; the token budget bounds memory.
+    const std::int64_t perBatch =
+        std::max<std::int64_t>(1, std::min<std::int64_t>(o.batchSize, o.tokenBudget / seqLen));
+    const auto total = std::int64_t(chunks);
+    for (std::int64_t b0 = 0; b0 < total; b0 += perBatch) {
+        if (cancel) throw Cancelled();
+        const std::int64_t B = std::min(perBatch, total - b0);
+        torch::Tensor batch = torch::empty({B, seqLen}, torch::kLong);
+        for (std::int64_t r = 0; r < B; ++r) {
+            std::int64_t* row = batch[r].data_ptr<std::int64_t>();
+            std::int64_t k = 0;
+            if (o.bos) row[k++] = tokenizer->bosId();
+            std::copy_n(ids.begin() + std::ptrdiff_t(std::size_t(b0 + r) * body), body, row + k);
+        }
+        sink.clear();
+        {
+            c10::InferenceMode guard;
+            network.forward(batch, {}, &sink, false);
+        }
+        for (std::int64_t r = 0; r < B; ++r) {
+            std::vector<std::string> tokens;
+            tokens.reserve(std::size_t(seqLen));
+            const std::int64_t* row = batch[r].data_ptr<std::int64_t>();
+            for (std::int64_t t = 0; t < seqLen; ++t)
+                tokens.push_back(labelOf(row[t]));
+            stats.addSample(captureSample(sink, r, seqLen), tokens);
+        }
+        progress(b0 + B, total);
+    }
+    StatsRunResult result;
+    result.samples = stats.samples();
+    writeFile(o, stats, c.architectures.empty() ? toString(c.arch) : c.architectures.front(),
+              network.checkpointSha256(), result);
+    result.seconds = clock.seconds();
+    return result;
+}
+
 } // namespace
 
 StatsRunResult runStatistics(const StatsRunOptions& options, const std::atomic<bool>& cancel,
@@ -322,6 +437,14 @@ StatsRunResult runStatistics(const StatsRunOptions& options, const std::atomic<b
 {
     if (options.batchSize < 1) throw Error("batch size must be at least 1");
     if (options.outPath.empty()) throw Error("no output file given");
+    if (isDecoderModelDir(options.modelDir)) {
+        if (options.data.kind != DataSpec::Kind::Text)
+            throw Error(options.modelDir + " is a decoder: use --data text:FILE[:N]");
+        return runDecoderText(options, cancel, progress);
+    }
+    if (options.data.kind == DataSpec::Kind::Text)
+        throw Error("--data text:FILE needs a decoder model (GPT-2, OPT, LLaMA); " + options.modelDir +
+                    " is not one");
     const ModelFamily family = detectModelFamily(options.modelDir);
     if (family == ModelFamily::Bert && options.data.kind != DataSpec::Kind::Mnli)
         throw Error(options.modelDir + " is a BERT model: use --data mnli:FILE");

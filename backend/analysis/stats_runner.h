@@ -14,11 +14,12 @@
 
 namespace outlierlens {
 
-/// A data set to stream: "mnli:FILE[:N]" (GLUE TSV or JSONL pairs) or "images:DIR[:N]" (a flat
-/// folder of images, or ImageNet's validation layout with one sub-folder per WordNet id).
+/// A data set to stream: "mnli:FILE[:N]" (GLUE TSV or JSONL pairs), "images:DIR[:N]" (a flat
+/// folder of images, or ImageNet's validation layout with one sub-folder per WordNet id) or
+/// "text:FILE[:N]" (a UTF-8 text file cut into N chunks of seqLen tokens, for decoders).
 struct DataSpec
 {
-    enum class Kind { Mnli, Images };
+    enum class Kind { Mnli, Images, Text };
     Kind kind = Kind::Mnli;
     std::string path;
     std::size_t limit = 0; ///< 0 = all
@@ -48,7 +49,9 @@ struct StatsRunOptions
     OutlierCriterion criterion;
     int batchSize = 16;
     int tokenBudget = 2048; ///< text: at most this many (padded) tokens per batch, so memory stays flat
-    int maxLength = 0; ///< text: truncation (0 = the model's maximum)
+    int maxLength = 0;      ///< text: truncation (0 = the model's maximum)
+    int seqLen = 0;         ///< decoders: tokens per chunk (0 = min(512, the model's maximum))
+    bool bos = false;       ///< decoders: start each chunk with the tokenizer's BOS (An et al. do not)
     VariantOverride variant;
     std::string outPath;
     /// ImageNet class list and index (sample_data) for images:DIR with WordNet sub-folders.

@@ -1,0 +1,67 @@
+#include "analysis/decoder_inspection.h"
+
+#include "common/error.h"
+
+#include <torch/torch.h>
+
+namespace outlierlens {
+
+std::string decoderTokenLabel(const DecoderTokenizer& tokenizer, std::int64_t id)
+{
+    const std::string text = tokenizer.displayToken(id);
+    std::string out;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (c == ' ')
+            out += "\xc2\xb7"; // middle dot: a space the reader can see
+        else if (c == '\n')
+            out += "\\n";
+        else if (c == '\t')
+            out += "\\t";
+        else if (c == '\r')
+            out += "\\r";
+        else
+            out += c;
+    }
+    return out.empty() ? tokenizer.idToToken(id) : out;
+}
+
+DecoderInspection inspectDecoder(DecoderNetwork& network, const DecoderTokenizer& tokenizer,
+                                 const std::string& text, int maxLength, bool addSpecialTokens,
+                                 const std::set<std::string>& captureNames, int topNext)
+{
+    const DecoderConfig& c = network.config();
+    const int limit = maxLength > 0 ? maxLength : c.maxPositions;
+    if (c.maxPositions > 0 && limit > c.maxPositions)
+        throw Error("--max-length " + std::to_string(limit) + " exceeds the model's " +
+                    std::to_string(c.maxPositions) + " positions");
+    DecoderInspection result{tokenizer.encode(text, std::nullopt, limit, addSpecialTokens),
+                             captureNames.empty() ? RecordingSink() : RecordingSink(captureNames),
+                             {},
+                             {}};
+    if (result.encoding.inputIds.empty())
+        throw Error("the text gives no tokens" +
+                    std::string(addSpecialTokens ? "" : " (special tokens are off: nothing to run)"));
+    for (std::int64_t id : result.encoding.inputIds)
+        if (id < 0 || id >= c.vocabSize)
+            throw Error("token id " + std::to_string(id) + " is outside the model's vocabulary of " +
+                        std::to_string(c.vocabSize) + " (do the tokenizer files belong to this model?)");
+    for (std::int64_t id : result.encoding.inputIds)
+        result.labels.push_back(decoderTokenLabel(tokenizer, id));
+
+    const auto T = std::int64_t(result.encoding.inputIds.size());
+    const torch::Tensor ids = torch::tensor(result.encoding.inputIds, torch::kLong).view({1, T});
+    c10::InferenceMode guard;
+    const DecoderForward out =
+        network.forward(ids, torch::ones({1, T}, torch::kLong), &result.activations, topNext > 0);
+    if (topNext > 0 && out.logits.defined()) {
+        const torch::Tensor probs = torch::softmax(out.logits[0][T - 1].to(torch::kDouble), -1);
+        const auto top = probs.topk(std::min<std::int64_t>(topNext, probs.size(0)));
+        for (std::int64_t k = 0; k < std::get<0>(top).size(0); ++k)
+            result.nextTokens.emplace_back(std::get<1>(top)[k].item<std::int64_t>(),
+                                           std::get<0>(top)[k].item<double>());
+    }
+    return result;
+}
+
+} // namespace outlierlens

@@ -1,0 +1,37 @@
+#pragma once
+// Runs on the thread that owns the network (a worker, or the command line's main thread).
+
+#include "analysis/recording_sink.h"
+#include "model/decoder_network.h"
+#include "text/decoder_tokenizer.h"
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace outlierlens {
+
+/// One text run through a decoder with its activations recorded.
+struct DecoderInspection
+{
+    Encoding encoding;               ///< the tokenizer's output (no padding)
+    RecordingSink activations;       ///< batched tensors, B = 1
+    std::vector<std::string> labels; ///< one readable label per token (bytes decoded, spaces shown)
+    /// The most likely next tokens after the last position: (token id, probability), best first.
+    std::vector<std::pair<std::int64_t, double>> nextTokens;
+};
+
+/// Tokenizes `text` as the model's tokenizer does (`addSpecialTokens`: OPT/LLaMA's BOS; GPT-2 adds
+/// none), truncated to maxLength tokens (0 = the model's maximum positions), runs the network under
+/// InferenceMode and records the capture points in `captureNames` (empty = all). Throws Error for
+/// an empty encoding, an input longer than the model allows or ids outside its vocabulary.
+DecoderInspection inspectDecoder(DecoderNetwork& network, const DecoderTokenizer& tokenizer,
+                                 const std::string& text, int maxLength = 0, bool addSpecialTokens = true,
+                                 const std::set<std::string>& captureNames = {}, int topNext = 5);
+
+/// A readable label for a decoder token: the tokenizer's display string with spaces made visible
+/// ("\u00b7" for a leading space, "\\n" for a newline), never empty.
+std::string decoderTokenLabel(const DecoderTokenizer& tokenizer, std::int64_t id);
+
+} // namespace outlierlens

@@ -1,0 +1,173 @@
+// Decoder LLMs on the command line, as a user meets them: `inspect --dump` holds Hugging Face's
+// numbers under DESIGN.md's names, `stats --data text:` writes a statistics file, `create-model`
+// writes a decoder that loads back, and bad folders give one-line errors.
+
+#include "../common/tensor_compare.h"
+
+#include "analysis/statistics_file.h"
+#include "io/hdf5_store.h"
+#include "model/capture.h"
+
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace outlierlens;
+using outlierlens::test::fixture;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Run
+{
+    int exitCode = -1;
+    QString out, err;
+};
+
+Run runApp(const QStringList& args)
+{
+    QProcess p;
+    p.start(QStringLiteral(OUTLIERLENS_BINARY_DIR "/app/outlierlens"), args);
+    if (!p.waitForFinished(300000)) p.kill();
+    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
+            QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
+}
+
+QString modelDir(const QString& name)
+{
+    return QString::fromStdString(fixture("decoders/" + name.toStdString() + "/hf"));
+}
+
+} // namespace
+
+class TstDecoderCli : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void inspectDumpsHuggingFaceNumbers_data()
+    {
+        QTest::addColumn<QString>("name");
+        for (const char* name : {"gpt2-seed0", "opt-seed0", "opt-postln-proj-seed0",
+                                 "opt-oft-gated-linear-seed0", "opt-oft-clipped-alpha-seed0", "llama-seed0"})
+            QTest::newRow(name) << QString::fromLatin1(name);
+    }
+
+    void inspectDumpsHuggingFaceNumbers()
+    {
+        QFETCH(QString, name);
+        using torch::indexing::Slice;
+        const Hdf5Reader ref(fixture("decoders/" + name.toStdString() + "/reference.h5"));
+        // Row 0 of the reference: the first text, cut by the tokenizer to `lengths[0]` tokens.
+        const std::string text = ref.readStrings("inputs/texts")[0];
+        const std::int64_t T = ref.readTensor("inputs/lengths")[0].item<std::int64_t>();
+        QTemporaryDir dir;
+        const QString dump = dir.path() + QStringLiteral("/dump.h5");
+        const Run r =
+            runApp({QStringLiteral("inspect"), QStringLiteral("--model"), modelDir(name),
+                    QStringLiteral("--text"), QString::fromStdString(text), QStringLiteral("--max-length"),
+                    QString::number(T), QStringLiteral("--dump"), dump});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QVERIFY2(r.out.contains(QStringLiteral("next token:")), qPrintable(r.out));
+
+        const Hdf5Reader got(dump.toStdString());
+        const torch::Tensor ids = ref.readTensor("inputs/input_ids")[0].index({Slice(0, T)});
+        QCOMPARE(got.readStrings("tokens").size(), std::size_t(T));
+        QCOMPARE(got.readStrings("tokens"), [&] {
+            std::vector<std::string> tokens;
+            const std::vector<std::string> all = ref.readStrings("inputs/tokens");
+            const std::int64_t width = ref.shape("inputs/tokens")[1];
+            for (std::int64_t t = 0; t < T; ++t)
+                tokens.push_back(all[std::size_t(t)]);
+            (void)width;
+            return tokens;
+        }());
+        const int L = int(ref.shape("hidden_states")[0]) - 1;
+        OL_COMPARE_TENSORS("embeddings", got.readTensor("embeddings"),
+                           ref.readTensor("hidden_states")[0][0].index({Slice(0, T)}), 1e-4);
+        for (int l = 0; l < L; ++l) {
+            const std::string p = "layer" + std::to_string(l) + "/";
+            OL_COMPARE_TENSORS(QString::fromStdString(p + "attn_probs"), got.readTensor(p + "attn_probs"),
+                               ref.readTensor("attentions")[l][0].index({Slice(), Slice(0, T), Slice(0, T)}),
+                               1e-5);
+            OL_COMPARE_TENSORS(QString::fromStdString(p + "down_in"), got.readTensor(p + "down_in"),
+                               ref.readTensor("layers/x_down")[l][0].index({Slice(0, T)}), 1e-4);
+            OL_COMPARE_TENSORS(QString::fromStdString(p + "ffn_out"), got.readTensor(p + "ffn_out"),
+                               ref.readTensor("layers/ffn_out")[l][0].index({Slice(0, T)}), 1e-4);
+            OL_COMPARE_TENSORS(QString::fromStdString(p + "attn_out"), got.readTensor(p + "attn_out"),
+                               ref.readTensor("layers/attn_proj")[l][0].index({Slice(0, T)}), 1e-4);
+            OL_COMPARE_TENSORS(QString::fromStdString(p + "out"), got.readTensor(p + "out"),
+                               ref.readTensor("hidden_states")[l + 1][0].index({Slice(0, T)}), 1e-4);
+            if (ref.exists("layers/gate")) {
+                OL_COMPARE_TENSORS(QString::fromStdString(p + "attn_gate"), got.readTensor(p + "attn_gate"),
+                                   ref.readTensor("layers/gate")[l][0].index({Slice(), Slice(0, T)}), 1e-5);
+            }
+        }
+        OL_COMPARE_TENSORS("logits", got.readTensor("logits"),
+                           ref.readTensor("outputs/logits")[0].index({Slice(0, T)}), 1e-4);
+        QVERIFY(got.stringAttribute("/", "checkpoint_sha256").size() == 64);
+        QCOMPARE(ids.size(0), T);
+    }
+
+    void statsOverTextChunks()
+    {
+        QTemporaryDir dir;
+        const QString out = dir.path() + QStringLiteral("/stats.h5");
+        const QString text = QStringLiteral(OUTLIERLENS_SOURCE_DIR "/sample_data/text/wiki_en_valid.txt");
+        const Run r = runApp(
+            {QStringLiteral("stats"), QStringLiteral("--model"), modelDir(QStringLiteral("gpt2-seed0")),
+             QStringLiteral("--data"), QStringLiteral("text:") + text + QStringLiteral(":6"),
+             QStringLiteral("--seq-len"), QStringLiteral("32"), QStringLiteral("--out"), out});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        const StatisticsFile stats = readStatisticsFile(out.toStdString());
+        QCOMPARE(stats.samples, std::int64_t(6));
+        // A BERT model refuses text chunks with a one-line error, and writes nothing.
+        const Run wrong =
+            runApp({QStringLiteral("stats"), QStringLiteral("--model"),
+                    QString::fromStdString(fixture("bert/hf")), QStringLiteral("--data"),
+                    QStringLiteral("text:") + text, QStringLiteral("--out"), dir.path() + "/x.h5"});
+        QCOMPARE(wrong.exitCode, 1);
+        QVERIFY2(wrong.err.contains(QStringLiteral("decoder")), qPrintable(wrong.err));
+        QVERIFY(!QFile::exists(dir.path() + "/x.h5"));
+    }
+
+    void createModelWritesADecoderThatLoads()
+    {
+        QTemporaryDir dir;
+        const QString out = dir.path() + QStringLiteral("/tiny");
+        const Run made = runApp(
+            {QStringLiteral("create-model"), QStringLiteral("--preset"), QStringLiteral("llama-tiny"),
+             QStringLiteral("--dtype"), QStringLiteral("bf16"), QStringLiteral("--tokenizer"),
+             QString::fromStdString(fixture("decoders/tokenizers/llama")), QStringLiteral("--out"), out});
+        QVERIFY2(made.exitCode == 0, qPrintable(made.err));
+        QVERIFY(QFile::exists(out + QStringLiteral("/tokenizer.model")));
+        const Run r = runApp({QStringLiteral("inspect"), QStringLiteral("--model"), out,
+                              QStringLiteral("--text"), QStringLiteral("Summer is warm. Winter is cold.")});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QVERIFY2(r.out.contains(QStringLiteral("tokens (")), qPrintable(r.out));
+    }
+
+    void badDecoderFoldersGiveOneLineErrors()
+    {
+        QTemporaryDir dir;
+        const fs::path model(dir.path().toStdString() + "/m");
+        fs::copy(modelDir(QStringLiteral("gpt2-seed0")).toStdString(), model);
+        // An architecture nobody knows.
+        {
+            std::ofstream(model / "config.json")
+                << R"({"model_type": "gpt2", "architectures": ["MambaForCausalLM"]})";
+        }
+        const Run r = runApp({QStringLiteral("inspect"), QStringLiteral("--model"),
+                              QString::fromStdString(model.string()), QStringLiteral("--text"),
+                              QStringLiteral("hello")});
+        QCOMPARE(r.exitCode, 1);
+        QCOMPARE(r.err.trimmed().count(QLatin1Char('\n')), 0);
+        QVERIFY2(r.err.contains(QStringLiteral("config.json")), qPrintable(r.err));
+    }
+};
+
+QTEST_MAIN(TstDecoderCli)
+#include "tst_decoder_cli.moc"
