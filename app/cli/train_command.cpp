@@ -32,7 +32,9 @@ void applyDefaults(TrainConfig& c)
     if (c.task == TrainTask::MaskedLm && c.vocab.empty()) c.vocab = sampleDataFile("bert/vocab.txt");
     if (c.task == TrainTask::Nli && c.data.empty()) c.data = sampleDataFile("mnli/mnli_dev_matched.jsonl");
     if (c.task == TrainTask::Image && c.data.empty()) c.data = "fashion-mnist";
-    for (std::string* path : {&c.corpus, &c.validCorpus, &c.data, &c.vocab})
+    if (c.task == TrainTask::CausalLm && c.tokenizer.empty() && c.init.empty())
+        c.tokenizer = sampleDataFile("tokenizers/wiki-bpe-1k");
+    for (std::string* path : {&c.corpus, &c.validCorpus, &c.data, &c.vocab, &c.tokenizer})
         if (path->rfind("sample_data/", 0) == 0 && !std::filesystem::exists(*path))
             *path = sampleDataFile(path->substr(std::string("sample_data/").size()));
 }
@@ -48,7 +50,8 @@ void printPresets()
 int runTrain(const QStringList& args)
 {
     Command cmd("train",
-                "Train a BERT or ViT (vanilla, clipped softmax or gated attention) in this process. Progress "
+                "Train a BERT, a ViT or a causal decoder LLM (task clm: GPT-2, OPT or LLaMA shapes; vanilla, "
+                "clipped softmax or gated attention) in this process. Progress "
                 "is printed as one JSON object per line; the run folder gets run.json, status.json, "
                 "metrics.jsonl, checkpoints/ and final/. SIGTERM or Ctrl-C saves a checkpoint and stops; "
                 "--resume continues it.");
@@ -89,8 +92,12 @@ int runTrain(const QStringList& args)
             if (!std::filesystem::exists(path))
                 throw Error(cmd.value("output") + ": no run.json here, so no run to resume");
             config = parseTrainConfig(readText(path), path);
+        } else if (cmd.isSet("task")) {
+            config = TrainConfig(); // the defaults, then the flags below
         } else {
-            throw UsageException{"give --config, --from-preset, or --resume with --output"};
+            throw UsageException{
+                "give --config, --from-preset, --task (with flags for the rest), or --resume "
+                "with --output"};
         }
         for (const TrainFieldInfo& f : trainFields()) {
             const QString name = QString::fromStdString(f.name);

@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "model/bert.h"
+#include "model/decoder_config.h"
 #include "train/probe_metrics.h"
 #include "train/training_task.h"
 
@@ -35,7 +36,8 @@ TrainConfig taskConfig(const QuantExperiment& e)
         t.task = TrainTask::Nli;
         t.data = rest;
     } else if (kind == "text" && !rest.empty()) {
-        t.task = TrainTask::MaskedLm;
+        // Masked LM for BERT folders, causal LM (perplexity of next-token prediction) for decoders.
+        t.task = isDecoderModelDir(e.modelDir) ? TrainTask::CausalLm : TrainTask::MaskedLm;
         t.corpus = rest;
     } else if (kind == "fashion-mnist" && rest.empty()) {
         t.task = TrainTask::Image;
@@ -112,7 +114,8 @@ QuantResult runQuantExperiment(const QuantExperiment& e,
     checkCancel();
 
     const nlohmann::json probe = probeMetrics(*task);
-    r.trackedPoint = config.task == TrainTask::Image ? "out" : "ffn_out";
+    const bool decoder = config.task == TrainTask::CausalLm;
+    r.trackedPoint = config.task == TrainTask::Image || decoder ? "out" : "ffn_out";
     r.maxInfNormPerLayer = probe["max_inf_norm"][r.trackedPoint].get<std::vector<double>>();
     r.kurtosisPerLayer = probe["kurtosis"][r.trackedPoint].get<std::vector<double>>();
     r.maxInfNorm = *std::max_element(r.maxInfNormPerLayer.begin(), r.maxInfNormPerLayer.end());
@@ -122,10 +125,16 @@ QuantResult runQuantExperiment(const QuantExperiment& e,
     // The MLM head stays in floating point, but its decoder is tied to the word embeddings, which are
     // quantized: it keeps a floating-point copy.
     if (mlm) mlm->decoderWeightOverride = mlm->bert->embeddings->wordEmbeddings->weight.detach().clone();
-    const std::vector<std::string> keepFloat = {"cls.", ".alpha."};
+    // Causal LMs as the paper's OPT code runs them ("fp32_head"): the LM head (weights and logits) stays
+    // in floating point, also when it is tied to the quantized token embeddings. An et al.'s context
+    // scale is a gate and stays in floating point like the others.
+    task->keepHeadInFloat();
+    std::vector<std::string> keepFloat = {"cls.", ".alpha."};
+    if (decoder) keepFloat.insert(keepFloat.end(), {"lm_head.", "context_scale."});
 
     // Calibrates a fresh copy of the model with the batches of `seed` and evaluates it.
-    const auto quantizedMetric = [&](const QuantOptions& options, int seed, bool keepRanges) {
+    const auto quantizedMetric = [&](QuantOptions options, int seed, bool keepRanges) {
+        if (decoder) options.quantizeLogits = false;
         restoreParameters(saved);
         std::vector<std::string> weights;
         if (options.quantizeWeights) weights = quantizeWeights(module, options, keepFloat);

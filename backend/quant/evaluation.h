@@ -18,8 +18,9 @@ struct QuantExperiment
 {
     std::string modelDir;
     /// "mnli:FILE" (a BertForSequenceClassification with the MNLI labels: pairs [0, nliTrainPairs)
-    /// calibrate, the rest are evaluated), "text:FILE" (BertForMaskedLM: the last evalBatches x batch
-    /// sequences are held out for perplexity, the rest calibrate), "fashion-mnist" or "images:DIR" (ViT;
+    /// calibrate, the rest are evaluated), "text:FILE" (BertForMaskedLM, or a GPT-2 / OPT / LLaMA
+    /// decoder: the last evalBatches x batch sequences are held out for perplexity, masked-LM or
+    /// next-token, and the rest calibrate), "fashion-mnist" or "images:DIR" (ViT;
     /// training images calibrate, test / every tenth image evaluate), "synthetic" (the synthetic task's
     /// own generator, accuracy on masked positions).
     std::string data;
@@ -47,7 +48,8 @@ struct QuantResult
     double floatMetric = 0;
     std::vector<double> quantMetrics; ///< one per seed
     double quantMean = 0, quantStd = 0;
-    std::string trackedPoint; ///< the tensor behind the two numbers below: "ffn_out" (BERT) or "out" (ViT)
+    std::string
+        trackedPoint; ///< the tensor behind the two numbers below: "ffn_out" (BERT) or "out" (ViT, decoders)
     std::vector<double> maxInfNormPerLayer, kurtosisPerLayer;
     double maxInfNorm = 0, avgKurtosis = 0;
     std::vector<std::string> quantizedWeights;

@@ -1,6 +1,7 @@
 #include "quant/quantizer.h"
 
 #include "common/error.h"
+#include "model/decoder_modules.h"
 
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/embedding.h>
@@ -175,6 +176,7 @@ std::map<std::string, std::pair<double, double>> QuantizationSink::ranges() cons
 at::Tensor QuantizationSink::transform(QuantSite site, int layer, const at::Tensor& batched)
 {
     if (m_options.onlyLayer && *m_options.onlyLayer != layer) return batched;
+    if (site == QuantSite::Logits && !m_options.quantizeLogits) return batched;
     const std::pair<int, int> key{layer, int(site)};
     auto it = m_quantizers.find(key);
     if (it == m_quantizers.end())
@@ -199,6 +201,10 @@ std::vector<std::string> quantizeWeights(torch::nn::Module& module, const QuantO
             weight = embedding->weight;
         else if (auto* conv = dynamic_cast<torch::nn::Conv2dImpl*>(&m))
             weight = conv->weight;
+        else if (auto* own = dynamic_cast<decoder::LinearImpl*>(&m))
+            weight = own->conv1d ? own->weight.t() : own->weight; // a view: copies write through
+        else if (auto* table = dynamic_cast<decoder::EmbeddingImpl*>(&m))
+            weight = table->weight;
         else
             continue;
         const std::string name = item.key() + ".weight";

@@ -86,6 +86,9 @@ struct QuantOptions
     double percentile = 99.999;
     /// Only sites of this layer (0-based; -1 = embeddings and head) quantize activations; nullopt = all.
     std::optional<int> onlyLayer;
+    /// Quantize the Logits site. Off for causal LMs, whose head stays in floating point (the "fp32_head"
+    /// setup of the paper's OPT code).
+    bool quantizeLogits = true;
 };
 
 /// An ActivationSink that fake-quantizes every QuantSite: calibrate with setCalibrating(true) and a few
@@ -120,9 +123,11 @@ private:
 };
 
 /// Fake-quantizes the weights of `module` in place (symmetric, per tensor or per output channel):
-/// every Linear, Embedding and Conv2d weight whose name contains none of `keepFloat` (e.g. "cls." for
-/// the MLM head and ".alpha." for the gates, which stay in floating point). Biases and LayerNorms stay
-/// in floating point. Returns the names of the quantized weights.
+/// every Linear, Embedding and Conv2d weight (also the decoders' own linear and embedding modules;
+/// GPT-2's Conv1D [in, out] per output channel too) whose name contains none of `keepFloat` (e.g.
+/// "cls." for the MLM head and ".alpha." for the gates, which stay in floating point). Biases and
+/// LayerNorms stay in floating point. Weights must be float32. Returns the names of the quantized
+/// weights.
 std::vector<std::string> quantizeWeights(torch::nn::Module& module, const QuantOptions& options,
                                          const std::vector<std::string>& keepFloat);
 

@@ -443,6 +443,7 @@ std::unique_ptr<TrainingTask> makeBertTask(const TrainConfig& config)
         return std::make_unique<SyntheticTask>(
             config, config.init.empty() ? SyntheticTask::writeVocabulary(config) : std::string());
     case TrainTask::Image:
+    case TrainTask::CausalLm:
         break;
     }
     throw Error("not a BERT task");

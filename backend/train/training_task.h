@@ -54,12 +54,17 @@ public:
     virtual void loadWeights(const std::string& dir) = 0;
     /// One line describing model and data, for the model card and the log.
     virtual std::string describe() const = 0;
+    /// Called before simulated quantization changes the weights in place: a task whose output head
+    /// stays in floating point although its weight is tied to the (quantized) token embeddings keeps a
+    /// floating-point copy of it from now on (causal LMs; BERT's MLM head does this through its own
+    /// decoderWeightOverride). Default: nothing.
+    virtual void keepHeadInFloat() {}
 };
 
 /// Builds the task of a validated config: loads and prepares its data (a corpus too small for one
 /// batch, a missing file, ... are Errors naming the file) and a freshly initialised model (seeded).
 /// With "init" the model comes from that folder instead: nli fine-tunes its encoder (and keeps its
-/// classifier if it already has the three MNLI labels); mlm, synthetic and image continue from it.
+/// classifier if it already has the three MNLI labels); mlm, synthetic, image and clm continue from it.
 std::unique_ptr<TrainingTask> makeTrainingTask(const TrainConfig& config);
 
 } // namespace outlierlens

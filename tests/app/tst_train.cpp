@@ -5,6 +5,7 @@
 #include "analysis/metrics.h"
 #include "analysis/recording_sink.h"
 #include "model/bert_network.h"
+#include "model/decoder_network.h"
 #include "text/wordpiece.h"
 #include "train/data/mlm_data.h"
 
@@ -287,6 +288,57 @@ private Q_SLOTS:
         for (const char* name :
              {"demo-vit-fmnist", "demo-bert-mlm", "demo-bert-nli", "paper-bert-base-mlm", "paper-vit-s16"})
             QVERIFY2(r.out.contains(name), name);
+    }
+
+    void causalLmRunsEndToEnd()
+    {
+        // task clm with the default tokenizer (sample_data/tokenizers/wiki-bpe-1k), flags only.
+        const QString run = m_dir.path() + "/clm";
+        const Run r = runApp({"train",
+                              "--task",
+                              "clm",
+                              "--output",
+                              run,
+                              "--corpus",
+                              QString::fromStdString(kTrain),
+                              "--valid-corpus",
+                              QString::fromStdString(kValid),
+                              "--preset",
+                              "gpt2-tiny",
+                              "--seq-length",
+                              "32",
+                              "--batch-size",
+                              "8",
+                              "--steps",
+                              "8",
+                              "--warmup-steps",
+                              "2",
+                              "--lr",
+                              "3e-3",
+                              "--log-every",
+                              "1",
+                              "--eval-every",
+                              "4",
+                              "--eval-batches",
+                              "2",
+                              "--threads",
+                              "1"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QVERIFY(r.out.contains("\"perplexity\""));
+        const std::map<std::int64_t, double> l = losses(run);
+        QCOMPARE(l.size(), std::size_t(8));
+        QVERIFY2(l.at(8) < l.at(1), qPrintable(QString("loss %1 -> %2").arg(l.at(1)).arg(l.at(8))));
+        QCOMPARE(status(run)["state"].get<std::string>(), std::string("finished"));
+        const std::string final = (run + "/final").toStdString();
+        QVERIFY(fs::exists(final + "/vocab.json") && fs::exists(final + "/merges.txt"));
+        QVERIFY(fs::exists(final + "/README.md"));
+        DecoderNetwork net = DecoderNetwork::load(final);
+        QVERIFY(net.config().arch == DecoderArch::Gpt2);
+        QCOMPARE(net.config().vocabSize, 1257);
+        c10::InferenceMode guard;
+        const torch::Tensor logits = net.forward(torch::arange(10, torch::kLong).view({1, 10})).logits;
+        QCOMPARE(logits.size(2), std::int64_t(1257));
+        QVERIFY(torch::isfinite(logits).all().item<bool>());
     }
 };
 

@@ -156,9 +156,9 @@ struct SmallProblem
     }
 };
 
-const std::vector<std::string> kPresetNames = {"demo-vit-fmnist", "demo-bert-mlm",       "demo-bert-nli",
-                                               "demo-synthetic",  "paper-bert-base-mlm", "paper-bert-6l",
-                                               "paper-vit-s16"};
+const std::vector<std::string> kPresetNames = {"demo-vit-fmnist",     "demo-bert-mlm", "demo-bert-nli",
+                                               "demo-synthetic",      "demo-clm",      "paper-opt-125m",
+                                               "paper-bert-base-mlm", "paper-bert-6l", "paper-vit-s16"};
 
 /// A valid masked-LM config for the validation cases to break.
 TrainConfig validMlm()
@@ -176,6 +176,8 @@ TrainConfig withDataPaths(TrainConfig c)
     if (c.task == TrainTask::MaskedLm && c.corpus.empty()) c.corpus = "/data/wiki_and_books.txt";
     if ((c.task == TrainTask::Image || c.task == TrainTask::Nli) && c.data.empty()) c.data = "/data/set";
     if (c.task == TrainTask::Nli && c.init.empty()) c.init = "/models/bert";
+    if (c.task == TrainTask::CausalLm && c.corpus.empty()) c.corpus = "/data/wiki_and_books.txt";
+    if (c.task == TrainTask::CausalLm && c.tokenizer.empty()) c.tokenizer = "/models/opt-125m";
     return c;
 }
 
@@ -531,7 +533,8 @@ private Q_SLOTS:
         };
         QCOMPARE(field("lr").defaultText, std::string("0.001"));
         QCOMPARE(field("adam_eps").defaultText, std::string("1e-08"));
-        QCOMPARE(field("task").choices, (std::vector<std::string>{"mlm", "nli", "image", "synthetic"}));
+        QCOMPARE(field("task").choices,
+                 (std::vector<std::string>{"mlm", "nli", "image", "synthetic", "clm"}));
         QCOMPARE(field("gate").choices,
                  (std::vector<std::string>{"none", "linear", "mlp", "all_heads_linear"}));
         QCOMPARE(field("alpha").defaultText, std::string("none"));
@@ -858,7 +861,7 @@ private Q_SLOTS:
         row("image size for mlm", {"--image_size", "32"}, "image_size: only used by task image");
         row("sequence too short", {"--seq_length", "2"}, "seq_length: must be at least 4");
         row("data for mlm", {"--data", "x"}, "data: only used by tasks nli and image, not by task mlm");
-        row("init for mlm", {"--init", "m"}, "init: only used by task nli");
+        row("init for mlm", {"--init", "m"}, "init: only used by tasks nli and clm");
         row("nli without data", {"--task", "nli", "--corpus", "", "--preset", "", "--init", "m"},
             "data: task nli needs an MNLI file");
         row("nli without init", {"--task", "nli", "--corpus", "", "--preset", "", "--data", "d"},
@@ -870,7 +873,7 @@ private Q_SLOTS:
              "2"},
             "num_layers: task nli fine-tunes");
         row("corpus for nli", {"--task", "nli", "--preset", "", "--data", "d", "--init", "m"},
-            "corpus: only used by task mlm");
+            "corpus: only used by tasks mlm and clm");
         row("image without data", {"--task", "image", "--corpus", "", "--preset", ""},
             "data: task image needs");
         row("vocab for image",
@@ -882,7 +885,7 @@ private Q_SLOTS:
              "5"},
             "patch_size: image size 28 is not a multiple of patch size 5");
         row("corpus for synthetic", {"--task", "synthetic", "--preset", ""},
-            "corpus: only used by task mlm, not by task synthetic");
+            "corpus: only used by tasks mlm and clm, not by task synthetic");
     }
 
     void validationErrors()
@@ -953,7 +956,7 @@ private Q_SLOTS:
             QVERIFY2(help.find("--" + f.name + " ") != std::string::npos, f.name.c_str());
         QVERIFY(help.find("--lr X") != std::string::npos);
         QVERIFY(help.find("(default 0.001)") != std::string::npos);
-        QVERIFY(help.find("--task mlm|nli|image|synthetic") != std::string::npos);
+        QVERIFY(help.find("--task mlm|nli|image|synthetic|clm") != std::string::npos);
         QVERIFY(help.find("Attention variant:\n") != std::string::npos);
         std::size_t start = 0;
         while (start < help.size()) {

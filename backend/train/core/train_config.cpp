@@ -26,7 +26,7 @@ constexpr int enumCount();
 template<>
 constexpr int enumCount<TrainTask>()
 {
-    return 4;
+    return 5;
 }
 template<>
 constexpr int enumCount<DecayKind>()
@@ -317,30 +317,41 @@ const std::vector<FieldDef>& fieldTable()
 {
     static const std::vector<FieldDef> table = {
         {"task", kData,
-         "what to train: mlm (masked LM on text), nli (MNLI classifier), image (ViT), synthetic",
+         "what to train: mlm (masked LM on text), nli (MNLI classifier), image (ViT), synthetic, clm "
+         "(causal LM on text: GPT-2, OPT or LLaMA-shaped decoders)",
          OL_MEMBER(task)},
         {"output", kData, "run folder for run.json, metrics, checkpoints and the final model (required)",
          OL_MEMBER(output)},
-        {"corpus", kData, "mlm: training text file", OL_MEMBER(corpus)},
-        {"valid_corpus", kData, "mlm: held-out text file for perplexity", OL_MEMBER(validCorpus)},
+        {"corpus", kData, "mlm, clm: training text file", OL_MEMBER(corpus)},
+        {"valid_corpus", kData,
+         "mlm, clm: held-out text file for perplexity (empty: the corpus' last blocks)",
+         OL_MEMBER(validCorpus)},
         {"data", kData, "nli: MNLI file; image: 'fashion-mnist' (Debian's IDX files) or an image folder",
          OL_MEMBER(data)},
         {"vocab", kData, "BERT vocab.txt (empty: sample_data/bert/vocab.txt)", OL_MEMBER(vocab)},
-        {"init", kData, "nli: pre-trained model folder to fine-tune, e.g. an mlm run's final/ (required)",
+        {"tokenizer", kData,
+         "clm: decoder tokenizer folder, vocab.json + merges.txt or tokenizer.model (empty: "
+         "sample_data/tokenizers/wiki-bpe-1k; with init: the init model's)",
+         OL_MEMBER(tokenizer)},
+        {"init", kData,
+         "nli: pre-trained model folder to fine-tune, e.g. an mlm run's final/ (required); clm: decoder "
+         "folder to continue training",
          OL_MEMBER(init)},
         {"nli_train_pairs", kData, "nli: sentence pairs of the data used for training; the rest are held out",
          OL_MEMBER(nliTrainPairs)},
 
         {"preset", kModel,
          "model size: bert-tiny, bert-mini, bert-small, bert-6l, bert-base, bert-large, "
-         "vit-fmnist, vit-tiny, vit-small, vit-base (empty: bert-mini for mlm, bert-tiny for "
-         "synthetic, vit-fmnist for image; nli uses the init model's)",
+         "vit-fmnist, vit-tiny, vit-small, vit-base; clm: gpt2-tiny, opt-tiny, llama-tiny, gpt2, "
+         "opt-125m, ... (empty: bert-mini for mlm, bert-tiny for synthetic, vit-fmnist for image, "
+         "gpt2-tiny for clm; nli and clm with init use the init model's)",
          OL_MEMBER(preset)},
         {"hidden_size", kModel, "hidden size d (0: from the preset)", OL_MEMBER(hiddenSize)},
         {"num_layers", kModel, "transformer layers (0: from the preset)", OL_MEMBER(numLayers)},
         {"num_heads", kModel, "attention heads (0: from the preset)", OL_MEMBER(numHeads)},
         {"intermediate_size", kModel, "FFN hidden size (0: from the preset)", OL_MEMBER(intermediateSize)},
-        {"seq_length", kModel, "BERT tasks: tokens per sequence, [CLS] and [SEP] included",
+        {"seq_length", kModel,
+         "BERT tasks: tokens per sequence, [CLS] and [SEP] included; clm: tokens per block",
          OL_MEMBER(seqLength)},
         {"image_size", kModel, "image: input size in pixels (0: from the preset)", OL_MEMBER(imageSize)},
         {"patch_size", kModel, "image: patch size in pixels (0: from the preset)", OL_MEMBER(patchSize)},
@@ -351,7 +362,8 @@ const std::vector<FieldDef>& fieldTable()
         {"zeta", kAttention, "clipped softmax: upper stretch zeta >= 1", OL_MEMBER(variant.zeta)},
         {"alpha", kAttention, "clipped softmax: gamma = -alpha / T instead of gamma (none: use gamma)",
          OL_MEMBER(variant.alpha)},
-        {"max_seq_length", kAttention, "T of the alpha rule (0: seq_length for BERT, patches + 1 for ViT)",
+        {"max_seq_length", kAttention,
+         "T of the alpha rule (0: seq_length for BERT and clm, patches + 1 for ViT)",
          OL_MEMBER(variant.maxSeqLength)},
         {"gate", kAttention, "gated attention: none, linear or mlp (per head), all_heads_linear",
          OL_MEMBER(variant.gate)},
@@ -376,7 +388,8 @@ const std::vector<FieldDef>& fieldTable()
          OL_MEMBER(gradClip)},
         {"mask_probability", kOptimization, "mlm: fraction of tokens chosen for prediction",
          OL_MEMBER(maskProbability)},
-        {"dropout", kOptimization, "dropout probability", OL_MEMBER(dropout)},
+        {"dropout", kOptimization, "dropout probability (BERT and ViT; the decoders of clm have none)",
+         OL_MEMBER(dropout)},
         {"augment", kOptimization, "image: augment the training images", OL_MEMBER(augment)},
         {"layer_norm_decay", kOptimization, "also decay LayerNorm weights (gamma); damps outliers",
          OL_MEMBER(layerNormDecay)},
@@ -434,6 +447,8 @@ std::string familiarFieldName(const std::string& key)
         {"lr_scheduler_type", "decay"},
         {"output_dir", "output"},
         {"train_file", "corpus"},
+        {"tokenizer_name", "tokenizer"},
+        {"block_size", "seq_length"},
         {"validation_file", "valid_corpus"},
         {"model_name_or_path", "init"},
         {"config_name", "preset"},
@@ -500,6 +515,8 @@ std::string toString(TrainTask task)
         return "image";
     case TrainTask::Synthetic:
         return "synthetic";
+    case TrainTask::CausalLm:
+        return "clm";
     }
     return "mlm";
 }

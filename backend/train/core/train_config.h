@@ -2,6 +2,7 @@
 // Any thread: plain values and pure functions (the tables are built once, thread-safely).
 
 #include "model/config.h"
+#include "model/decoder_config.h"
 #include "model/vit_config.h"
 #include "train/core/lr_schedule.h"
 
@@ -17,9 +18,10 @@ enum class TrainTask {
     Nli,       ///< "nli": BERT sentence-pair classifier on MNLI
     Image,     ///< "image": ViT classifier on Fashion-MNIST or an image folder
     Synthetic, ///< "synthetic": BERT-style encoder on a generated toy task
+    CausalLm,  ///< "clm": causal decoder LLM (GPT-2, OPT, LLaMA shapes) on a text file
 };
 
-/// "mlm", "nli", "image", "synthetic".
+/// "mlm", "nli", "image", "synthetic", "clm".
 std::string toString(TrainTask task);
 /// Parses the names of toString(); throws Error listing them otherwise.
 TrainTask parseTrainTask(const std::string& text);
@@ -32,11 +34,14 @@ struct TrainConfig
     // Task and data
     TrainTask task = TrainTask::MaskedLm; ///< "task"
     std::string output;                   ///< "output": run folder
-    std::string corpus;                   ///< "corpus": mlm training text
-    std::string validCorpus;              ///< "valid_corpus": mlm held-out text
-    std::string data;                  ///< "data": nli: MNLI file; image: "fashion-mnist" or an image folder
-    std::string vocab;                 ///< "vocab": BERT vocab.txt (empty: sample_data/bert/vocab.txt)
-    std::string init;                  ///< "init": nli: pre-trained model folder to start from (required)
+    std::string corpus;                   ///< "corpus": mlm and clm training text
+    std::string validCorpus;              ///< "valid_corpus": mlm and clm held-out text
+    std::string data;      ///< "data": nli: MNLI file; image: "fashion-mnist" or an image folder
+    std::string vocab;     ///< "vocab": BERT vocab.txt (empty: sample_data/bert/vocab.txt)
+    std::string tokenizer; ///< "tokenizer": clm: decoder tokenizer folder (vocab.json + merges.txt or
+                           ///< tokenizer.model)
+    std::string
+        init; ///< "init": nli: pre-trained model folder to start from (required); clm: decoder to continue
     std::int64_t nliTrainPairs = 8000; ///< "nli_train_pairs"
 
     // Model
@@ -46,7 +51,7 @@ struct TrainConfig
     int numLayers = 0;        ///< "num_layers"
     int numHeads = 0;         ///< "num_heads"
     int intermediateSize = 0; ///< "intermediate_size"
-    int seqLength = 128;      ///< "seq_length": tokens per sequence (BERT tasks)
+    int seqLength = 128;      ///< "seq_length": tokens per sequence (BERT tasks) or block (clm)
     int imageSize = 0;        ///< "image_size": pixels; 0 = from the preset (image task)
     int patchSize = 0;        ///< "patch_size": pixels; 0 = from the preset (image task)
     /// Keys and flags "softmax", "gamma", "zeta", "alpha", "max_seq_length", "gate", "n_hid",
@@ -79,12 +84,12 @@ struct TrainConfig
     int threads = 0;                    ///< "threads": LibTorch intra-op threads; 0 = all cores
 
     // Synthetic task options (task "synthetic"; train/data/synthetic_data.h explains the task)
-    int syntheticVocab = 64;        ///< "synthetic_vocab": vocabulary size
-    int syntheticMinLength = 0;     ///< "synthetic_min_length": shortest sequence (0 = seq_length, no padding)
-    int syntheticDelimiters = 2;    ///< "synthetic_delimiters": delimiter token types
-    double delimiterRate = 0.1;     ///< "delimiter_rate"
-    double operatorRate = 0.08;     ///< "operator_rate"
-    int topicSize = 8;              ///< "topic_size": content tokens per sequence's topic
+    int syntheticVocab = 64;     ///< "synthetic_vocab": vocabulary size
+    int syntheticMinLength = 0;  ///< "synthetic_min_length": shortest sequence (0 = seq_length, no padding)
+    int syntheticDelimiters = 2; ///< "synthetic_delimiters": delimiter token types
+    double delimiterRate = 0.1;  ///< "delimiter_rate"
+    double operatorRate = 0.08;  ///< "operator_rate"
+    int topicSize = 8;           ///< "topic_size": content tokens per sequence's topic
 };
 
 /// One field of TrainConfig as the user sees it: JSON key, flag, --help line.
@@ -130,7 +135,7 @@ void applyTrainFlag(TrainConfig& config, const std::string& name, const std::str
 void validateTrainConfig(const TrainConfig& config);
 
 /// The model size a task uses when "preset" is empty: bert-mini (mlm), bert-tiny (synthetic),
-/// vit-fmnist (image); "" for nli, whose model comes from "init".
+/// vit-fmnist (image), gpt2-tiny (clm); "" for nli, whose model comes from "init".
 std::string defaultModelPreset(TrainTask task);
 
 /// The BERT shape of task mlm or synthetic: the preset (or the task's default) with the non-zero
@@ -144,6 +149,12 @@ BertConfig trainBertConfig(const TrainConfig& config);
 /// max_seq_length is 0. Channels and classes (and, for Fashion-MNIST, the image size) are left to
 /// the task. Throws Error for the other tasks and for an unknown or non-ViT preset.
 VitConfig trainVitConfig(const TrainConfig& config);
+/// The decoder shape of task clm without "init": the decoder preset (or gpt2-tiny) with the non-zero
+/// size overrides, max positions raised to seq_length if needed, and the variant with T = seq_length
+/// for the alpha rule when max_seq_length is 0. vocab_size and the special-token ids are left to the
+/// task (they come from the tokenizer). Throws Error for the other tasks and for an unknown or
+/// non-decoder preset.
+DecoderConfig trainDecoderConfig(const TrainConfig& config);
 
 /// A named starting point for a run.
 struct TrainPreset
@@ -153,8 +164,9 @@ struct TrainPreset
     TrainConfig config;      ///< data paths the user must fill in are empty
 };
 
-/// "demo-vit-fmnist", "demo-bert-mlm", "demo-bert-nli", "demo-synthetic", "paper-bert-base-mlm",
-/// "paper-bert-6l", "paper-vit-s16" (see train_config.cpp for their values and sources).
+/// "demo-vit-fmnist", "demo-bert-mlm", "demo-bert-nli", "demo-synthetic", "demo-clm",
+/// "paper-bert-base-mlm", "paper-bert-6l", "paper-vit-s16", "paper-opt-125m" (see train_presets.cpp
+/// for their values and sources).
 const std::vector<TrainPreset>& trainPresets();
 /// The config of a named preset; throws Error naming the known presets otherwise.
 TrainConfig presetConfig(const std::string& name);

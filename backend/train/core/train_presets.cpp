@@ -149,6 +149,79 @@ std::vector<TrainPreset> makePresets()
              c});
     }
     {
+        TrainConfig c;
+        c.task = TrainTask::CausalLm;
+        c.output = "runs/demo-clm";
+        c.corpus = "sample_data/text/wiki_en_train.txt";
+        c.validCorpus = "sample_data/text/wiki_en_valid.txt";
+        c.tokenizer = "sample_data/tokenizers/wiki-bpe-1k";
+        c.preset = "gpt2-tiny";
+        c.hiddenSize = 128;
+        c.numLayers = 4;
+        c.numHeads = 4;
+        c.intermediateSize = 512;
+        c.seqLength = 128;
+        c.steps = 400;
+        c.batchSize = 16;
+        c.lr = 2e-3;
+        c.weightDecay = 0.1;
+        c.beta1 = 0.9;
+        c.beta2 = 0.95;
+        c.warmupSteps = 40;
+        c.decay = DecayKind::Cosine;
+        c.gradClip = 1.0;
+        c.dropout = 0.0;
+        c.logEvery = 10;
+        c.evalEvery = 100;
+        c.checkpointEvery = 100;
+        c.evalBatches = 8;
+        presets.push_back(
+            {"demo-clm",
+             "GPT-2-shaped causal decoder (4 layers, d 128, 4 heads, FFN 512, blocks of 128 tokens) "
+             "trained on the bundled English Wikipedia text with the bundled 1,257-token byte-level BPE "
+             "(sample_data/tokenizers/wiki-bpe-1k): 400 steps of batch 16, AdamW lr 2e-3, betas (0.9, "
+             "0.95), weight decay 0.1, 40 warm-up steps, cosine decay; perplexity on the held-out "
+             "file. Minutes on two CPU cores; add --softmax clipped --alpha 12 or --gate linear for "
+             "the paper's variants.",
+             c});
+    }
+    {
+        // The paper's OPT-125m recipe (Bondarenko et al. 2023, appendix C.2, and Qualcomm's
+        // outlier-free-transformers scripts/opt_125m_*.sh): 12 layers, d 768, block 512, 125k steps
+        // of 48 x 4 sequences, AdamW lr 4e-4 with betas (0.9, 0.95), 2,000 warm-up steps and linear
+        // decay, weight decay 0.1 also on LayerNorm weights, clipping 1.0. The decoders here have no
+        // dropout (the paper's 0.1 is not reproduced).
+        TrainConfig c;
+        c.task = TrainTask::CausalLm;
+        c.output = "runs/paper-opt-125m";
+        c.preset = "opt-125m";
+        c.seqLength = 512;
+        c.steps = 125000;
+        c.batchSize = 192;
+        c.lr = 4e-4;
+        c.weightDecay = 0.1;
+        c.layerNormDecay = true;
+        c.beta1 = 0.9;
+        c.beta2 = 0.95;
+        c.adamEps = 1e-8;
+        c.warmupSteps = 2000;
+        c.decay = DecayKind::Linear;
+        c.gradClip = 1.0;
+        c.dropout = 0.0;
+        c.logEvery = 100;
+        c.evalEvery = 5000;
+        c.checkpointEvery = 5000;
+        c.evalBatches = 16;
+        presets.push_back(
+            {"paper-opt-125m",
+             "The paper's OPT-125m causal-LM pre-training (Wikipedia + BookCorpus; Qualcomm's scripts): "
+             "block 512, batch 192, 125k steps, AdamW lr 4e-4, betas (0.9, 0.95), 2k warm-up steps, "
+             "linear decay, weight decay 0.1 including LayerNorm weights, clipping 1.0. Fill in corpus, "
+             "valid_corpus and tokenizer (facebook/opt-125m's); add --softmax clipped --alpha 12 or "
+             "--gate linear for the paper's variants. Needs a GPU-class machine.",
+             c});
+    }
+    {
         TrainConfig c = paperBertRecipe("bert-base");
         c.output = "runs/paper-bert-base-mlm";
         presets.push_back(

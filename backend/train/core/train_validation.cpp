@@ -3,6 +3,7 @@
 #include "train/core/train_config.h"
 
 #include "common/error.h"
+#include "model/decoder_config.h"
 #include "train/core/closest_name.h"
 
 #include <algorithm>
@@ -37,6 +38,13 @@ bool isBertPreset(const std::string& name)
     return false;
 }
 
+bool isDecoderPreset(const std::string& name)
+{
+    for (const std::string& n : DecoderConfig::presetNames())
+        if (n == name) return true;
+    return false;
+}
+
 bool isVitPreset(const std::string& name)
 {
     try {
@@ -62,6 +70,9 @@ void checkPreset(const TrainConfig& c, bool vit)
     std::string list;
     for (const std::string& n : known)
         list += (list.empty() ? "" : ", ") + n;
+    if (isDecoderPreset(c.preset))
+        fail("preset", "task " + toString(c.task) + " trains a " + (vit ? "ViT" : "BERT model") + ", but '" +
+                           c.preset + "' is a decoder size (task clm; use " + list + ")");
     if (!bert && !isVit) {
         std::vector<std::string> all = BertConfig::presetNames();
         all.insert(all.end(), kVitPresetNames.begin(), kVitPresetNames.end());
@@ -148,6 +159,33 @@ void checkModel(const TrainConfig& c)
         atLeast(c.seqLength, 4, "seq_length");
     }
 
+    if (c.task == TrainTask::CausalLm) {
+        if (!c.init.empty()) {
+            const char* sized = !c.preset.empty()         ? "preset"
+                                : c.hiddenSize != 0       ? "hidden_size"
+                                : c.numLayers != 0        ? "num_layers"
+                                : c.numHeads != 0         ? "num_heads"
+                                : c.intermediateSize != 0 ? "intermediate_size"
+                                                          : nullptr;
+            if (sized)
+                fail(sized, "task clm with init continues the model in " + c.init +
+                                " and takes its size from there; leave preset empty and the sizes 0");
+            if (!c.variant.isVanilla())
+                fail(c.variant.softmax != SoftmaxKind::Vanilla ? "softmax" : "gate",
+                     "task clm with init keeps the attention variant of " + c.init +
+                         " (its config.json); remove the variant settings");
+            return;
+        }
+        const DecoderConfig d = trainDecoderConfig(c);
+        if (d.hiddenSize % d.numHeads != 0)
+            fail("num_heads", "hidden size " + std::to_string(d.hiddenSize) + " is not a multiple of " +
+                                  std::to_string(d.numHeads) + " heads");
+        d.variant.validate("attention");
+        DecoderConfig shaped = d;
+        shaped.vocabSize = std::max(shaped.vocabSize, 1); // the tokenizer decides it later
+        shaped.validate("model");
+        return;
+    }
     if (c.task == TrainTask::Nli) {
         const char* sized = !c.preset.empty()         ? "preset"
                             : c.hiddenSize != 0       ? "hidden_size"
@@ -201,6 +239,8 @@ std::string defaultModelPreset(TrainTask task)
         return "vit-fmnist";
     case TrainTask::Nli:
         return "";
+    case TrainTask::CausalLm:
+        return "gpt2-tiny";
     }
     return "";
 }
@@ -208,6 +248,7 @@ std::string defaultModelPreset(TrainTask task)
 BertConfig trainBertConfig(const TrainConfig& c)
 {
     if (c.task == TrainTask::Image) throw Error("task image trains a ViT, not a BERT model");
+    if (c.task == TrainTask::CausalLm) throw Error("task clm trains a causal decoder, not a BERT model");
     if (c.task == TrainTask::Nli) throw Error("task nli fine-tunes the model in init (" + c.init + ")");
     checkPreset(c, false);
     BertConfig b = BertConfig::preset(c.preset.empty() ? defaultModelPreset(c.task) : c.preset);
@@ -220,10 +261,45 @@ BertConfig trainBertConfig(const TrainConfig& c)
     return b;
 }
 
+DecoderConfig trainDecoderConfig(const TrainConfig& c)
+{
+    if (c.task != TrainTask::CausalLm)
+        throw Error("task " + toString(c.task) + " does not train a causal decoder (task clm does)");
+    if (!c.init.empty()) throw Error("task clm with init continues the model in init (" + c.init + ")");
+    const std::string name = c.preset.empty() ? defaultModelPreset(c.task) : c.preset;
+    if (!isDecoderPreset(name)) {
+        std::string list;
+        for (const std::string& n : DecoderConfig::presetNames())
+            list += (list.empty() ? "" : ", ") + n;
+        if (isBertPreset(name) || isVitPreset(name))
+            fail("preset", "task clm trains a causal decoder, but '" + name + "' is a " +
+                               (isBertPreset(name) ? "BERT" : "ViT") + " size (use " + list + ")");
+        fail("preset", "unknown decoder size '" + name + "' (did you mean '" +
+                           closestName(name, DecoderConfig::presetNames()) + "'? task clm takes " + list +
+                           ")");
+    }
+    DecoderConfig d = DecoderConfig::preset(name);
+    if (c.hiddenSize > 0) {
+        if (d.wordEmbedProjDim == d.hiddenSize) d.wordEmbedProjDim = c.hiddenSize; // no projection
+        d.hiddenSize = c.hiddenSize;
+    }
+    if (c.numLayers > 0) d.numLayers = c.numLayers;
+    if (c.numHeads > 0) {
+        // Grouped-query attention keeps its groups when they still divide the heads.
+        if (d.numKvHeads == d.numHeads || c.numHeads % d.numKvHeads != 0) d.numKvHeads = c.numHeads;
+        d.numHeads = c.numHeads;
+    }
+    if (c.intermediateSize > 0) d.intermediateSize = c.intermediateSize;
+    d.maxPositions = std::max(d.maxPositions, c.seqLength);
+    d.variant = resolvedVariant(c.variant, c.seqLength);
+    return d;
+}
+
 VitConfig trainVitConfig(const TrainConfig& c)
 {
     if (c.task != TrainTask::Image)
-        throw Error("task " + toString(c.task) + " trains a BERT model, not a ViT");
+        throw Error("task " + toString(c.task) + " trains a " +
+                    (c.task == TrainTask::CausalLm ? "causal decoder" : "BERT model") + ", not a ViT");
     checkPreset(c, true);
     VitConfig v = VitConfig::preset(c.preset.empty() ? defaultModelPreset(c.task) : c.preset);
     if (c.hiddenSize > 0) v.hiddenSize = c.hiddenSize;
@@ -245,28 +321,43 @@ void validateTrainConfig(const TrainConfig& c)
     case TrainTask::MaskedLm:
         if (c.corpus.empty()) fail("corpus", "task mlm needs a training text file (--corpus FILE)");
         unused(c.data, "data", "tasks nli and image", t);
-        unused(c.init, "init", "task nli", t);
+        unused(c.init, "init", "tasks nli and clm", t);
+        unused(c.tokenizer, "tokenizer", "task clm", t);
+        break;
+    case TrainTask::CausalLm:
+        if (c.corpus.empty()) fail("corpus", "task clm needs a training text file (--corpus FILE)");
+        if (c.tokenizer.empty() && c.init.empty())
+            fail("tokenizer", "task clm needs a decoder tokenizer folder, vocab.json + merges.txt or "
+                              "tokenizer.model (--tokenizer DIR, e.g. sample_data/tokenizers/wiki-bpe-1k)");
+        if (!c.tokenizer.empty() && !c.init.empty())
+            fail("tokenizer", "task clm with init uses the tokenizer saved in " + c.init +
+                                  "; leave tokenizer empty (found '" + c.tokenizer + "')");
+        unused(c.data, "data", "tasks nli and image", t);
+        unused(c.vocab, "vocab", "tasks mlm and nli", t);
         break;
     case TrainTask::Nli:
         if (c.data.empty()) fail("data", "task nli needs an MNLI file (--data FILE)");
         if (c.init.empty())
             fail("init", "task nli fine-tunes a pre-trained model: give its folder (--init DIR)");
-        unused(c.corpus, "corpus", "task mlm", t);
-        unused(c.validCorpus, "valid_corpus", "task mlm", t);
+        unused(c.corpus, "corpus", "tasks mlm and clm", t);
+        unused(c.validCorpus, "valid_corpus", "tasks mlm and clm", t);
+        unused(c.tokenizer, "tokenizer", "task clm", t);
         break;
     case TrainTask::Image:
         if (c.data.empty()) fail("data", "task image needs 'fashion-mnist' or an image folder (--data)");
-        unused(c.corpus, "corpus", "task mlm", t);
-        unused(c.validCorpus, "valid_corpus", "task mlm", t);
+        unused(c.corpus, "corpus", "tasks mlm and clm", t);
+        unused(c.validCorpus, "valid_corpus", "tasks mlm and clm", t);
+        unused(c.tokenizer, "tokenizer", "task clm", t);
         unused(c.vocab, "vocab", "the BERT tasks", t);
-        unused(c.init, "init", "task nli", t);
+        unused(c.init, "init", "tasks nli and clm", t);
         break;
     case TrainTask::Synthetic:
-        unused(c.corpus, "corpus", "task mlm", t);
-        unused(c.validCorpus, "valid_corpus", "task mlm", t);
+        unused(c.corpus, "corpus", "tasks mlm and clm", t);
+        unused(c.validCorpus, "valid_corpus", "tasks mlm and clm", t);
+        unused(c.tokenizer, "tokenizer", "task clm", t);
         unused(c.data, "data", "tasks nli and image", t);
         unused(c.vocab, "vocab", "tasks mlm and nli", t);
-        unused(c.init, "init", "task nli", t);
+        unused(c.init, "init", "tasks nli and clm", t);
         break;
     }
     atLeast(c.nliTrainPairs, 1, "nli_train_pairs");

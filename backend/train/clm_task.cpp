@@ -1,0 +1,235 @@
+// Training task on causal decoder LLMs (GPT-2, OPT, LLaMA shapes): next-token prediction on blocks
+// of a text file, perplexity on held-out blocks.
+
+#include "common/error.h"
+#include "model/decoder_modules.h" // DecoderLmImpl::headWeight()
+#include "model/decoder_network.h"
+#include "text/decoder_tokenizer.h"
+#include "train/data/batch_indices.h"
+#include "train/data/clm_data.h"
+#include "train/task_common.h"
+#include "train/training_task.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+namespace outlierlens {
+namespace fs = std::filesystem;
+
+namespace {
+
+/// The tokenizer files a model folder carries (what DecoderTokenizer::fromModelDir reads).
+const std::vector<std::string> kTokenizerFiles = {"vocab.json",
+                                                  "merges.txt",
+                                                  "tokenizer.model",
+                                                  "tokenizer.json",
+                                                  "tokenizer_config.json",
+                                                  "special_tokens_map.json",
+                                                  "added_tokens.json"};
+
+/// Copies every parameter of `from` into the parameter of the same name of `to` (float32, owned
+/// memory). Both must have exactly the same names and shapes; errors name `where` and the tensor.
+void copyParameters(DecoderNetwork& from, DecoderNetwork& to, const std::string& where)
+{
+    torch::NoGradGuard noGrad;
+    auto target = to.module().named_parameters(true);
+    const auto source = from.module().named_parameters(true);
+    if (source.size() != target.size())
+        throw Error(where + ": " + std::to_string(source.size()) + " parameters, the training model has " +
+                    std::to_string(target.size()));
+    for (const auto& item : source) {
+        torch::Tensor* dst = target.find(item.key());
+        if (!dst) throw Error(where + ": unexpected parameter '" + item.key() + "'");
+        if (dst->sizes() != item.value().sizes())
+            throw Error(where + ": parameter '" + item.key() + "' has shape " +
+                        c10::str(item.value().sizes()) + ", expected " + c10::str(dst->sizes()));
+        dst->copy_(item.value().to(dst->scalar_type()));
+    }
+}
+
+class ClmTask : public TrainingTask
+{
+public:
+    explicit ClmTask(const TrainConfig& t)
+        : m_config(t)
+        , m_tokenizerDir(t.init.empty() ? t.tokenizer : t.init)
+    {
+        if (m_tokenizerDir.empty())
+            throw Error("tokenizer: task clm needs a decoder tokenizer folder (--tokenizer DIR)");
+        if (!fs::is_directory(m_tokenizerDir))
+            throw Error(m_tokenizerDir + ": no such tokenizer folder (expected vocab.json + merges.txt or "
+                                         "tokenizer.model)");
+        m_tokenizer = DecoderTokenizer::fromModelDir(m_tokenizerDir);
+
+        const std::int64_t evalBlocks = std::int64_t(t.evalBatches) * t.batchSize;
+        m_train = std::make_unique<TokenBlocks>(TokenBlocks::build(t.corpus, *m_tokenizer, t.seqLength));
+        if (!t.validCorpus.empty()) {
+            m_valid = std::make_unique<TokenBlocks>(
+                TokenBlocks::build(t.validCorpus, *m_tokenizer, t.seqLength, std::size_t(evalBlocks)));
+            m_validCount = std::min<std::int64_t>(evalBlocks, m_valid->size());
+            m_trainCount = m_train->size();
+        } else {
+            // No held-out file: the last blocks of the corpus are held out and never trained on.
+            if (m_train->size() < evalBlocks + t.batchSize)
+                throw Error(t.corpus + ": " + std::to_string(m_train->size()) + " blocks of " +
+                            std::to_string(t.seqLength) + " tokens (" +
+                            std::to_string(m_train->tokenCount()) + " tokens) are too few to hold out " +
+                            std::to_string(evalBlocks) + " and train with batches of " +
+                            std::to_string(t.batchSize));
+            m_validCount = evalBlocks;
+            m_validOffset = m_train->size() - evalBlocks;
+            m_trainCount = m_validOffset;
+        }
+        if (m_trainCount < t.batchSize)
+            throw Error(t.corpus + ": " + std::to_string(m_trainCount) + " blocks of " +
+                        std::to_string(t.seqLength) + " tokens (" + std::to_string(m_train->tokenCount()) +
+                        " tokens), fewer than one batch of " + std::to_string(t.batchSize));
+
+        DecoderConfig c;
+        std::unique_ptr<DecoderNetwork> loaded;
+        if (!t.init.empty()) {
+            loaded = std::make_unique<DecoderNetwork>(DecoderNetwork::load(t.init));
+            c = loaded->config();
+            c.torchDtype = "float32";
+        } else {
+            c = trainDecoderConfig(t);
+            c.vocabSize = int(m_tokenizer->vocabSize());
+            c.bosTokenId = int(m_tokenizer->bosId());
+            c.eosTokenId = int(m_tokenizer->eosId());
+            c.padTokenId = int(m_tokenizer->padId());
+            c.validate("training config");
+        }
+        if (c.maxPositions < t.seqLength)
+            throw Error((t.init.empty() ? std::string("seq_length") : t.init) + ": blocks of " +
+                        std::to_string(t.seqLength) + " tokens exceed the model's " +
+                        std::to_string(c.maxPositions) + " positions");
+        if (m_tokenizer->vocabSize() > c.vocabSize)
+            throw Error(m_tokenizerDir + ": the tokenizer has " + std::to_string(m_tokenizer->vocabSize()) +
+                        " tokens, the model's vocabulary only " + std::to_string(c.vocabSize));
+        // The model trains in float32 in memory it owns (a loaded checkpoint may be float16 or mapped).
+        m_net = std::make_unique<DecoderNetwork>(DecoderNetwork::create(c, t.seed));
+        if (loaded) copyParameters(*loaded, *m_net, t.init);
+        m_net->setTraining(false);
+    }
+
+    torch::nn::Module& module() override { return m_net->module(); }
+
+    torch::Tensor trainLoss(std::int64_t step, at::Generator&) override
+    {
+        const torch::Tensor ids =
+            m_train->blocks(batchIndices(m_trainCount, m_config.batchSize, step, m_config.seed));
+        m_net->setTraining(true);
+        return nextTokenCrossEntropy(logitsOf(ids, nullptr), ids);
+    }
+
+    void keepHeadInFloat() override
+    {
+        auto* lm = dynamic_cast<decoder::DecoderLmImpl*>(&m_net->module());
+        if (!lm) throw Error("causal LM: the decoder module has no LM head");
+        m_headFloat = lm->headWeight().detach().to(torch::kFloat).clone();
+    }
+
+    std::pair<std::string, double> evaluate(ActivationSink* sink = nullptr) override
+    {
+        m_net->setTraining(false);
+        c10::InferenceMode guard;
+        double lossSum = 0;
+        std::int64_t predictions = 0;
+        for (std::int64_t start = 0; start < m_validCount; start += m_config.batchSize) {
+            const torch::Tensor ids =
+                validBlocks(start, std::min<std::int64_t>(m_config.batchSize, m_validCount - start));
+            const torch::Tensor logits = logitsOf(ids, sink);
+            const std::int64_t n = ids.size(0) * (ids.size(1) - 1);
+            lossSum += nextTokenCrossEntropy(logits, ids).item<double>() * double(n);
+            predictions += n;
+        }
+        return {"perplexity", std::exp(lossSum / double(std::max<std::int64_t>(predictions, 1)))};
+    }
+
+    void calibrationForward(std::int64_t index, at::Generator&, ActivationSink& sink) override
+    {
+        const torch::Tensor ids =
+            m_train->blocks(batchIndices(m_trainCount, m_config.batchSize, index, m_config.seed + 1));
+        m_net->setTraining(false);
+        c10::InferenceMode guard;
+        logitsOf(ids, &sink);
+    }
+
+    std::vector<std::int64_t> probe(ActivationSink& sink) override
+    {
+        const std::int64_t n = std::min<std::int64_t>(8, m_validCount);
+        const torch::Tensor ids = validBlocks(0, n);
+        m_net->setTraining(false);
+        c10::InferenceMode guard;
+        m_net->forward(ids, {}, &sink, false);
+        return std::vector<std::int64_t>(std::size_t(n), ids.size(1));
+    }
+
+    /// Block outputs first: the tensor of the decoder figures (DESIGN.md).
+    std::vector<CapturePoint> trackedPoints() const override
+    {
+        return {CapturePoint::Out, CapturePoint::FfnOut};
+    }
+    int numLayers() const override { return m_net->config().numLayers; }
+
+    void saveModel(const std::string& dir, const std::string& card) const override
+    {
+        m_net->save(dir);
+        for (const std::string& name : kTokenizerFiles) {
+            const fs::path source = fs::path(m_tokenizerDir) / name;
+            if (fs::is_regular_file(source))
+                fs::copy_file(source, fs::path(dir) / name, fs::copy_options::overwrite_existing);
+        }
+        writeModelCard(dir, card);
+    }
+
+    void loadWeights(const std::string& dir) override
+    {
+        DecoderNetwork saved = DecoderNetwork::load(dir);
+        copyParameters(saved, *m_net, dir);
+    }
+
+    std::string describe() const override
+    {
+        const DecoderConfig& c = m_net->config();
+        return toString(c.arch) + " causal LM (" + std::to_string(c.numLayers) + " layers, hidden " +
+               std::to_string(c.hiddenSize) + ", " + std::to_string(c.numHeads) + " heads, T " +
+               std::to_string(m_config.seqLength) + ", " + m_tokenizer->kind() + " vocabulary of " +
+               std::to_string(m_tokenizer->vocabSize()) + ") on " +
+               fs::path(m_config.corpus).filename().string() + ", " + c.variant.describe();
+    }
+
+private:
+    /// Logits [B, T, V] float32: the network's own head, or the floating-point copy of it.
+    torch::Tensor logitsOf(const torch::Tensor& ids, ActivationSink* sink)
+    {
+        if (!m_headFloat.defined()) return m_net->forward(ids, {}, sink, true).logits;
+        const torch::Tensor hidden = m_net->forward(ids, {}, sink, false).lastHidden;
+        return torch::linear(hidden.to(torch::kFloat), m_headFloat);
+    }
+
+    torch::Tensor validBlocks(std::int64_t start, std::int64_t count) const
+    {
+        return (m_valid ? *m_valid : *m_train).range(m_validOffset + start, count);
+    }
+
+    TrainConfig m_config;
+    std::string m_tokenizerDir;
+    std::unique_ptr<DecoderTokenizer> m_tokenizer;
+    std::unique_ptr<DecoderNetwork> m_net;
+    std::unique_ptr<TokenBlocks> m_train, m_valid;
+    torch::Tensor m_headFloat; ///< [V, E] set by keepHeadInFloat()
+    std::int64_t m_trainCount = 0, m_validCount = 0, m_validOffset = 0;
+};
+
+} // namespace
+
+std::unique_ptr<TrainingTask> makeClmTask(const TrainConfig& config)
+{
+    return std::make_unique<ClmTask>(config);
+}
+
+} // namespace outlierlens
