@@ -125,8 +125,15 @@ QVector<TeachingView::Box> TeachingView::boxes() const
                 d.layer >= 1 ? tr("layer %1, max |output|").arg(d.layer) : tr("max |output|"),
                 {live(displayNumber(d.ffnOutputMax))},
                 vanilla ? 1 : 0});
-    out.append({tr("+ residual"), tr("x + FFN(x)"), {}, 0});
-    out.append({tr("LayerNorm"), tr("output range"), {live(range(d.layerNormMin, d.layerNormMax))}, 0});
+    if (d.preLayerNorm) {
+        // Pre-LN: the FFN output joins the residual stream, which a LayerNorm normalises for Q, K, V.
+        out.append(
+            {tr("+ residual"), tr("block input range"), {live(range(d.layerNormMin, d.layerNormMax))}, 0});
+        out.append({tr("LayerNorm"), tr("normalises the block input"), {}, 0});
+    } else {
+        out.append({tr("+ residual"), tr("x + FFN(x)"), {}, 0});
+        out.append({tr("LayerNorm"), tr("output range"), {live(range(d.layerNormMin, d.layerNormMax))}, 0});
+    }
     out.append({tr("Q, K, V"),
                 d.layer >= 0 && d.head >= 0 ? tr("layer %1, head %2").arg(d.layer + 1).arg(d.head + 1)
                                             : tr("one head"),

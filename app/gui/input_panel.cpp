@@ -18,6 +18,7 @@
 #include <QPushButton>
 #include <QSortFilterProxyModel>
 #include <QSpinBox>
+#include <QStringDecoder>
 #include <QTabWidget>
 #include <QTableView>
 #include <QVBoxLayout>
@@ -73,14 +74,22 @@ InputPanel::InputPanel(QWidget* parent)
     m_runText->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return));
     connect(m_runText, &QPushButton::clicked, this, [this] {
         if (!m_premise->toPlainText().trimmed().isEmpty())
-            Q_EMIT textRequested(m_premise->toPlainText(), m_hypothesis->toPlainText());
+            Q_EMIT textRequested(m_premise->toPlainText(),
+                                 m_decoder ? QString() : m_hypothesis->toPlainText());
     });
+    m_openText = new QPushButton(tr("Open text file…"));
+    m_openText->setToolTip(tr("Run the beginning of a UTF-8 text file (up to 64 KB; the model's maximum "
+                              "length is used)"));
+    connect(m_openText, &QPushButton::clicked, this, &InputPanel::chooseTextFile);
+    m_premiseLabel = new QLabel(tr("Premise"));
+    m_hypothesisLabel = new QLabel(tr("Hypothesis"));
     auto* textLayout = new QVBoxLayout(m_textTab);
-    textLayout->addWidget(new QLabel(tr("Premise")));
+    textLayout->addWidget(m_premiseLabel);
     textLayout->addWidget(m_premise);
-    textLayout->addWidget(new QLabel(tr("Hypothesis")));
+    textLayout->addWidget(m_hypothesisLabel);
     textLayout->addWidget(m_hypothesis);
     textLayout->addWidget(m_runText);
+    textLayout->addWidget(m_openText);
     m_tabs->addTab(m_textTab, tr("Your text"));
 
     // Images: gallery, file dialog (drops go to the image view).
@@ -196,15 +205,65 @@ void InputPanel::loadGallery(const QString& folder)
     });
 }
 
-void InputPanel::setModelKind(const QString& family, bool synthetic)
+void InputPanel::setModelKind(const QString& family, bool synthetic, bool decoder)
 {
-    const bool text = family == QLatin1String("BERT");
-    m_tabs->setTabVisible(m_tabs->indexOf(m_pairsTab), text && !synthetic);
+    m_decoder = decoder;
+    const bool text = decoder || family == QLatin1String("BERT");
+    m_tabs->setTabVisible(m_tabs->indexOf(m_pairsTab), text && !synthetic && !decoder);
     m_tabs->setTabVisible(m_tabs->indexOf(m_textTab), text);
     m_tabs->setTabVisible(m_tabs->indexOf(m_imagesTab), !text);
     m_tabs->setTabVisible(m_tabs->indexOf(m_syntheticTab), synthetic);
-    QWidget* first = synthetic ? m_syntheticTab : text ? m_pairsTab : m_imagesTab;
+    m_tabs->setTabText(m_tabs->indexOf(m_textTab), decoder ? tr("Text") : tr("Your text"));
+    m_premiseLabel->setText(decoder ? tr("Text (the tokenizer adds its BOS token, as Hugging Face does)")
+                                    : tr("Premise"));
+    m_premise->setPlaceholderText(decoder ? tr("Any text") : tr("Premise (or any text)"));
+    m_hypothesisLabel->setVisible(!decoder);
+    m_hypothesis->setVisible(!decoder);
+    m_openText->setVisible(decoder);
+    QWidget* first = synthetic ? m_syntheticTab : decoder ? m_textTab : text ? m_pairsTab : m_imagesTab;
     m_tabs->setCurrentWidget(first);
+}
+
+void InputPanel::runText(const QString& text)
+{
+    m_premise->setPlainText(text);
+    m_hypothesis->clear();
+    Q_EMIT textRequested(text, QString());
+}
+
+void InputPanel::chooseTextFile()
+{
+    const QString path = QFileDialog::getOpenFileName(
+        this, tr("Open a text file"), QString(), tr("Text (*.txt *.md *.json *.jsonl *.csv);;All files (*)"));
+    if (!path.isEmpty()) openTextFile(path);
+}
+
+void InputPanel::openTextFile(const QString& path)
+{
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly)) {
+        Q_EMIT failed(tr("%1: cannot be read (%2)").arg(path, file.errorString()));
+        return;
+    }
+    QByteArray bytes = file.read(maxTextFileBytes);
+    if (file.size() > maxTextFileBytes) {
+        // The last character may be cut by the size limit: drop it rather than report bad UTF-8.
+        int cut = 0;
+        while (cut < 3 && cut < bytes.size() && (quint8(bytes[bytes.size() - 1 - cut]) & 0xC0) == 0x80)
+            ++cut;
+        if (cut < bytes.size() && (quint8(bytes[bytes.size() - 1 - cut]) & 0xC0) == 0xC0) bytes.chop(cut + 1);
+    }
+    QStringDecoder utf8(QStringDecoder::Utf8);
+    const QString text = utf8.decode(bytes);
+    if (utf8.hasError() || bytes.contains('\0')) {
+        Q_EMIT failed(tr("%1 is not UTF-8 text").arg(path));
+        return;
+    }
+    if (text.trimmed().isEmpty()) {
+        Q_EMIT failed(tr("%1 holds no text").arg(path));
+        return;
+    }
+    runText(text);
 }
 
 void InputPanel::selectPair(int row)

@@ -32,9 +32,16 @@ public:
     void loadPairs(const QString& path);
     /// Fills the gallery from a folder of images (with credits.json if present).
     void loadGallery(const QString& folder);
-    /// Shows the tabs that fit the loaded model: text for BERT, images for ViT, examples for
-    /// synthetic-task models.
-    void setModelKind(const QString& family, bool synthetic);
+    /// Shows the tabs that fit the loaded model: pairs and text for BERT, free text (and text files)
+    /// for decoders, images for ViT, examples for synthetic-task models.
+    void setModelKind(const QString& family, bool synthetic, bool decoder = false);
+    /// Puts `text` into the text box (a decoder's whole input, or BERT's premise with no
+    /// hypothesis) and requests it.
+    void runText(const QString& text);
+    /// Reads a UTF-8 text file (at most maxTextFileBytes) into the text box and requests it;
+    /// emits failed() for a file that cannot be read or is not UTF-8 text.
+    void openTextFile(const QString& path);
+    static constexpr qint64 maxTextFileBytes = 64 * 1024;
 
     MnliTableModel* pairsModel() const { return m_pairs; }
     QTableView* pairsView() const { return m_table; }
@@ -59,6 +66,7 @@ private:
     };
     void pairActivated(const QModelIndex& proxyIndex);
     void openImage();
+    void chooseTextFile();
 
     QTabWidget* m_tabs = nullptr;
     QWidget* m_pairsTab = nullptr;
@@ -72,6 +80,10 @@ private:
     QPlainTextEdit* m_premise = nullptr;
     QPlainTextEdit* m_hypothesis = nullptr;
     QPushButton* m_runText = nullptr;
+    QPushButton* m_openText = nullptr;
+    QLabel* m_premiseLabel = nullptr;
+    QLabel* m_hypothesisLabel = nullptr;
+    bool m_decoder = false;
     QListWidget* m_gallery = nullptr;
     QLabel* m_galleryCredit = nullptr;
     quint64 m_seed = 1;

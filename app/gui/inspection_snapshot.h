@@ -16,7 +16,7 @@ struct ModelInfo
 {
     QString dir;
     QString name;    ///< folder name
-    QString family;  ///< "BERT" or "ViT"
+    QString family;  ///< "BERT", "ViT", "GPT-2", "OPT" or "LLaMA"
     QString head;    ///< "BertForSequenceClassification", "vit_small_patch16_224", ...
     QString variant; ///< e.g. "clipped softmax (gamma -0.025, zeta 1)"
     QString sha256;
@@ -26,6 +26,13 @@ struct ModelInfo
     QStringList classNames;          ///< classifier labels
     QString card;                    ///< README.md model card, if any
     int imageSize = 0, gridSize = 0; ///< ViT
+    bool causal = false;             ///< decoder LLM: keys after the query are masked
+    bool preLayerNorm = false;       ///< blocks normalise their input (ViT, GPT-2, pre-LN OPT, LLaMA)
+    QString tokenizerKind;           ///< decoders: "byte-level BPE" or "SentencePiece"
+
+    bool isDecoder() const { return causal; }
+    /// Takes text as input (BERT: pairs; decoders: free text).
+    bool takesText() const { return family == QLatin1String("BERT") || causal; }
 };
 
 /// Every activation of one input, as flat float arrays with 0-based indices.

@@ -3,11 +3,13 @@
 #include "train/task_common.h"
 
 #include "analysis/bert_inspection.h"
+#include "analysis/decoder_inspection.h"
 #include "analysis/statistics_file.h"
 #include "analysis/vit_inspection.h"
 #include "common/error.h"
 #include "common/json_util.h"
 #include "model/bert_network.h"
+#include "model/decoder_network.h"
 #include "model/runtime.h"
 #include "model/vit_network.h"
 #include "paths.h"
@@ -21,6 +23,8 @@
 #include <QFileInfo>
 
 #include <filesystem>
+#include <map>
+#include <set>
 
 namespace outlierlens {
 
@@ -29,6 +33,8 @@ struct InspectionWorker::Model
     ModelInfo info;
     std::unique_ptr<BertNetwork> bert;
     std::unique_ptr<BertTokenizer> tokenizer;
+    std::unique_ptr<DecoderNetwork> decoder;
+    std::unique_ptr<DecoderTokenizer> decoderTokenizer;
     std::unique_ptr<VitNetwork> vit;
     std::unique_ptr<ImagePreprocessing> preprocessing;
     std::vector<std::string> classNames;
@@ -73,6 +79,17 @@ QVector<float> stackLayers(const RecordingSink& sink, CapturePoint point, int la
         out += toFloats(sink.at(name)[0]);
     }
     return out;
+}
+
+/// The capture names a snapshot holds (fillActivations): everything but down_in and the logits,
+/// which for a decoder are [T, vocabulary] and not shown.
+std::set<std::string> snapshotCaptureNames(int layers)
+{
+    std::set<std::string> names{captureName(CapturePoint::Embeddings)};
+    for (int l = 0; l < layers; ++l)
+        for (CapturePoint p : perLayerCapturePoints())
+            if (p != CapturePoint::DownIn) names.insert(captureName(p, l));
+    return names;
 }
 
 void fillActivations(InspectionSnapshot& s, const RecordingSink& sink)
@@ -120,7 +137,31 @@ void InspectionWorker::loadModel(quint64 generation, const QString& dirText)
         info.dir = dirText;
         info.name = QFileInfo(dirText).fileName();
         info.card = readCard(dir);
-        if (detectModelFamily(dir) == ModelFamily::Bert) {
+        if (isDecoderModelDir(dir)) {
+            model->decoder = std::make_unique<DecoderNetwork>(DecoderNetwork::load(dir));
+            model->decoderTokenizer = DecoderTokenizer::fromModelDir(dir);
+            const DecoderConfig& c = model->decoder->config();
+            if (model->decoderTokenizer->vocabSize() > c.vocabSize)
+                throw Error(dir + ": the tokenizer has " +
+                            std::to_string(model->decoderTokenizer->vocabSize()) +
+                            " tokens but the model's vocab_size is " + std::to_string(c.vocabSize));
+            static const std::map<DecoderArch, QString> kFamilies = {
+                {DecoderArch::Gpt2, QStringLiteral("GPT-2")},
+                {DecoderArch::Opt, QStringLiteral("OPT")},
+                {DecoderArch::Llama, QStringLiteral("LLaMA")}};
+            info.family = kFamilies.at(c.arch);
+            info.head =
+                QString::fromStdString(c.architectures.empty() ? toString(c.arch) : c.architectures.front());
+            info.variant = QString::fromStdString(c.variant.describe());
+            info.sha256 = QString::fromStdString(model->decoder->checkpointSha256());
+            info.layers = c.numLayers, info.heads = c.numHeads, info.hidden = c.hiddenSize,
+            info.headDim = c.headDim();
+            info.clipped = c.variant.softmax == SoftmaxKind::Clipped;
+            info.gated = c.variant.gate != GateKind::None;
+            info.causal = true;
+            info.preLayerNorm = c.arch != DecoderArch::Opt || c.doLayerNormBefore;
+            info.tokenizerKind = QString::fromStdString(model->decoderTokenizer->kind());
+        } else if (detectModelFamily(dir) == ModelFamily::Bert) {
             model->bert = std::make_unique<BertNetwork>(BertNetwork::load(dir));
             model->tokenizer = std::make_unique<BertTokenizer>(BertTokenizer::fromModelDir(dir));
             const BertConfig& c = model->bert->config();
@@ -153,6 +194,7 @@ void InspectionWorker::loadModel(quint64 generation, const QString& dirText)
             info.clipped = c.variant.softmax == SoftmaxKind::Clipped;
             info.gated = c.variant.gate != GateKind::None;
             info.imageSize = c.imageSize, info.gridSize = c.gridSize();
+            info.preLayerNorm = true;
             if (!c.id2label.empty())
                 model->classNames = c.id2label;
             else if (c.numClasses == 1000)
@@ -174,7 +216,11 @@ void InspectionWorker::inspectText(quint64 generation, const QString& text, cons
     const FinishGuard guard(this, generation);
     try {
         ensureThreads();
-        if (!m_model || !m_model->bert) throw Error("load a BERT model to run text");
+        if (m_model && m_model->decoder) {
+            inspectDecoderText(generation, text);
+            return;
+        }
+        if (!m_model || !m_model->bert) throw Error("load a BERT model or a decoder to run text");
         const std::optional<std::string> second =
             pair.isEmpty() ? std::nullopt : std::optional<std::string>(pair.toStdString());
         const BertInspection r = inspectBert(*m_model->bert, *m_model->tokenizer, text.toStdString(), second);
@@ -192,6 +238,26 @@ void InspectionWorker::inspectText(quint64 generation, const QString& text, cons
     } catch (const std::exception& e) {
         Q_EMIT failed(generation, QString::fromStdString(e.what()));
     }
+}
+
+void InspectionWorker::inspectDecoderText(quint64 generation, const QString& text)
+{
+    const int layers = m_model->info.layers;
+    const DecoderInspection r = inspectDecoder(*m_model->decoder, *m_model->decoderTokenizer,
+                                               text.toStdString(), 0, true, snapshotCaptureNames(layers));
+    auto s = std::make_shared<InspectionSnapshot>();
+    s->generation = generation;
+    s->model = m_model->info;
+    s->input = text;
+    for (const auto& t : r.labels)
+        s->tokens << QString::fromStdString(t);
+    s->T = s->tokens.size();
+    fillActivations(*s, r.activations);
+    for (const auto& [id, p] : r.nextTokens)
+        s->prediction << QStringLiteral("%1 (%2)")
+                             .arg(QString::fromStdString(decoderTokenLabel(*m_model->decoderTokenizer, id)))
+                             .arg(p, 0, 'f', 3);
+    Q_EMIT inspected(generation, s);
 }
 
 void InspectionWorker::inspectImage(quint64 generation, const QString& path, const QString& credit)

@@ -57,6 +57,7 @@ Q_SIGNALS:
 private:
     struct Model;
     void ensureThreads();
+    void inspectDecoderText(quint64 generation, const QString& text); // inside inspectText's guard
     std::unique_ptr<Model> m_model;
     std::atomic<bool> m_cancel{false};
     bool m_threadsConfigured = false;

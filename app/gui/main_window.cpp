@@ -134,14 +134,19 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
         const ModelInfo& m = m_controller->model();
         if (m.dir.isEmpty()) return;
         bool ok = false;
-        const QString data = m.family == QLatin1String("BERT")
+        const QString data = m.isDecoder()
+                                 ? QStringLiteral("text:") +
+                                       QString::fromStdString(sampleDataFile("text/wiki_en_valid.txt")) +
+                                       QStringLiteral(":100")
+                             : m.family == QLatin1String("BERT")
                                  ? QStringLiteral("mnli:") +
-                                       QString::fromStdString(sampleDataFile("mnli/mnli_dev_matched.jsonl"))
+                                       QString::fromStdString(sampleDataFile("mnli/mnli_dev_matched.jsonl")) +
+                                       QStringLiteral(":1000")
                                  : QStringLiteral("images:") + m_galleryDir;
-        const QString chosen = QInputDialog::getText(
-            this, tr("Statistics over a data set"), tr("Data (mnli:FILE[:N] or images:DIR[:N]):"),
-            QLineEdit::Normal,
-            data + (m.family == QLatin1String("BERT") ? QStringLiteral(":1000") : QString()), &ok);
+        const QString chosen =
+            QInputDialog::getText(this, tr("Statistics over a data set"),
+                                  tr("Data (mnli:FILE[:N], images:DIR[:N] or text:FILE[:N] chunks):"),
+                                  QLineEdit::Normal, data, &ok);
         if (ok && !chosen.isEmpty()) {
             m_jobs->queueStatistics(m.dir, chosen);
             m_pages->setCurrentWidget(m_jobs);
@@ -316,7 +321,7 @@ void MainWindow::modelLoaded(const ModelInfo& info)
                               .arg(info.variant));
     m_modelLabel->setToolTip(info.card);
     m_snapshot.reset();
-    m_input->setModelKind(info.family, info.synthetic);
+    m_input->setModelKind(info.family, info.synthetic, info.isDecoder());
     m_input->pairsModel()->clearPredictions();
     const QString kind = ModelCatalog::demoKindOf(info.dir);
     m_compare->setCandidates(kind.isEmpty() ? ModelCatalog::demoKindOf(ModelCatalog::defaultModel()) : kind);
@@ -324,11 +329,16 @@ void MainWindow::modelLoaded(const ModelInfo& info)
     // Paper figures look at the last layers: start at the second-to-last layer, head 1.
     setSelection(std::max(0, info.layers - 2), 0);
     // Rerun the last input if it fits this model, else show a first one.
-    const bool text = info.family == QLatin1String("BERT");
+    const bool text = info.takesText();
     if (m_lastInput.kind == InputRequest::Kind::Synthetic && info.synthetic)
         request(m_lastInput);
     else if (info.synthetic)
         request({InputRequest::Kind::Synthetic, {}, {}, {}, {}, 1});
+    else if (info.isDecoder() && m_lastInput.kind == InputRequest::Kind::Text && m_lastInput.pair.isEmpty())
+        m_input->runText(m_lastInput.text); // free text carries over between decoders
+    else if (info.isDecoder())
+        // An et al.'s probe sentence: short, two strong delimiters, and a first token to sink on.
+        m_input->runText(QStringLiteral("Summer is warm. Winter is cold."));
     else if (text && m_lastInput.kind == InputRequest::Kind::Text)
         request(m_lastInput);
     else if (text && m_input->pairsModel()->rowCount() > 0)
@@ -369,7 +379,8 @@ void MainWindow::snapshotReady(const SnapshotPtr& snapshot)
     m_predictionLabel->setText(
         snapshot->prediction.isEmpty()
             ? QString()
-            : tr("Prediction: %1").arg(snapshot->prediction.join(QStringLiteral(", "))));
+            : (snapshot->model.isDecoder() ? tr("Next token: %1") : tr("Prediction: %1"))
+                  .arg(snapshot->prediction.join(QStringLiteral(", "))));
     refreshCurrentPage();
 }
 

@@ -95,6 +95,28 @@ bool isNoInformationToken(const QString& token)
            token == QLatin1String(".") || token == QLatin1String(",");
 }
 
+bool isStrongDelimiterLabel(const QString& label)
+{
+    // An et al. 2025's "strong delimiter" punctuation (their pos_* scripts), after the token is
+    // decoded and stripped; a newline counts too (LLaMA's <0x0A>).
+    static const QStringList kDelimiters = {
+        QStringLiteral("."),   QStringLiteral(","),     QStringLiteral(";"),  QStringLiteral(":"),
+        QStringLiteral("!"),   QStringLiteral("?"),     QStringLiteral("-"),  QStringLiteral("--"),
+        QStringLiteral("---"), QStringLiteral("'"),     QStringLiteral("\""), QStringLiteral("("),
+        QStringLiteral(")"),   QStringLiteral("["),     QStringLiteral("]"),  QStringLiteral("{"),
+        QStringLiteral("}"),   QStringLiteral("/"),     QStringLiteral("\\"), QStringLiteral("|"),
+        QStringLiteral("*"),   QStringLiteral("&"),     QStringLiteral("^"),  QStringLiteral("%"),
+        QStringLiteral("$"),   QStringLiteral("#"),     QStringLiteral("@"),  QStringLiteral("~"),
+        QStringLiteral("`"),   QStringLiteral("<0x0A>")};
+    QString t = label;
+    t.remove(QChar(0x00B7)); // the visible space of decoder token labels
+    const bool newline = t.contains(QLatin1String("\\n"));
+    t.remove(QLatin1String("\\n")).remove(QLatin1String("\\r")).remove(QLatin1String("\\t"));
+    t = t.trimmed();
+    if (t.isEmpty()) return newline;
+    return kDelimiters.contains(t);
+}
+
 Provenance provenanceOf(const InspectionSnapshot& s, const QString& selection)
 {
     return Provenance{s.model.dir, s.model.sha256, s.input, selection};
@@ -115,6 +137,8 @@ HeadViewData buildHeadView(const InspectionSnapshot& s, int layer, int head)
                        QStringLiteral("dimension (0-based)"), QStringLiteral("P.V (before the gate)"));
     if (const float* g = s.gatesOf(layer, head)) v.gate = QVector<float>(g, g + s.T);
     v.clippedSoftmax = s.model.clipped;
+    v.causal = s.model.causal;
+    v.probabilities.causal = s.model.causal;
     v.provenance = provenanceOf(s, QStringLiteral("layer %1, head %2").arg(layer + 1).arg(head + 1));
     return v;
 }
@@ -125,16 +149,23 @@ OverviewData buildOverview(const InspectionSnapshot& s)
     o.layers = s.L(), o.heads = s.H();
     o.tokens = s.tokens;
     const bool text = s.model.family == QLatin1String("BERT");
+    const bool decoder = s.model.isDecoder();
     o.scoreDescription =
-        text ? QStringLiteral("share of attention on [CLS], [SEP], \".\" and \",\" (no-information tokens)")
-             : QStringLiteral("share of attention on keys whose mean |V| is below half the head's median");
+        decoder ? QStringLiteral("share of attention on the first token and on strong delimiters "
+                                 "(punctuation, newlines)")
+        : text ? QStringLiteral("share of attention on [CLS], [SEP], \".\" and \",\" (no-information tokens)")
+               : QStringLiteral("share of attention on keys whose mean |V| is below half the head's median");
     for (int l = 0; l < s.L(); ++l)
         for (int h = 0; h < s.H(); ++h) {
             const float* p = s.probsOf(l, h);
             o.probabilities << matrix(p, s.T, s.T, s.tokens, s.tokens, QStringLiteral("query token"),
                                       QStringLiteral("key token"), QStringLiteral("attention probability"));
+            o.probabilities.last().causal = decoder;
             std::vector<bool> sink(std::size_t(s.T), false);
-            if (text) {
+            if (decoder) {
+                for (int j = 0; j < s.T; ++j)
+                    sink[std::size_t(j)] = j == 0 || isStrongDelimiterLabel(s.tokens[j]);
+            } else if (text) {
                 for (int j = 0; j < s.T; ++j)
                     sink[std::size_t(j)] = isNoInformationToken(s.tokens[j]);
             } else {
@@ -343,11 +374,14 @@ TeachingData buildTeaching(const InspectionSnapshot& s, int token, int layer, in
         for (int j = 0; j < d; ++j)
             t.ffnOutputMax = std::max(t.ffnOutputMax, double(std::abs(ffn[j])));
     }
+    t.preLayerNorm = s.model.preLayerNorm;
+    // Causal attention: the keys after the query are masked, so they are no softmax input.
+    const int keys = s.model.causal ? token + 1 : s.T;
     const float* scores = s.scoresOf(layer, head) + std::size_t(token) * s.T;
-    t.softmaxInputMin = *std::min_element(scores, scores + s.T);
-    t.softmaxInputMax = *std::max_element(scores, scores + s.T);
+    t.softmaxInputMin = *std::min_element(scores, scores + keys);
+    t.softmaxInputMax = *std::max_element(scores, scores + keys);
     const float* probs = s.probsOf(layer, head) + std::size_t(token) * s.T;
-    const int best = int(std::max_element(probs, probs + s.T) - probs);
+    const int best = int(std::max_element(probs, probs + keys) - probs);
     t.largestProbability = probs[best];
     t.largestProbabilityKey = s.tokens.value(best);
     const float* context = s.contextOf(layer, head) + std::size_t(token) * s.dh();

@@ -11,6 +11,9 @@ struct StatisticsFile;
 
 /// Tokens that carry no information: their share of a head's attention is its "no-op" score.
 bool isNoInformationToken(const QString& token);
+/// Decoders: a token label that is one of An et al. 2025's "strong delimiters" (punctuation from
+/// their list, or a newline) once decoded and stripped.
+bool isStrongDelimiterLabel(const QString& label);
 
 HeadViewData buildHeadView(const InspectionSnapshot& s, int layer, int head);
 

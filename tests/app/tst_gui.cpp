@@ -8,6 +8,7 @@
 #include "analysis/recording_sink.h"
 #include "colormap.h"
 #include "head_view.h"
+#include "heatmap_view.h"
 #include "input_panel.h"
 #include "inspection_controller.h"
 #include "job_manager.h"
@@ -15,9 +16,11 @@
 #include "main_window.h"
 #include "mnli_table_model.h"
 #include "model/bert_network.h"
+#include "model/decoder_network.h"
 #include "model_catalog.h"
 #include "outlier_dashboard.h"
 #include "outliers_page.h"
+#include "text/decoder_tokenizer.h"
 #include "text/wordpiece.h"
 
 #include <QApplication>
@@ -259,6 +262,87 @@ private Q_SLOTS:
             if (a->text() == QStringLiteral("viridis")) a->trigger();
         QCOMPARE(QSettings().value(QStringLiteral("view/sequentialColormap")).toString(),
                  QStringLiteral("viridis"));
+    }
+
+    void decoderModelsOpenWithCausalAttention()
+    {
+        for (const char* name : {"gpt2-seed0", "opt-seed0", "llama-seed0"}) {
+            const QString dir = QString::fromStdString(fixture(std::string("decoders/") + name + "/hf"));
+            m_window->openModel(dir);
+            QTRY_COMPARE_WITH_TIMEOUT(m_window->controller()->model().dir, dir, 60000);
+            QVERIFY(m_window->controller()->model().isDecoder());
+            // A decoder starts on free text (An et al.'s probe sentence): no MNLI table.
+            QTRY_VERIFY_WITH_TIMEOUT(m_window->controller()->snapshot() &&
+                                         m_window->controller()->snapshot()->model.dir == dir,
+                                     60000);
+            const SnapshotPtr s = m_window->controller()->snapshot();
+            QVERIFY2(s->input.contains(QStringLiteral("Summer is warm")), qPrintable(s->input));
+            QVERIFY(!m_window->inputPanel()->pairsView()->isVisible());
+            QVERIFY(!s->prediction.isEmpty()); // the most likely next tokens
+
+            // The head view shows the backend's numbers, with the future keys masked.
+            m_window->pages()->setCurrentWidget(m_window->headView());
+            m_window->setSelection(1, 2);
+            const HeadViewData shown = m_window->headView()->data();
+            QCOMPARE(shown.layer, 1);
+            QCOMPARE(shown.head, 2);
+            QVERIFY(shown.probabilities.causal);
+            DecoderNetwork net = DecoderNetwork::load(dir.toStdString());
+            const auto tokenizer = DecoderTokenizer::fromModelDir(dir.toStdString());
+            const Encoding e = tokenizer->encode(s->input.toStdString());
+            const auto T = std::int64_t(e.inputIds.size());
+            QCOMPARE(s->T, int(T));
+            RecordingSink sink;
+            {
+                c10::InferenceMode guard;
+                net.forward(torch::tensor(e.inputIds, torch::kLong).view({1, T}), {}, &sink);
+            }
+            const torch::Tensor probs = sink.at("layer1/attn_probs")[0][2].contiguous();
+            const torch::Tensor shownProbs =
+                torch::from_blob(const_cast<float*>(shown.probabilities.values.constData()), {T, T},
+                                 torch::kFloat)
+                    .clone();
+            OL_COMPARE_TENSORS(name, shownProbs, probs, 1e-6);
+            QVERIFY(shown.probabilities.isMasked(0, 1));
+            QVERIFY(!shown.probabilities.isMasked(1, 0));
+            HeatmapView* panel = m_window->headView()->panel(HeadView::ProbabilitiesPanel);
+            QVERIFY(panel);
+            QVERIFY2(panel->cellToolTip(0, int(T) - 1).contains(QStringLiteral("masked")),
+                     qPrintable(panel->cellToolTip(0, int(T) - 1)));
+
+            // Every page draws it.
+            for (QWidget* page : {static_cast<QWidget*>(m_window->outliersPage()),
+                                  static_cast<QWidget*>(m_window->headView())}) {
+                m_window->pages()->setCurrentWidget(page);
+                QVERIFY(!page->grab().isNull());
+            }
+            QTRY_VERIFY(!m_window->outliersPage()->dashboard()->data().perDimension.values.isEmpty());
+        }
+
+        // A text file of one's own runs as the input.
+        QTemporaryDir dir;
+        const QString path = dir.path() + QStringLiteral("/note.txt");
+        {
+            QFile file(path);
+            QVERIFY(file.open(QIODevice::WriteOnly));
+            file.write("Attention sinks live on the first token.\nThe rest is text.\n");
+        }
+        m_window->inputPanel()->openTextFile(path);
+        waitForInput(QStringLiteral("Attention sinks"));
+        // A binary file is refused with one message, and the last input stays.
+        const QString binary = dir.path() + QStringLiteral("/blob.txt");
+        {
+            QFile file(binary);
+            QVERIFY(file.open(QIODevice::WriteOnly));
+            file.write(QByteArray::fromHex("fffe0001") + QByteArray("binary"));
+        }
+        QSignalSpy failed(m_window->inputPanel(), &InputPanel::failed);
+        m_window->inputPanel()->openTextFile(binary);
+        QCOMPARE(failed.size(), 1);
+        QVERIFY2(failed.first().first().toString().contains(QStringLiteral("not UTF-8")),
+                 qPrintable(failed.first().first().toString()));
+        QVERIFY(m_window->controller()->snapshot()->input.contains(QStringLiteral("Attention sinks")));
+        if (auto* box = m_window->findChild<QMessageBox*>(QStringLiteral("errorMessage"))) box->close();
     }
 };
 
