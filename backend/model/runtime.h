@@ -15,9 +15,9 @@ int configureTorchThreads(int threads = 0);
 /// otherwise). Called after a model is loaded, when the checkpoint's buffers have been dropped.
 void releaseFreedMemory();
 
-/// Process-wide allocator settings for large tensors: allocations from 4 MB up are mapped and
-/// unmapped directly, so memory freed after a batch goes back to the system instead of
-/// fragmenting the heap. Call once at start-up.
+/// Process-wide allocator settings: freed memory up to 512 MB stays in the heap for the next forward
+/// pass or training step instead of being returned and faulted in again; blocks from 64 MB up are
+/// mapped directly and returned when freed. Call once at start-up.
 void configureAllocator();
 
 } // namespace outlierlens
