@@ -37,12 +37,13 @@ void configureAllocator()
     // glibc's defaults give every forward pass back to the kernel: freeing the top of the heap trims
     // it (128 KB threshold) and blocks from 128 KB up are mmap-ed and unmapped each time, so the next
     // pass faults the same pages in again (bert-base, T = 128: 2.5x the page faults and 3x the system
-    // time of the same forward in Python). Keep up to 512 MB of freed heap for reuse, pad heap growth,
-    // and map only really large blocks (model weights, big captures) directly: those still go back to
-    // the system when freed, so memory after a batch stays bounded. docs/performance.md has the figures.
-    mallopt(M_MMAP_THRESHOLD, 64 << 20);
-    mallopt(M_TRIM_THRESHOLD, 512 << 20);
-    mallopt(M_TOP_PAD, 64 << 20);
+    // time of the same forward in Python). Keep up to 256 MB of freed heap for reuse and pad heap
+    // growth a little; blocks from 16 MB up (a big model's float32 copy of one weight matrix, large
+    // captures) are mapped directly and return to the system when freed, so a decoder's memory stays
+    // near its weights' size. docs/performance.md has the figures.
+    mallopt(M_MMAP_THRESHOLD, 16 << 20);
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    mallopt(M_TOP_PAD, 16 << 20);
 }
 
 } // namespace outlierlens

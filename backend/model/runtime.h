@@ -15,8 +15,8 @@ int configureTorchThreads(int threads = 0);
 /// otherwise). Called after a model is loaded, when the checkpoint's buffers have been dropped.
 void releaseFreedMemory();
 
-/// Process-wide allocator settings: freed memory up to 512 MB stays in the heap for the next forward
-/// pass or training step instead of being returned and faulted in again; blocks from 64 MB up are
+/// Process-wide allocator settings: freed memory up to 256 MB stays in the heap for the next forward
+/// pass or training step instead of being returned and faulted in again; blocks from 16 MB up are
 /// mapped directly and returned when freed. Call once at start-up.
 void configureAllocator();
 
