@@ -214,8 +214,9 @@ void InputPanel::setModelKind(const QString& family, bool synthetic, bool decode
     m_tabs->setTabVisible(m_tabs->indexOf(m_imagesTab), !text);
     m_tabs->setTabVisible(m_tabs->indexOf(m_syntheticTab), synthetic);
     m_tabs->setTabText(m_tabs->indexOf(m_textTab), decoder ? tr("Text") : tr("Your text"));
-    m_premiseLabel->setText(decoder ? tr("Text (the tokenizer adds its BOS token, as Hugging Face does)")
-                                    : tr("Premise"));
+    m_premiseLabel->setText(
+        decoder ? tr("Text (tokenized as Hugging Face does: BOS only where the model's tokenizer adds one)")
+                : tr("Premise"));
     m_premise->setPlaceholderText(decoder ? tr("Any text") : tr("Premise (or any text)"));
     m_hypothesisLabel->setVisible(!decoder);
     m_hypothesis->setVisible(!decoder);

@@ -38,6 +38,7 @@ const std::vector<TaskChoice>& taskChoices()
         {"Synthetic no-op task (minutes)", "demo-synthetic", {"bert-tiny", "bert-mini"}},
         {"ViT on Fashion-MNIST", "demo-vit-fmnist", {"vit-fmnist"}},
         {"BERT masked-LM on Wikipedia text", "demo-bert-mlm", {"bert-tiny", "bert-mini", "bert-small"}},
+        {"Decoder causal LM on Wikipedia text", "demo-clm", {"gpt2-tiny", "opt-tiny", "llama-tiny"}},
     };
     return choices;
 }
@@ -242,7 +243,7 @@ void JobsPage::startTraining()
             break;
         }
         // The presets name sample data relative to the source tree; make them absolute.
-        for (std::string* path : {&c.corpus, &c.validCorpus, &c.vocab})
+        for (std::string* path : {&c.corpus, &c.validCorpus, &c.vocab, &c.tokenizer})
             if (path->rfind("sample_data/", 0) == 0) *path = sampleDataFile(path->substr(12));
         if (c.task == TrainTask::MaskedLm && c.vocab.empty()) c.vocab = sampleDataFile("bert/vocab.txt");
         validateTrainConfig(c);
