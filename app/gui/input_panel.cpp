@@ -78,8 +78,8 @@ InputPanel::InputPanel(QWidget* parent)
                                  m_decoder ? QString() : m_hypothesis->toPlainText());
     });
     m_openText = new QPushButton(tr("Open text file…"));
-    m_openText->setToolTip(tr("Run the beginning of a UTF-8 text file (up to 64 KB; the model's maximum "
-                              "length is used)"));
+    m_openText->setToolTip(tr("Run the beginning of a UTF-8 text file (the app looks at up to 512 tokens; "
+                              "'outlierlens inspect' takes the model's maximum length)"));
     connect(m_openText, &QPushButton::clicked, this, &InputPanel::chooseTextFile);
     m_premiseLabel = new QLabel(tr("Premise"));
     m_hypothesisLabel = new QLabel(tr("Hypothesis"));

@@ -22,6 +22,7 @@
 #include <QFile>
 #include <QFileInfo>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -243,12 +244,18 @@ void InspectionWorker::inspectText(quint64 generation, const QString& text, cons
 void InspectionWorker::inspectDecoderText(quint64 generation, const QString& text)
 {
     const int layers = m_model->info.layers;
+    // The snapshot keeps every layer's [H, T, T] scores and probabilities: bound T so that a long text
+    // file on a large model cannot take the machine's memory (GPT-2 at 512 tokens: 300 MB).
+    const int positions = m_model->decoder->config().maxPositions;
+    const int limit = positions > 0 ? std::min(positions, kMaxDecoderTokens) : kMaxDecoderTokens;
     const DecoderInspection r = inspectDecoder(*m_model->decoder, *m_model->decoderTokenizer,
-                                               text.toStdString(), 0, true, snapshotCaptureNames(layers));
+                                               text.toStdString(), limit, true, snapshotCaptureNames(layers));
     auto s = std::make_shared<InspectionSnapshot>();
     s->generation = generation;
     s->model = m_model->info;
     s->input = text;
+    if (int(r.labels.size()) == limit)
+        s->input = QStringLiteral("%1 (first %2 tokens)").arg(text.left(2000)).arg(limit);
     for (const auto& t : r.labels)
         s->tokens << QString::fromStdString(t);
     s->T = s->tokens.size();

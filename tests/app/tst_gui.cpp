@@ -329,6 +329,19 @@ private Q_SLOTS:
         }
         m_window->inputPanel()->openTextFile(path);
         waitForInput(QStringLiteral("Attention sinks"));
+        // A long file is cut to what the model (here 64 positions) and the app (512 tokens) allow.
+        const QString longPath = dir.path() + QStringLiteral("/long.txt");
+        {
+            QFile file(longPath);
+            QVERIFY(file.open(QIODevice::WriteOnly));
+            for (int i = 0; i < 200; ++i)
+                file.write("Summer follows spring, and the days grow long. ");
+        }
+        m_window->inputPanel()->openTextFile(longPath);
+        waitForInput(QStringLiteral("first 64 tokens"));
+        QCOMPARE(m_window->controller()->snapshot()->T, 64);
+        m_window->inputPanel()->openTextFile(path);
+        waitForInput(QStringLiteral("Attention sinks"));
         // A binary file is refused with one message, and the last input stays.
         const QString binary = dir.path() + QStringLiteral("/blob.txt");
         {
