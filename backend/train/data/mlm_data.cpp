@@ -1,95 +1,16 @@
 #include "train/data/mlm_data.h"
 
 #include "common/error.h"
+#include "train/data/text_lines.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <exception>
-#include <fstream>
-#include <mutex>
-#include <sstream>
-#include <thread>
 
 namespace outlierlens {
 namespace {
 
 constexpr std::int64_t kIgnoreIndex = -100;
-
-// A run of whole lines of the file; lines are tokenized independently and the chunks concatenated
-// in file order, so the result does not depend on the number of threads.
-struct Chunk
-{
-    std::size_t begin = 0, end = 0; // byte range in the text
-    std::int64_t firstLine = 1;     // 1-based line number of its first line
-    std::vector<std::int64_t> ids;
-    std::string error;
-    bool done = false;
-};
-
-bool isBlank(const char* begin, const char* end)
-{
-    return std::all_of(begin, end,
-                       [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; });
-}
-
-std::string readWholeFile(const std::string& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(path + ": cannot open the text corpus (missing or unreadable)");
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    if (in.bad()) throw Error(path + ": read error");
-    return buffer.str();
-}
-
-std::vector<Chunk> splitIntoChunks(const std::string& text)
-{
-    constexpr std::size_t kChunkBytes = 256 * 1024;
-    std::vector<Chunk> chunks;
-    std::size_t pos = 0;
-    std::int64_t line = 1;
-    while (pos < text.size()) {
-        Chunk c;
-        c.begin = pos;
-        c.firstLine = line;
-        std::size_t end = std::min(text.size(), pos + kChunkBytes);
-        if (end < text.size()) {
-            const std::size_t nl = text.find('\n', end);
-            end = nl == std::string::npos ? text.size() : nl + 1;
-        }
-        c.end = end;
-        line += std::count(text.begin() + static_cast<std::ptrdiff_t>(pos),
-                           text.begin() + static_cast<std::ptrdiff_t>(end), '\n');
-        chunks.push_back(std::move(c));
-        pos = end;
-    }
-    return chunks;
-}
-
-void tokenizeChunk(const std::string& text, const BertTokenizer& tokenizer, const std::string& path,
-                   Chunk& chunk)
-{
-    std::int64_t line = chunk.firstLine;
-    std::size_t pos = chunk.begin;
-    std::string lineText;
-    while (pos < chunk.end) {
-        const std::size_t nl = text.find('\n', pos);
-        const std::size_t end = (nl == std::string::npos || nl >= chunk.end) ? chunk.end : nl;
-        if (!isBlank(text.data() + pos, text.data() + end)) {
-            lineText.assign(text, pos, end - pos);
-            try {
-                for (const std::string& token : tokenizer.tokenize(lineText))
-                    chunk.ids.push_back(tokenizer.tokenToId(token));
-            } catch (const Error& e) {
-                chunk.error = path + ":" + std::to_string(line) + ": " + e.what();
-                return;
-            }
-        }
-        pos = end + 1;
-        ++line;
-    }
-}
 
 } // namespace
 
@@ -99,55 +20,20 @@ PackedCorpus PackedCorpus::build(const std::string& textFile, const BertTokenize
     if (seqLength < 3)
         throw Error(textFile + ": sequence length must be at least 3 ([CLS], one token, [SEP]), got " +
                     std::to_string(seqLength));
-    const std::string text = readWholeFile(textFile);
-    if (std::all_of(text.begin(), text.end(), [](char c) { return c == '\n' || isBlank(&c, &c + 1); }))
-        throw Error(textFile + ": empty text corpus (no non-blank line)");
-
+    const std::string text = readTextFile(textFile);
     const std::int64_t body = seqLength - 2;
     const std::int64_t wanted = maxSequences > 0 ? static_cast<std::int64_t>(maxSequences) * body : -1;
-
-    std::vector<Chunk> chunks = splitIntoChunks(text);
-    std::atomic<std::size_t> next{0};
-    std::atomic<bool> enough{false};
-    std::mutex mutex; // guards `done` flags and the prefix count below
-    std::size_t prefixDone = 0;
-    std::int64_t prefixTokens = 0;
-    const auto worker = [&] {
-        while (!enough.load()) {
-            const std::size_t k = next.fetch_add(1);
-            if (k >= chunks.size()) return;
-            tokenizeChunk(text, tokenizer, textFile, chunks[k]);
-            std::lock_guard<std::mutex> lock(mutex);
-            chunks[k].done = true;
-            // With maxSequences, stop once the finished chunks at the start of the file hold enough.
-            while (prefixDone < chunks.size() && chunks[prefixDone].done &&
-                   chunks[prefixDone].error.empty()) {
-                prefixTokens += static_cast<std::int64_t>(chunks[prefixDone].ids.size());
-                ++prefixDone;
-            }
-            if (wanted >= 0 && prefixTokens >= wanted) enough = true;
-        }
-    };
-    const unsigned threads =
-        chunks.size() < 2 ? 1u : std::max(1u, std::min(8u, std::thread::hardware_concurrency()));
-    std::vector<std::thread> pool;
-    for (unsigned t = 1; t < threads; ++t)
-        pool.emplace_back(worker);
-    worker();
-    for (std::thread& t : pool)
-        t.join();
+    std::vector<std::int64_t> stream = tokenizeLines(
+        text, textFile,
+        [&](const std::string& line, std::vector<std::int64_t>& ids) {
+            for (const std::string& token : tokenizer.tokenize(line))
+                ids.push_back(tokenizer.tokenToId(token));
+        },
+        wanted);
 
     PackedCorpus corpus;
     corpus.m_file = textFile;
     corpus.m_seqLength = seqLength;
-    // Concatenate in file order up to the first gap (chunks skipped after `enough`).
-    std::vector<std::int64_t> stream;
-    for (const Chunk& c : chunks) {
-        if (!c.error.empty()) throw Error(c.error);
-        if (!c.done) break;
-        stream.insert(stream.end(), c.ids.begin(), c.ids.end());
-        if (wanted >= 0 && static_cast<std::int64_t>(stream.size()) >= wanted) break;
-    }
     corpus.m_tokenCount = static_cast<std::int64_t>(stream.size());
 
     std::int64_t n = corpus.m_tokenCount / body;
@@ -170,19 +56,7 @@ PackedCorpus PackedCorpus::build(const std::string& textFile, const BertTokenize
 
 torch::Tensor PackedCorpus::sequences(const std::vector<std::int64_t>& indices) const
 {
-    const std::int64_t n = size();
-    torch::Tensor out = torch::empty({static_cast<std::int64_t>(indices.size()), m_seqLength}, torch::kInt64);
-    const auto* src = m_sequences.data_ptr<std::int64_t>();
-    auto* dst = out.data_ptr<std::int64_t>();
-    for (std::size_t b = 0; b < indices.size(); ++b) {
-        const std::int64_t i = indices[b];
-        if (i < 0 || i >= n)
-            throw Error(m_file + ": sequence index " + std::to_string(i) + " out of range [0, " +
-                        std::to_string(n) + ")");
-        std::memcpy(dst + static_cast<std::int64_t>(b) * m_seqLength, src + i * m_seqLength,
-                    static_cast<std::size_t>(m_seqLength) * sizeof(std::int64_t));
-    }
-    return out;
+    return gatherRows(m_sequences, indices, m_file, "sequence");
 }
 
 void PackedCorpus::requireSequences(std::int64_t count, const std::string& what) const
