@@ -1,6 +1,7 @@
 // The command line as a user meets it: the real executable, real model folders, exit codes,
 // one-line errors, nothing partial left behind, and dumps that hold Hugging Face's numbers.
 
+#include "../common/app_runner.h"
 #include "../common/tensor_compare.h"
 
 #include "io/hdf5_store.h"
@@ -18,24 +19,11 @@
 
 using namespace outlierlens;
 using outlierlens::test::fixture;
+using outlierlens::test::Run;
+using outlierlens::test::runApp;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct Run
-{
-    int exitCode = -1;
-    QString out, err;
-};
-
-Run runApp(const QStringList& args)
-{
-    QProcess p;
-    p.start(QStringLiteral(OUTLIERLENS_BINARY_DIR "/app/outlierlens"), args);
-    if (!p.waitForFinished(300000)) p.kill();
-    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
-            QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
-}
 
 QString fx(const char* relative)
 {

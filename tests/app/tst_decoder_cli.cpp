@@ -2,6 +2,7 @@
 // numbers under DESIGN.md's names, `stats --data text:` writes a statistics file, `create-model`
 // writes a decoder that loads back, and bad folders give one-line errors.
 
+#include "../common/app_runner.h"
 #include "../common/tensor_compare.h"
 
 #include "analysis/statistics_file.h"
@@ -17,24 +18,11 @@
 
 using namespace outlierlens;
 using outlierlens::test::fixture;
+using outlierlens::test::Run;
+using outlierlens::test::runApp;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct Run
-{
-    int exitCode = -1;
-    QString out, err;
-};
-
-Run runApp(const QStringList& args)
-{
-    QProcess p;
-    p.start(QStringLiteral(OUTLIERLENS_BINARY_DIR "/app/outlierlens"), args);
-    if (!p.waitForFinished(300000)) p.kill();
-    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
-            QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
-}
 
 QString modelDir(const QString& name)
 {

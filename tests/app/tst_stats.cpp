@@ -2,6 +2,7 @@
 // separate computation finds in the inspection dumps of the same inputs (so batching, padding and
 // streaming change nothing), and interrupted or bad runs leave no file.
 
+#include "../common/app_runner.h"
 #include "../common/tensor_compare.h"
 
 #include "io/hdf5_store.h"
@@ -20,24 +21,11 @@
 
 using namespace outlierlens;
 using outlierlens::test::fixture;
+using outlierlens::test::Run;
+using outlierlens::test::runApp;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct Run
-{
-    int exitCode = -1;
-    QString out, err;
-};
-
-Run runApp(const QStringList& args)
-{
-    QProcess p;
-    p.start(QStringLiteral(OUTLIERLENS_BINARY_DIR "/app/outlierlens"), args);
-    if (!p.waitForFinished(600000)) p.kill();
-    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
-            QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
-}
 
 QString fx(const std::string& relative)
 {

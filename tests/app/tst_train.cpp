@@ -2,6 +2,8 @@
 // a killed or stopped run resumes onto exactly the same curve, a checkpoint loads in `inspect`
 // with the outputs training saw, and bad configurations fail with one clear line.
 
+#include "../common/app_runner.h"
+
 #include "analysis/metrics.h"
 #include "analysis/recording_sink.h"
 #include "model/bert_network.h"
@@ -23,6 +25,8 @@
 #include <fstream>
 
 using namespace outlierlens;
+using outlierlens::test::Run;
+using outlierlens::test::runApp;
 namespace fs = std::filesystem;
 
 namespace {
@@ -32,21 +36,6 @@ const std::string kTrain = OUTLIERLENS_TEST_DATA "/train/tiny_train.txt";
 const std::string kValid = OUTLIERLENS_TEST_DATA "/train/tiny_valid.txt";
 const std::string kVocab = OUTLIERLENS_SOURCE_DIR "/sample_data/bert/vocab.txt";
 constexpr int kSteps = 150;
-
-struct Run
-{
-    int exitCode = -1;
-    QString out, err;
-};
-
-Run runApp(const QStringList& args)
-{
-    QProcess p;
-    p.start(kApp, args);
-    if (!p.waitForFinished(600000)) p.kill();
-    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
-            QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
-}
 
 /// A tiny masked-LM run: BERT with 2 layers of 32 units on 60 kB of Wikipedia text.
 nlohmann::json tinyMlm(const QString& output, int steps)

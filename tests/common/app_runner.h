@@ -1,0 +1,27 @@
+#pragma once
+// Test helper (test thread only): runs the real `outlierlens` executable as a user would.
+
+#include <QProcess>
+#include <QString>
+#include <QStringList>
+
+namespace outlierlens::test {
+
+/// Exit code (-1 if it crashed or was killed) and everything it printed.
+struct Run
+{
+    int exitCode = -1;
+    QString out, err;
+};
+
+/// Runs the built executable with `args`; kills it after `timeoutMs`.
+inline Run runApp(const QStringList& args, int timeoutMs = 600000)
+{
+    QProcess p;
+    p.start(QStringLiteral(OUTLIERLENS_BINARY_DIR "/app/outlierlens"), args);
+    if (!p.waitForFinished(timeoutMs)) p.kill();
+    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
+            QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
+}
+
+} // namespace outlierlens::test
