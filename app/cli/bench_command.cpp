@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <set>
 
 #include <sys/resource.h>
@@ -38,6 +39,36 @@ Timing summarize(std::vector<double> ms)
 nlohmann::json toJson(const Timing& t)
 {
     return {{"median", t.median}, {"min", t.min}};
+}
+
+/// Times `forward(sink)` without a sink and with a fresh RecordingSink of `names` (empty = every capture
+/// point), interleaved run by run so drift hits both alike, after `warmup` untimed pairs. Returns false
+/// if interrupted before the first timed pair; `capturedBytes` is what one captured pass recorded.
+bool timeInterleaved(const std::function<void(ActivationSink*)>& forward, const std::set<std::string>& names,
+                     int runs, int warmup, std::vector<double>& plain, std::vector<double>& captured,
+                     double& capturedBytes)
+{
+    auto timeOne = [&](bool capture) {
+        RecordingSink sink = names.empty() ? RecordingSink() : RecordingSink(names);
+        const auto start = std::chrono::steady_clock::now();
+        forward(capture ? &sink : nullptr);
+        const auto end = std::chrono::steady_clock::now();
+        if (capture) {
+            capturedBytes = 0;
+            for (const auto& [name, t] : sink.tensors())
+                capturedBytes += double(t.numel()) * double(t.element_size());
+        }
+        return std::chrono::duration<double, std::milli>(end - start).count();
+    };
+    for (int i = 0; i < warmup; ++i) {
+        timeOne(false);
+        timeOne(true);
+    }
+    for (int i = 0; i < runs && !interruptFlag(); ++i) {
+        plain.push_back(timeOne(false));
+        captured.push_back(timeOne(true));
+    }
+    return !plain.empty();
 }
 
 double peakRssMb()
@@ -69,28 +100,10 @@ int benchDecoder(Command& cmd, const std::string& modelDir, int seq, int batch, 
 
     c10::InferenceMode guard;
     double capturedBytes = 0;
-    auto timeOne = [&](bool capture) {
-        RecordingSink sink(names);
-        const auto start = std::chrono::steady_clock::now();
-        network.forward(ids, {}, capture ? &sink : nullptr, true);
-        const auto end = std::chrono::steady_clock::now();
-        if (capture) {
-            capturedBytes = 0;
-            for (const auto& [name, t] : sink.tensors())
-                capturedBytes += double(t.numel()) * double(t.element_size());
-        }
-        return std::chrono::duration<double, std::milli>(end - start).count();
-    };
-    for (int i = 0; i < warmup; ++i) {
-        timeOne(false);
-        timeOne(true);
-    }
     std::vector<double> plain, captured;
-    for (int i = 0; i < runs && !interruptFlag(); ++i) {
-        plain.push_back(timeOne(false));
-        captured.push_back(timeOne(true));
-    }
-    if (plain.empty()) return Interrupted;
+    if (!timeInterleaved([&](ActivationSink* sink) { network.forward(ids, {}, sink, true); }, names, runs,
+                         warmup, plain, captured, capturedBytes))
+        return Interrupted;
     const double weightsMb = double(network.parameterBytes()) / (1024.0 * 1024.0);
     const double peak = peakRssMb();
     const nlohmann::json out = {
@@ -168,28 +181,10 @@ int runBench(const QStringList& args)
 
         c10::InferenceMode guard;
         double capturedBytes = 0;
-        auto timeOne = [&](bool capture) {
-            RecordingSink sink;
-            const auto start = std::chrono::steady_clock::now();
-            network.forward(ids, types, mask, capture ? &sink : nullptr);
-            const auto end = std::chrono::steady_clock::now();
-            if (capture) {
-                capturedBytes = 0;
-                for (const auto& [name, t] : sink.tensors())
-                    capturedBytes += double(t.numel()) * double(t.element_size());
-            }
-            return std::chrono::duration<double, std::milli>(end - start).count();
-        };
-        for (int i = 0; i < warmup; ++i) {
-            timeOne(false);
-            timeOne(true);
-        }
         std::vector<double> plain, captured;
-        for (int i = 0; i < runs && !interruptFlag(); ++i) { // interleaved so drift hits both alike
-            plain.push_back(timeOne(false));
-            captured.push_back(timeOne(true));
-        }
-        if (plain.empty()) return Interrupted;
+        if (!timeInterleaved([&](ActivationSink* sink) { network.forward(ids, types, mask, sink); }, {}, runs,
+                             warmup, plain, captured, capturedBytes))
+            return Interrupted;
 
         std::int64_t parameters = 0;
         for (const auto& p : network.module().parameters())
