@@ -87,6 +87,18 @@ void checkPreset(const TrainConfig& c, bool vit)
                            "' is a ViT size (use " + list + ")");
 }
 
+/// The first model-size field that is set (preset, hidden_size, ...), or null: tasks that take their
+/// model from "init" refuse them.
+const char* firstSizeField(const TrainConfig& c)
+{
+    return !c.preset.empty()         ? "preset"
+           : c.hiddenSize != 0       ? "hidden_size"
+           : c.numLayers != 0        ? "num_layers"
+           : c.numHeads != 0         ? "num_heads"
+           : c.intermediateSize != 0 ? "intermediate_size"
+                                     : nullptr;
+}
+
 AttentionVariant resolvedVariant(const AttentionVariant& raw, int tokens)
 {
     AttentionVariant v = raw;
@@ -161,12 +173,7 @@ void checkModel(const TrainConfig& c)
 
     if (c.task == TrainTask::CausalLm) {
         if (!c.init.empty()) {
-            const char* sized = !c.preset.empty()         ? "preset"
-                                : c.hiddenSize != 0       ? "hidden_size"
-                                : c.numLayers != 0        ? "num_layers"
-                                : c.numHeads != 0         ? "num_heads"
-                                : c.intermediateSize != 0 ? "intermediate_size"
-                                                          : nullptr;
+            const char* sized = firstSizeField(c);
             if (sized)
                 fail(sized, "task clm with init continues the model in " + c.init +
                                 " and takes its size from there; leave preset empty and the sizes 0");
@@ -187,12 +194,7 @@ void checkModel(const TrainConfig& c)
         return;
     }
     if (c.task == TrainTask::Nli) {
-        const char* sized = !c.preset.empty()         ? "preset"
-                            : c.hiddenSize != 0       ? "hidden_size"
-                            : c.numLayers != 0        ? "num_layers"
-                            : c.numHeads != 0         ? "num_heads"
-                            : c.intermediateSize != 0 ? "intermediate_size"
-                                                      : nullptr;
+        const char* sized = firstSizeField(c);
         if (sized)
             fail(sized, "task nli fine-tunes the model in init (" + c.init +
                             ") and takes its size from there; leave preset empty and the sizes 0");
