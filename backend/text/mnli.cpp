@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "common/json_util.h"
+#include "text/utf8.h"
 
 #include <nlohmann/json.hpp>
 
@@ -13,38 +14,6 @@
 
 namespace outlierlens {
 namespace {
-
-bool isValidUtf8(std::string_view s)
-{
-    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-    const std::size_t n = s.size();
-    std::size_t i = 0;
-    while (i < n) {
-        const unsigned char b = p[i];
-        if (b < 0x80) {
-            ++i;
-            continue;
-        }
-        std::size_t len = 0;
-        std::uint32_t cp = 0, min = 0;
-        if ((b & 0xE0) == 0xC0)
-            len = 2, cp = b & 0x1F, min = 0x80;
-        else if ((b & 0xF0) == 0xE0)
-            len = 3, cp = b & 0x0F, min = 0x800;
-        else if ((b & 0xF8) == 0xF0)
-            len = 4, cp = b & 0x07, min = 0x10000;
-        else
-            return false;
-        if (i + len > n) return false;
-        for (std::size_t k = 1; k < len; ++k) {
-            if ((p[i + k] & 0xC0) != 0x80) return false;
-            cp = (cp << 6) | (p[i + k] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-        i += len;
-    }
-    return true;
-}
 
 // Calls fn(lineNumber (1-based), line without its \n or \r\n) for every line; fn returns false to stop.
 template<typename Fn>
@@ -90,7 +59,8 @@ std::vector<NliPair> readTsv(const std::string& path, std::string_view text, std
     bool haveHeader = false;
     forEachLine(text, [&](std::size_t number, std::string_view line) {
         if (line.find_first_not_of(" \t") == std::string_view::npos) return true;
-        if (!isValidUtf8(line)) throw Error(where(path, number) + ": invalid UTF-8");
+        if (utf8::firstInvalidByte(line) != std::string::npos)
+            throw Error(where(path, number) + ": invalid UTF-8");
         const std::vector<std::string_view> fields = splitTabs(line);
         if (!haveHeader) {
             long labelColumn = -1, goldColumn = -1;

@@ -2,7 +2,7 @@
 
 namespace outlierlens::utf8 {
 
-std::size_t decode(const std::string& s, std::u32string& out)
+std::size_t decode(std::string_view s, std::u32string& out)
 {
     out.clear();
     out.reserve(s.size());
@@ -39,7 +39,7 @@ std::size_t decode(const std::string& s, std::u32string& out)
     return std::string::npos;
 }
 
-std::size_t firstInvalidByte(const std::string& s)
+std::size_t firstInvalidByte(std::string_view s)
 {
     std::u32string scratch;
     return decode(s, scratch);

@@ -2,6 +2,7 @@
 // Any thread. Strict UTF-8 decoding and encoding shared by the tokenizers.
 
 #include <string>
+#include <string_view>
 
 namespace outlierlens::utf8 {
 
@@ -9,9 +10,9 @@ namespace outlierlens::utf8 {
 /// U+10FFFF (Python, whose tokenizers we reproduce, never sees invalid UTF-8, so there is nothing
 /// to match and callers report it instead). Returns the 0-based byte offset of the first invalid
 /// sequence, or std::string::npos if `s` is valid.
-std::size_t decode(const std::string& s, std::u32string& out);
+std::size_t decode(std::string_view s, std::u32string& out);
 /// The byte offset of the first invalid sequence of `s`, or npos.
-std::size_t firstInvalidByte(const std::string& s);
+std::size_t firstInvalidByte(std::string_view s);
 
 /// Appends the UTF-8 encoding of one code point.
 void append(std::string& out, char32_t cp);
