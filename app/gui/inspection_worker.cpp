@@ -108,6 +108,17 @@ void fillActivations(InspectionSnapshot& s, const RecordingSink& sink)
     s.out = stackLayers(sink, CapturePoint::Out, L);
 }
 
+/// What every family reports alike: its attention variant, geometry and checkpoint hash.
+void describeAttention(ModelInfo& info, const AttentionVariant& variant, int layers, int heads, int hidden,
+                       int headDim, const std::string& sha256)
+{
+    info.variant = QString::fromStdString(variant.describe());
+    info.sha256 = QString::fromStdString(sha256);
+    info.layers = layers, info.heads = heads, info.hidden = hidden, info.headDim = headDim;
+    info.clipped = variant.softmax == SoftmaxKind::Clipped;
+    info.gated = variant.gate != GateKind::None;
+}
+
 QString readCard(const std::string& dir)
 {
     QFile file(QString::fromStdString((std::filesystem::path(dir) / "README.md").string()));
@@ -153,12 +164,8 @@ void InspectionWorker::loadModel(quint64 generation, const QString& dirText)
             info.family = kFamilies.at(c.arch);
             info.head =
                 QString::fromStdString(c.architectures.empty() ? toString(c.arch) : c.architectures.front());
-            info.variant = QString::fromStdString(c.variant.describe());
-            info.sha256 = QString::fromStdString(model->decoder->checkpointSha256());
-            info.layers = c.numLayers, info.heads = c.numHeads, info.hidden = c.hiddenSize,
-            info.headDim = c.headDim();
-            info.clipped = c.variant.softmax == SoftmaxKind::Clipped;
-            info.gated = c.variant.gate != GateKind::None;
+            describeAttention(info, c.variant, c.numLayers, c.numHeads, c.hiddenSize, c.headDim(),
+                              model->decoder->checkpointSha256());
             info.causal = true;
             info.preLayerNorm = c.arch != DecoderArch::Opt || c.doLayerNormBefore;
             info.tokenizerKind = QString::fromStdString(model->decoderTokenizer->kind());
@@ -171,12 +178,8 @@ void InspectionWorker::loadModel(quint64 generation, const QString& dirText)
                             " tokens but the model's vocab_size is " + std::to_string(c.vocabSize));
             info.family = QStringLiteral("BERT");
             info.head = QString::fromStdString(toString(model->bert->head()));
-            info.variant = QString::fromStdString(c.variant.describe());
-            info.sha256 = QString::fromStdString(model->bert->checkpointSha256());
-            info.layers = c.numLayers, info.heads = c.numHeads, info.hidden = c.hiddenSize,
-            info.headDim = c.headDim();
-            info.clipped = c.variant.softmax == SoftmaxKind::Clipped;
-            info.gated = c.variant.gate != GateKind::None;
+            describeAttention(info, c.variant, c.numLayers, c.numHeads, c.hiddenSize, c.headDim(),
+                              model->bert->checkpointSha256());
             for (const auto& l : c.id2label)
                 info.classNames << QString::fromStdString(l);
             model->synthetic = readSyntheticOptions(dir);
@@ -188,12 +191,8 @@ void InspectionWorker::loadModel(quint64 generation, const QString& dirText)
             const VitConfig& c = model->vit->config();
             info.family = QStringLiteral("ViT");
             info.head = QString::fromStdString(c.architecture);
-            info.variant = QString::fromStdString(c.variant.describe());
-            info.sha256 = QString::fromStdString(model->vit->checkpointSha256());
-            info.layers = c.numLayers, info.heads = c.numHeads, info.hidden = c.hiddenSize,
-            info.headDim = c.headDim();
-            info.clipped = c.variant.softmax == SoftmaxKind::Clipped;
-            info.gated = c.variant.gate != GateKind::None;
+            describeAttention(info, c.variant, c.numLayers, c.numHeads, c.hiddenSize, c.headDim(),
+                              model->vit->checkpointSha256());
             info.imageSize = c.imageSize, info.gridSize = c.gridSize();
             info.preLayerNorm = true;
             if (!c.id2label.empty())
