@@ -81,6 +81,10 @@ int runGui(int argc, char* argv[])
         {QStringLiteral("bench-stats"),
          QStringLiteral("--bench-gui: data of the statistics job (e.g. mnli:FILE:200)."),
          QStringLiteral("spec")},
+        {QStringLiteral("bench-tokens"),
+         QStringLiteral("--bench-gui: tokens of the text input (BERT: wordpieces, at most its positions; "
+                        "decoders: words, cut to the app's limit). Default 128."),
+         QStringLiteral("N"), QStringLiteral("128")},
     });
     if (!parser.parse(QCoreApplication::arguments()) || !parser.positionalArguments().isEmpty()) {
         std::fprintf(stderr, "outlierlens: %s\n\n",
@@ -105,7 +109,8 @@ int runGui(int argc, char* argv[])
     window.show();
     if (parser.isSet(QStringLiteral("bench-gui")))
         (new outlierlens::GuiBenchmark(&window, &jobs, parser.value(QStringLiteral("bench-image")),
-                                       parser.value(QStringLiteral("bench-stats"))))
+                                       parser.value(QStringLiteral("bench-stats")),
+                                       parser.value(QStringLiteral("bench-tokens")).toInt()))
             ->start();
     if (parser.isSet(QStringLiteral("screenshots"))) {
         const QString pages =
