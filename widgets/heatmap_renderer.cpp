@@ -5,6 +5,7 @@
 
 #include <QCoreApplication>
 #include <QFontMetricsF>
+#include <QHash>
 #include <QLinearGradient>
 #include <QPaintEngine>
 #include <QPainter>
@@ -12,6 +13,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
+#include <limits>
+#include <vector>
 
 namespace outlierlens {
 namespace {
@@ -116,13 +120,15 @@ void HeatmapRenderer::setData(const MatrixData& data, ColorScale scale)
     m_scale = scale;
     m_highlightRows.clear();
     m_highlightCols.clear();
-    rebuildImage();
+    m_level = LevelImage();
+    updateColorRange();
 }
 
 void HeatmapRenderer::setFixedMaximum(double maximum)
 {
     m_fixedMax = maximum;
-    rebuildImage();
+    m_level = LevelImage();
+    updateColorRange();
 }
 
 QStringList HeatmapRenderer::legendEntries() const
@@ -136,7 +142,7 @@ QStringList HeatmapRenderer::legendEntries() const
 void HeatmapRenderer::setMarkExactZeros(bool mark)
 {
     m_markZeros = mark;
-    rebuildImage();
+    m_level = LevelImage();
 }
 
 QString HeatmapRenderer::rowLabel(int row) const
@@ -169,9 +175,8 @@ HeatmapRenderer::Metrics HeatmapRenderer::measure(const Fonts& fonts) const
     if (!m_title.isEmpty()) m.titleHeight += std::ceil(title.height()) + kGap;
     if (!subtitle().isEmpty()) m.titleHeight += std::ceil(small.height()) + kGap;
 
-    double widestCol = 0;
-    for (int c = 0; c < m_data.cols; ++c)
-        widestCol = std::max(widestCol, label.horizontalAdvance(columnLabel(c)));
+    double widestRow = 0, widestCol = 0;
+    widestLabels(fonts.label, &widestRow, &widestCol);
     widestCol = std::min(std::ceil(widestCol), kMaxLabelWidth);
     // Numbers (dimensions) stay horizontal; words (tokens) stand on end.
     m.rotateColumns = widestCol > label.horizontalAdvance(QStringLiteral("0000"));
@@ -182,9 +187,6 @@ HeatmapRenderer::Metrics HeatmapRenderer::measure(const Fonts& fonts) const
     m.rowSpacing = glyphs;
 
     if (m_rowLabelsVisible) {
-        double widestRow = 0;
-        for (int r = 0; r < m_data.rows; ++r)
-            widestRow = std::max(widestRow, label.horizontalAdvance(rowLabel(r)));
         m.rowLabelWidth = std::min(std::ceil(widestRow), kMaxLabelWidth) + 2 * kGap;
     }
 
@@ -311,22 +313,40 @@ void HeatmapRenderer::paintCells(QPainter& painter, const Frame& f) const
     visibleRange(f.exposed.left(), f.exposed.right(), f.origin.x(), w, m_data.cols, &c0, &c1);
     visibleRange(f.exposed.top(), f.exposed.bottom(), f.origin.y(), h, m_data.rows, &r0, &r1);
     if (c0 >= c1 || r0 >= r1) return;
-    const bool tiny = std::min(w, h) < kCrossMinCell;
-    const QImage& image = (m_markZeros && m_hasZeros && tiny) ? m_zeroImage : m_image;
-    const QRect source(c0, r0, c1 - c0, r1 - r0);
-    const QRectF target(f.origin.x() + c0 * w, f.origin.y() + r0 * h, (c1 - c0) * w, (r1 - r0) * h);
+    const bool zeros = m_markZeros && m_hasZeros && std::min(w, h) < kCrossMinCell;
+    // Level of detail: as many cells per image pixel as fit in one device pixel.
+    const QTransform t = painter.deviceTransform();
+    const double sx = std::max(std::hypot(t.m11(), t.m12()), 1e-9);
+    const double sy = std::max(std::hypot(t.m21(), t.m22()), 1e-9);
+    const int kx = std::max(1, int(std::floor(1.0 / (w * sx) + 1e-9)));
+    const int ky = std::max(1, int(std::floor(1.0 / (h * sy) + 1e-9)));
+    const QRect needed(QPoint(c0 / kx, r0 / ky), QPoint((c1 - 1) / kx, (r1 - 1) / ky));
+    if (m_level.kx != kx || m_level.ky != ky || m_level.zeros != zeros || !m_level.blocks.contains(needed)) {
+        // Keep some cells around the visible part, so that scrolling a little reuses the image.
+        const int bx = (m_data.cols + kx - 1) / kx, by = (m_data.rows + ky - 1) / ky;
+        const QRect all(0, 0, bx, by);
+        const QRect blocks =
+            needed
+                .adjusted(-needed.width() / 2, -needed.height() / 2, needed.width() / 2, needed.height() / 2)
+                .intersected(all);
+        m_level = LevelImage{kx, ky, blocks, zeros, colorBlocks(kx, ky, blocks, zeros)};
+    }
+    const QRect source = needed.translated(-m_level.blocks.topLeft());
+    const QRectF target(f.origin.x() + needed.left() * kx * w, f.origin.y() + needed.top() * ky * h,
+                        needed.width() * kx * w, needed.height() * ky * h);
+    // A last, partial block would reach past the matrix: clip there.
+    const QRectF content(f.origin, QSizeF(m_data.cols * w, m_data.rows * h));
     painter.save();
-    painter.setClipRect(f.cells, Qt::IntersectClip);
+    painter.setClipRect(f.cells.intersected(content), Qt::IntersectClip);
     painter.setRenderHint(QPainter::SmoothPixmapTransform, false);
+    const QImage& image = m_level.image;
     if (f.figure) {
         // Viewers smooth embedded images they scale (SVG, PDF): hand them the cells already enlarged
         // with nearest-neighbour sampling, at the device's resolution (twice that for vector devices).
-        const QTransform t = painter.deviceTransform();
         const QPaintEngine* engine = painter.paintEngine();
         const bool vector =
             engine && (engine->type() == QPaintEngine::SVG || engine->type() == QPaintEngine::Pdf);
-        const double scale = std::max({std::hypot(t.m11(), t.m12()), std::hypot(t.m21(), t.m22()), 1.0}) *
-                             (vector ? 2.0 : 1.0);
+        const double scale = std::max({sx, sy, 1.0}) * (vector ? 2.0 : 1.0);
         const QSize pixels(int(std::ceil(target.width() * scale)), int(std::ceil(target.height() * scale)));
         if (qint64(pixels.width()) * pixels.height() <= 4096LL * 4096LL && pixels.width() >= source.width() &&
             pixels.height() >= source.height())
@@ -607,23 +627,31 @@ QString HeatmapRenderer::cellToolTip(int row, int col) const
              QString::number(col));
 }
 
-void HeatmapRenderer::rebuildImage()
+void HeatmapRenderer::updateColorRange()
 {
-    const int rows = m_data.rows;
-    const int cols = m_data.cols;
+    const int rows = m_data.rows, cols = m_data.cols;
+    const bool sequential = m_scale == ColorScale::Sequential;
     double magnitude = 0;
-    m_hasZeros = false;
-    for (int r = 0; r < rows; ++r)
-        for (int c = 0; c < cols; ++c) {
-            const float v = m_data.values[qsizetype(r) * cols + c];
-            if (!std::isfinite(v) || m_data.isMasked(r, c)) continue;
-            magnitude =
-                std::max(magnitude, m_scale == ColorScale::Sequential ? double(v) : std::abs(double(v)));
-            m_hasZeros = m_hasZeros || v == 0.0f;
+    bool zeros = false;
+    for (int r = 0; r < rows; ++r) {
+        const float* values = m_data.values.constData() + qsizetype(r) * cols;
+        const int end = m_data.causal ? std::min(cols, r + 1) : cols; // masked cells are not values
+        float top = 0;
+        for (int c = 0; c < end; ++c) {
+            const float v = values[c];
+            if (!std::isfinite(v)) continue;
+            top = std::max(top, sequential ? v : std::abs(v));
+            zeros = zeros || v == 0.0f;
         }
+        magnitude = std::max(magnitude, double(top));
+    }
+    m_hasZeros = zeros;
     m_colorMax = m_fixedMax > 0 ? m_fixedMax : (magnitude > 0 ? magnitude : 1.0);
+}
 
-    // A lookup table keeps colouring 512 x 512 cells to a few milliseconds.
+QImage HeatmapRenderer::colorBlocks(int kx, int ky, const QRect& blocks, bool zeros) const
+{
+    // A lookup table keeps colouring to a few nanoseconds a cell.
     std::array<QRgb, kLutSize> lut;
     for (int i = 0; i < kLutSize; ++i) {
         const double t = double(i) / (kLutSize - 1);
@@ -631,36 +659,87 @@ void HeatmapRenderer::rebuildImage()
             (m_scale == ColorScale::Sequential ? ColorMap::sequential(t) : ColorMap::diverging(2 * t - 1))
                 .rgb();
     }
+    const bool sequential = m_scale == ColorScale::Sequential;
     const double inverse = 1.0 / m_colorMax;
-    m_image = QImage(std::max(cols, 1), std::max(rows, 1), QImage::Format_RGB32);
-    m_image.fill(FigureStyle::background());
-    for (int r = 0; r < rows; ++r) {
-        auto* line = reinterpret_cast<QRgb*>(m_image.scanLine(r));
-        const float* values = m_data.values.constData() + qsizetype(r) * cols;
-        for (int c = 0; c < cols; ++c) {
-            const double v = values[c];
-            if (m_data.isMasked(r, c)) {
-                line[c] = kMaskedFill;
-                continue;
+    QImage image(std::max(blocks.width(), 1), std::max(blocks.height(), 1), QImage::Format_RGB32);
+    image.fill(FigureStyle::background());
+    const int width = blocks.width();
+    // Per block: the value of largest key (value or |value|), whether any cell was seen (unmasked),
+    // whether one was not finite, whether all were exactly 0.
+    std::vector<float> best(std::size_t(std::max(width, 0)));
+    std::vector<float> key(best.size());
+    std::vector<unsigned char> seen(best.size()), nonFinite(best.size()), allZero(best.size());
+    for (int by = 0; by < blocks.height(); ++by) {
+        std::fill(key.begin(), key.end(), -std::numeric_limits<float>::infinity());
+        std::fill(seen.begin(), seen.end(), 0);
+        std::fill(nonFinite.begin(), nonFinite.end(), 0);
+        std::fill(allZero.begin(), allZero.end(), 1);
+        const int rowStart = (blocks.top() + by) * ky;
+        const int rowEnd = std::min(rowStart + ky, m_data.rows);
+        const int colStart = blocks.left() * kx;
+        const int colEnd = std::min((blocks.left() + width) * kx, m_data.cols);
+        for (int r = rowStart; r < rowEnd; ++r) {
+            const float* values = m_data.values.constData() + qsizetype(r) * m_data.cols;
+            const int end = m_data.causal ? std::min(colEnd, r + 1) : colEnd;
+            for (int c = colStart; c < end; ++c) {
+                const std::size_t b = std::size_t((c - colStart) / kx);
+                const float v = values[c];
+                seen[b] = 1;
+                if (!std::isfinite(v)) {
+                    nonFinite[b] = 1;
+                    continue;
+                }
+                const float k = sequential ? v : std::abs(v);
+                if (k > key[b]) key[b] = k, best[b] = v;
+                if (v != 0.0f) allZero[b] = 0;
             }
-            if (!std::isfinite(v)) {
-                line[c] = kNonFinite;
-                continue;
+        }
+        auto* line = reinterpret_cast<QRgb*>(image.scanLine(by));
+        for (int b = 0; b < width; ++b) {
+            const std::size_t i = std::size_t(b);
+            if (!seen[i]) {
+                line[b] = kMaskedFill; // every cell of the block is masked (or outside the matrix)
+            } else if (nonFinite[i]) {
+                line[b] = kNonFinite;
+            } else if (zeros && allZero[i]) {
+                line[b] = kZeroFill;
+            } else {
+                double t = best[i] * inverse;
+                if (!sequential) t = 0.5 * (t + 1.0);
+                line[b] = lut[std::size_t(std::clamp(int(std::lround(t * (kLutSize - 1))), 0, kLutSize - 1))];
             }
-            double t = v * inverse;
-            if (m_scale == ColorScale::Diverging) t = 0.5 * (t + 1.0);
-            line[c] = lut[std::clamp(int(std::lround(t * (kLutSize - 1))), 0, kLutSize - 1)];
         }
     }
-    m_zeroImage = QImage();
-    if (m_markZeros && m_hasZeros) {
-        m_zeroImage = m_image.copy();
-        for (int r = 0; r < rows; ++r) {
-            auto* line = reinterpret_cast<QRgb*>(m_zeroImage.scanLine(r));
-            for (int c = 0; c < cols; ++c)
-                if (m_data.at(r, c) == 0.0f && !m_data.isMasked(r, c)) line[c] = kZeroFill;
-        }
+    return image;
+}
+
+void HeatmapRenderer::widestLabels(const QFont& font, double* rows, double* cols) const
+{
+    LabelWidths& cache = m_labelWidths;
+    const QString fontKey = font.key();
+    if (cache.fontKey != fontKey || cache.rowCount != m_data.rows || cache.colCount != m_data.cols ||
+        cache.rows != m_data.rowLabels || cache.cols != m_data.colLabels) {
+        const QFontMetricsF fm(font);
+        // Token labels repeat: measure each distinct one once.
+        QHash<QString, double> widths;
+        const auto widest = [&](int count, const std::function<QString(int)>& text) {
+            double most = 0;
+            for (int i = 0; i < count; ++i) {
+                const QString t = text(i);
+                auto it = widths.find(t);
+                if (it == widths.end()) it = widths.insert(t, fm.horizontalAdvance(t));
+                most = std::max(most, *it);
+            }
+            return most;
+        };
+        cache.widestRow = widest(m_data.rows, [this](int r) { return rowLabel(r); });
+        cache.widestCol = widest(m_data.cols, [this](int c) { return columnLabel(c); });
+        cache.fontKey = fontKey;
+        cache.rows = m_data.rowLabels, cache.cols = m_data.colLabels;
+        cache.rowCount = m_data.rows, cache.colCount = m_data.cols;
     }
+    *rows = cache.widestRow;
+    *cols = cache.widestCol;
 }
 
 } // namespace outlierlens

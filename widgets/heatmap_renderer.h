@@ -18,13 +18,16 @@ class QPainter;
 
 namespace outlierlens {
 
-/// Draws one MatrixData as a heatmap: coloured cells (a one-pixel-per-cell image coloured once per data
-/// change, then scaled), exact-zero marks, highlighted rows and columns, row labels (left), column labels
-/// (top; rotated when they are words; every n-th when cells are small), a colour bar with numbers, title
-/// and subtitle. The geometry comes in a Frame chosen by the caller: HeatmapView for the screen (scrolled,
-/// zoomed) and figures (whole matrix at a given cell size), so both look the same. Cells need not be
-/// square: HeadView gives its value panels narrower columns than rows. Rows and columns are numbered
-/// from 0.
+/// Draws one MatrixData as a heatmap: coloured cells, exact-zero marks, highlighted rows and columns, row
+/// labels (left), column labels (top; rotated when they are words; every n-th when cells are small), a colour
+/// bar with numbers, title and subtitle. Only the visible cells are coloured, into an image of one pixel per
+/// cell, or, when cells are smaller than a device pixel, one pixel per block of cells (level of detail: a
+/// block shows its largest value, its largest magnitude on a diverging scale, so a single sharp cell such as
+/// an attention sink stays visible); blocks start at multiples of the block size, so cells keep their place.
+/// The image is kept while the data, zoom and visible part allow. The geometry comes in a Frame chosen by the
+/// caller: HeatmapView for the screen (scrolled, zoomed) and figures (whole matrix at a given cell size), so
+/// both look the same. Cells need not be square: HeadView gives its value panels narrower columns than rows.
+/// Rows and columns are numbered from 0.
 class HeatmapRenderer
 {
 public:
@@ -127,7 +130,12 @@ public:
 
 private:
     QString subtitle() const;
-    void rebuildImage();
+    /// The colour range (max |value| or max value) and whether there are exact zeros: one pass.
+    void updateColorRange();
+    /// Cells grouped in blocks of kx x ky, coloured; `blocks` in block coordinates.
+    QImage colorBlocks(int kx, int ky, const QRect& blocks, bool zeros) const;
+    /// Widest row and column label in `font` (cached while the labels and the font stay).
+    void widestLabels(const QFont& font, double* rows, double* cols) const;
     void paintCells(QPainter& painter, const Frame& frame) const;
     void paintZeroCrosses(QPainter& painter, const Frame& frame) const;
     void paintHighlights(QPainter& painter, const Frame& frame) const;
@@ -146,8 +154,22 @@ private:
     bool m_colorBarVisible = true;
     QVector<int> m_highlightRows;
     QVector<int> m_highlightCols;
-    QImage m_image;     // one pixel per cell
-    QImage m_zeroImage; // the same with exact zeros grey, for cells too small for a cross
+    struct LevelImage
+    {
+        int kx = 0, ky = 0; // cells per pixel
+        QRect blocks;       // the blocks it holds
+        bool zeros = false; // exact zeros grey
+        QImage image;
+    };
+    mutable LevelImage m_level; // the last drawn (paint is const; GUI thread only)
+    struct LabelWidths
+    {
+        QString fontKey;
+        QStringList rows, cols; // shared copies: comparing is cheap when they are the same lists
+        int rowCount = -1, colCount = -1;
+        double widestRow = 0, widestCol = 0;
+    };
+    mutable LabelWidths m_labelWidths;
 };
 
 } // namespace outlierlens

@@ -8,6 +8,7 @@
 #include <QVector>
 
 #include <memory>
+#include <utility>
 
 namespace outlierlens {
 
@@ -47,15 +48,20 @@ struct InspectionSnapshot
     QString imageCredit;
 
     QVector<float> embeddings; ///< [T][d]
-    QVector<float> scores;     ///< [L][H][T][T]
-    QVector<float> probs;      ///< [L][H][T][T]
-    QVector<float> values;     ///< [L][H][T][dh]
-    QVector<float> context;    ///< [L][H][T][dh]
-    QVector<float> gates;      ///< [L][H][T]; empty for ungated models
-    QVector<float> attnOut;    ///< [L][T][d]
-    QVector<float> ffnOut;     ///< [L][T][d]
-    QVector<float> residual;   ///< [L][T][d]
-    QVector<float> out;        ///< [L][T][d]
+    /// Per query, the smallest and largest attention score over the keys it sees: [L][H][T][2]. The
+    /// [T x T] scores themselves are not kept (only the teaching diagram reads them, one row at a
+    /// time): at 2,048 tokens they would double the snapshot.
+    QVector<float> scoreRanges;
+    /// [L * H] entries of [T][T], one per head, so that a view shares a head's matrix instead of
+    /// copying it (a 2,048-token head is 16 MB).
+    QVector<QVector<float>> probs;
+    QVector<float> values;   ///< [L][H][T][dh]
+    QVector<float> context;  ///< [L][H][T][dh]
+    QVector<float> gates;    ///< [L][H][T]; empty for ungated models
+    QVector<float> attnOut;  ///< [L][T][d]
+    QVector<float> ffnOut;   ///< [L][T][d]
+    QVector<float> residual; ///< [L][T][d]
+    QVector<float> out;      ///< [L][T][d]
 
     QVector<double> probabilities; ///< class probabilities (classifier) or empty
     QStringList prediction;        ///< human-readable top predictions, best first
@@ -64,13 +70,13 @@ struct InspectionSnapshot
     int H() const { return model.heads; }
     int d() const { return model.hidden; }
     int dh() const { return model.headDim; }
-    const float* probsOf(int layer, int head) const
+    const QVector<float>& probsVector(int layer, int head) const { return probs[layer * H() + head]; }
+    const float* probsOf(int layer, int head) const { return probsVector(layer, head).constData(); }
+    /// Lowest and highest score of query `token` over its keys.
+    std::pair<float, float> scoreRange(int layer, int head, int token) const
     {
-        return probs.constData() + (std::size_t(layer) * H() + head) * T * T;
-    }
-    const float* scoresOf(int layer, int head) const
-    {
-        return scores.constData() + (std::size_t(layer) * H() + head) * T * T;
+        const float* r = scoreRanges.constData() + ((std::size_t(layer) * H() + head) * T + token) * 2;
+        return {r[0], r[1]};
     }
     const float* valuesOf(int layer, int head) const
     {

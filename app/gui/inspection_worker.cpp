@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -93,12 +94,45 @@ std::set<std::string> snapshotCaptureNames(int layers)
     return names;
 }
 
+/// Per layer, head and query: the lowest and highest score over the keys the query sees.
+QVector<float> scoreRanges(const RecordingSink& sink, int layers, bool causal)
+{
+    QVector<float> out;
+    for (int l = 0; l < layers; ++l) {
+        torch::Tensor scores = sink.at(captureName(CapturePoint::AttnScores, l))[0].to(torch::kFloat);
+        if (causal) {
+            // Masked keys are no softmax input: leave them out of both ends.
+            const auto T = scores.size(-1);
+            const torch::Tensor future = torch::ones({T, T}, torch::kBool).triu(1);
+            const float inf = std::numeric_limits<float>::infinity();
+            const torch::Tensor lo = scores.masked_fill(future, inf).amin(-1);
+            const torch::Tensor hi = scores.masked_fill(future, -inf).amax(-1);
+            out += toFloats(torch::stack({lo, hi}, -1));
+        } else {
+            out += toFloats(torch::stack({scores.amin(-1), scores.amax(-1)}, -1));
+        }
+    }
+    return out;
+}
+
+/// One float32 [T][T] array per layer and head.
+QVector<QVector<float>> perHead(const RecordingSink& sink, CapturePoint point, int layers)
+{
+    QVector<QVector<float>> out;
+    for (int l = 0; l < layers; ++l) {
+        const torch::Tensor t = sink.at(captureName(point, l))[0];
+        for (std::int64_t h = 0; h < t.size(0); ++h)
+            out.append(toFloats(t[h]));
+    }
+    return out;
+}
+
 void fillActivations(InspectionSnapshot& s, const RecordingSink& sink)
 {
     const int L = s.model.layers;
     s.embeddings = toFloats(sink.at("embeddings")[0]);
-    s.scores = stackLayers(sink, CapturePoint::AttnScores, L);
-    s.probs = stackLayers(sink, CapturePoint::AttnProbs, L);
+    s.scoreRanges = scoreRanges(sink, L, s.model.causal);
+    s.probs = perHead(sink, CapturePoint::AttnProbs, L);
     s.values = stackLayers(sink, CapturePoint::AttnValues, L);
     s.context = stackLayers(sink, CapturePoint::AttnContext, L);
     s.gates = stackLayers(sink, CapturePoint::AttnGate, L);

@@ -59,7 +59,7 @@ private:
     void ensureThreads();
     void inspectDecoderText(quint64 generation, const QString& text); // inside inspectText's guard
     /// Decoder inputs are cut to this many tokens in the app (the command line takes the model's maximum).
-    static constexpr int kMaxDecoderTokens = 512;
+    static constexpr int kMaxDecoderTokens = 2048;
     std::unique_ptr<Model> m_model;
     std::atomic<bool> m_cancel{false};
     bool m_threadsConfigured = false;

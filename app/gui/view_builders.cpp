@@ -21,6 +21,19 @@ MatrixData matrix(const float* data, int rows, int cols, const QStringList& rowL
     return m;
 }
 
+/// The same sharing `data` (no copy: a 2,048-token attention matrix is 16 MB).
+MatrixData matrix(const QVector<float>& data, int rows, int cols, const QStringList& rowLabels,
+                  const QStringList& colLabels, const QString& rowTitle, const QString& colTitle,
+                  const QString& valueTitle)
+{
+    MatrixData m;
+    m.rows = rows, m.cols = cols;
+    m.values = data;
+    m.rowLabels = rowLabels, m.colLabels = colLabels;
+    m.rowTitle = rowTitle, m.colTitle = colTitle, m.valueTitle = valueTitle;
+    return m;
+}
+
 QStringList dimensionLabels(int n)
 {
     QStringList labels;
@@ -129,7 +142,7 @@ HeadViewData buildHeadView(const InspectionSnapshot& s, int layer, int head)
     v.tokens = s.tokens;
     const QStringList dims = dimensionLabels(s.dh());
     v.probabilities =
-        matrix(s.probsOf(layer, head), s.T, s.T, s.tokens, s.tokens, QStringLiteral("query token"),
+        matrix(s.probsVector(layer, head), s.T, s.T, s.tokens, s.tokens, QStringLiteral("query token"),
                QStringLiteral("key token"), QStringLiteral("attention probability"));
     v.values = matrix(s.valuesOf(layer, head), s.T, s.dh(), s.tokens, dims, QStringLiteral("token"),
                       QStringLiteral("dimension (0-based)"), QStringLiteral("value V"));
@@ -158,8 +171,9 @@ OverviewData buildOverview(const InspectionSnapshot& s)
     for (int l = 0; l < s.L(); ++l)
         for (int h = 0; h < s.H(); ++h) {
             const float* p = s.probsOf(l, h);
-            o.probabilities << matrix(p, s.T, s.T, s.tokens, s.tokens, QStringLiteral("query token"),
-                                      QStringLiteral("key token"), QStringLiteral("attention probability"));
+            o.probabilities << matrix(s.probsVector(l, h), s.T, s.T, s.tokens, s.tokens,
+                                      QStringLiteral("query token"), QStringLiteral("key token"),
+                                      QStringLiteral("attention probability"));
             o.probabilities.last().causal = decoder;
             std::vector<bool> sink(std::size_t(s.T), false);
             if (decoder) {
@@ -377,9 +391,9 @@ TeachingData buildTeaching(const InspectionSnapshot& s, int token, int layer, in
     t.preLayerNorm = s.model.preLayerNorm;
     // Causal attention: the keys after the query are masked, so they are no softmax input.
     const int keys = s.model.causal ? token + 1 : s.T;
-    const float* scores = s.scoresOf(layer, head) + std::size_t(token) * s.T;
-    t.softmaxInputMin = *std::min_element(scores, scores + keys);
-    t.softmaxInputMax = *std::max_element(scores, scores + keys);
+    const auto [lowest, highest] = s.scoreRange(layer, head, token);
+    t.softmaxInputMin = lowest;
+    t.softmaxInputMax = highest;
     const float* probs = s.probsOf(layer, head) + std::size_t(token) * s.T;
     const int best = int(std::max_element(probs, probs + keys) - probs);
     t.largestProbability = probs[best];
