@@ -314,12 +314,13 @@ void HeatmapRenderer::paintCells(QPainter& painter, const Frame& f) const
     visibleRange(f.exposed.top(), f.exposed.bottom(), f.origin.y(), h, m_data.rows, &r0, &r1);
     if (c0 >= c1 || r0 >= r1) return;
     const bool zeros = m_markZeros && m_hasZeros && std::min(w, h) < kCrossMinCell;
-    // Level of detail: as many cells per image pixel as fit in one device pixel.
+    // Level of detail: blocks of cells at least one device pixel wide and high, so that scaling the
+    // image never skips a block (nearest-neighbour downscaling would drop single sharp cells).
     const QTransform t = painter.deviceTransform();
     const double sx = std::max(std::hypot(t.m11(), t.m12()), 1e-9);
     const double sy = std::max(std::hypot(t.m21(), t.m22()), 1e-9);
-    const int kx = std::max(1, int(std::floor(1.0 / (w * sx) + 1e-9)));
-    const int ky = std::max(1, int(std::floor(1.0 / (h * sy) + 1e-9)));
+    const int kx = std::max(1, int(std::ceil(1.0 / (w * sx) - 1e-9)));
+    const int ky = std::max(1, int(std::ceil(1.0 / (h * sy) - 1e-9)));
     const QRect needed(QPoint(c0 / kx, r0 / ky), QPoint((c1 - 1) / kx, (r1 - 1) / ky));
     if (m_level.kx != kx || m_level.ky != ky || m_level.zeros != zeros || !m_level.blocks.contains(needed)) {
         // Keep some cells around the visible part, so that scrolling a little reuses the image.

@@ -21,13 +21,13 @@ namespace outlierlens {
 /// Draws one MatrixData as a heatmap: coloured cells, exact-zero marks, highlighted rows and columns, row
 /// labels (left), column labels (top; rotated when they are words; every n-th when cells are small), a colour
 /// bar with numbers, title and subtitle. Only the visible cells are coloured, into an image of one pixel per
-/// cell, or, when cells are smaller than a device pixel, one pixel per block of cells (level of detail: a
-/// block shows its largest value, its largest magnitude on a diverging scale, so a single sharp cell such as
-/// an attention sink stays visible); blocks start at multiples of the block size, so cells keep their place.
-/// The image is kept while the data, zoom and visible part allow. The geometry comes in a Frame chosen by the
-/// caller: HeatmapView for the screen (scrolled, zoomed) and figures (whole matrix at a given cell size), so
-/// both look the same. Cells need not be square: HeadView gives its value panels narrower columns than rows.
-/// Rows and columns are numbered from 0.
+/// cell, or, when cells are smaller than a device pixel, one pixel per block of cells at least a device pixel
+/// large (level of detail: a block shows its largest value, its largest magnitude on a diverging scale, so a
+/// single sharp cell such as an attention sink stays visible); blocks start at multiples of the block size,
+/// so cells keep their place. The image is kept while the data, zoom and visible part allow. The geometry
+/// comes in a Frame chosen by the caller: HeatmapView for the screen (scrolled, zoomed) and figures (whole
+/// matrix at a given cell size), so both look the same. Cells need not be square: HeadView gives its value
+/// panels narrower columns than rows. Rows and columns are numbered from 0.
 class HeatmapRenderer
 {
 public:

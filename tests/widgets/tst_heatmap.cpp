@@ -84,6 +84,7 @@ private Q_SLOTS:
     void dragPans();
     void highlightedRowIsOutlined();
     void csvIsLongFormat();
+    void largeMatrixLevelOfDetailKeepsCells();
 };
 
 void TestHeatmap::hoverShowsValueAndLabels_data()
@@ -339,4 +340,102 @@ void TestHeatmap::csvIsLongFormat()
 }
 
 QTEST_MAIN(TestHeatmap)
+void TestHeatmap::largeMatrixLevelOfDetailKeepsCells()
+{
+    // A 2,048-token attention matrix zoomed out to fit: cells are well below a pixel. Three single hot
+    // cells (attention sinks) must stay visible where they are, and hover must name the cell under
+    // the mouse exactly as at any zoom.
+    const int n = 2048;
+    MatrixData data;
+    data.rows = data.cols = n;
+    data.values = QVector<float>(qsizetype(n) * n, 0.001f);
+    const QVector<QPoint> hot = {{700, 1500}, {2040, 3}, {0, 2047}}; // (col, row)
+    for (const QPoint& p : hot)
+        data.values[qsizetype(p.y()) * n + p.x()] = 1.0f;
+    data.rowTitle = QStringLiteral("query token");
+    data.colTitle = QStringLiteral("key token");
+    HeatmapView view;
+    view.setData(data, ColorScale::Sequential);
+    view.resize(900, 800);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QVERIFY(view.isFitToWindow());
+    const double s = view.cellSize();
+    QVERIFY2(s < 0.5, qPrintable(QString::number(s)));
+    QCOMPARE(view.colorMaximum(), 1.0);
+
+    const QImage image = view.viewport()->grab().toImage().convertToFormat(QImage::Format_RGB32);
+    const QRgb hotColour = ColorMap::color(ColorScale::Sequential, 1.0, 1.0).rgb();
+    const QRgb coldColour = ColorMap::color(ColorScale::Sequential, 0.001, 1.0).rgb();
+    const QPointF origin = view.cellOrigin();
+    const int block = int(std::ceil(1.0 / s)); // cells per pixel of the level of detail, at most
+    QVector<QPoint> hotPixels;
+    // The matrix, not the colour bar beside it.
+    const QRect cells = QRectF(origin, QSizeF(n * s, n * s)).toAlignedRect().intersected(view.cellArea());
+    for (int y = cells.top(); y <= cells.bottom() && y < image.height(); ++y)
+        for (int x = cells.left(); x <= cells.right() && x < image.width(); ++x)
+            if (colorDistance(image.pixel(x, y), hotColour) <= 8) hotPixels << QPoint(x, y);
+    QVERIFY2(!hotPixels.isEmpty(), "the hot cells vanished when zoomed out");
+    QVector<bool> found(hot.size(), false);
+    for (const QPoint& px : hotPixels) {
+        // The view maps a position to cells by geometry alone; a pixel straddling the matrix's edge
+        // is drawn but belongs to no cell.
+        const int col = int(std::floor((px.x() - origin.x()) / s));
+        const int row = int(std::floor((px.y() - origin.y()) / s));
+        int r = -1, c = -1;
+        if (view.cellAt(px, &r, &c)) {
+            QCOMPARE(r, row);
+            QCOMPARE(c, col);
+        } else {
+            QVERIFY2(row >= -1 && row <= n && col >= -1 && col <= n,
+                     qPrintable(QStringLiteral("hot pixel at %1,%2").arg(px.x()).arg(px.y())));
+        }
+        // Every hot pixel lies over (or within one block of) a hot cell: nothing shifted.
+        bool near = false;
+        for (int i = 0; i < hot.size(); ++i)
+            if (std::abs(col - hot[i].x()) <= block && std::abs(row - hot[i].y()) <= block) {
+                near = true;
+                found[i] = true;
+            }
+        QVERIFY2(near, qPrintable(QStringLiteral("hot pixel at cell %1,%2").arg(row).arg(col)));
+    }
+    for (int i = 0; i < hot.size(); ++i)
+        QVERIFY2(found[i],
+                 qPrintable(QStringLiteral("hot cell %1,%2 not drawn").arg(hot[i].y()).arg(hot[i].x())));
+    // Elsewhere the cells keep their colour.
+    const QPoint cold(int(origin.x() + 1000.5 * s), int(origin.y() + 200.5 * s));
+    QVERIFY(colorDistance(image.pixel(cold), coldColour) <= 8);
+
+    // Hovering a hot pixel names the cell under it (its value, labels and positions).
+    int row = -1, col = -1;
+    const auto inside = std::find_if(hotPixels.begin(), hotPixels.end(),
+                                     [&](const QPoint& p) { return view.cellAt(p, &row, &col); });
+    QVERIFY(inside != hotPixels.end());
+    const QPoint px = *inside;
+    QSignalSpy hovered(&view, &HeatmapView::cellHovered);
+    QTest::mouseMove(view.viewport(), px);
+    QTRY_VERIFY(!hovered.isEmpty());
+    QCOMPARE(hovered.last().at(0).toInt(), row);
+    QCOMPARE(hovered.last().at(1).toInt(), col);
+    QTRY_VERIFY(QToolTip::isVisible());
+    const QString tip = QToolTip::text();
+    QVERIFY2(tip.contains(QStringLiteral("(position %1)").arg(row)), qPrintable(tip));
+    QVERIFY2(tip.contains(QStringLiteral("(position %1)").arg(col)), qPrintable(tip));
+    QVERIFY2(tip.contains(QString::asprintf("%.6g", double(data.at(row, col)))), qPrintable(tip));
+    QToolTip::hideText();
+
+    // Zoomed in on the sink at row 1500, column 700: the cell under its centre is exactly it.
+    view.setCellSize(10);
+    view.horizontalScrollBar()->setValue(700 * 10 - 200);
+    view.verticalScrollBar()->setValue(1500 * 10 - 200);
+    const QPoint centre = cellCentre(view, 1500, 700);
+    QVERIFY(view.cellAt(centre, &row, &col));
+    QCOMPARE(row, 1500);
+    QCOMPARE(col, 700);
+    const QImage zoomed = view.viewport()->grab().toImage().convertToFormat(QImage::Format_RGB32);
+    QVERIFY(colorDistance(zoomed.pixel(centre), hotColour) <= 8);
+    QVERIFY(colorDistance(zoomed.pixel(cellCentre(view, 1500, 701)), coldColour) <= 8);
+    QVERIFY(view.cellToolTip(1500, 700).contains(QStringLiteral("1\n")));
+}
+
 #include "tst_heatmap.moc"
