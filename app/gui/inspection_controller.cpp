@@ -137,6 +137,15 @@ void InspectionController::predictPairs(const QStringList& premises, const QStri
     });
 }
 
+void InspectionController::setFastMode(bool on)
+{
+    m_fastMode = on;
+    // Queued on the worker's thread before any later request, so they all see it.
+    InspectionWorker* w = m_worker;
+    QMetaObject::invokeMethod(
+        m_worker, [w, on] { w->setFastMode(on); }, Qt::QueuedConnection);
+}
+
 void InspectionController::loadStatistics(const QString& path)
 {
     InspectionWorker* w = m_worker;

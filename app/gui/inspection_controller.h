@@ -29,6 +29,9 @@ public:
     /// Predictions for a table of pairs; replaces (and cancels) any running prediction.
     void predictPairs(const QStringList& premises, const QStringList& hypotheses);
     void loadStatistics(const QString& path);
+    /// Fast mode (bf16) for the inspections asked for from now on; the caller reruns the input.
+    void setFastMode(bool on);
+    bool fastMode() const { return m_fastMode; }
 
     /// The model loaded last (empty name before the first load succeeds).
     const ModelInfo& model() const { return m_model; }
@@ -69,6 +72,7 @@ private:
     std::map<Kind, quint64> m_inFlight; ///< generation running on the worker, per kind
     std::map<Kind, std::function<void(quint64)>> m_pending;
     bool m_busy = false;
+    bool m_fastMode = false;
     ModelInfo m_model;
     SnapshotPtr m_snapshot;
     StatisticsPtr m_statistics;

@@ -63,6 +63,9 @@ struct InspectionSnapshot
     QVector<float> residual; ///< [L][T][d]
     QVector<float> out;      ///< [L][T][d]
 
+    QString precision = QStringLiteral("fp32"); ///< what the forward pass computed in: "fp32" or "bf16"
+    QString precisionNotice; ///< fast mode asked for but not possible here: the one sentence why
+
     QVector<double> probabilities; ///< class probabilities (classifier) or empty
     QStringList prediction;        ///< human-readable top predictions, best first
 

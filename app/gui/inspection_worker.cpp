@@ -257,8 +257,9 @@ void InspectionWorker::inspectText(quint64 generation, const QString& text, cons
         if (!m_model || !m_model->bert) throw Error("load a BERT model or a decoder to run text");
         const std::optional<std::string> second =
             pair.isEmpty() ? std::nullopt : std::optional<std::string>(pair.toStdString());
-        const BertInspection r = inspectBert(*m_model->bert, *m_model->tokenizer, text.toStdString(), second);
         auto s = std::make_shared<InspectionSnapshot>();
+        const AutocastScope autocast(forwardPrecision(*s));
+        const BertInspection r = inspectBert(*m_model->bert, *m_model->tokenizer, text.toStdString(), second);
         s->generation = generation;
         s->model = m_model->info;
         s->input = pair.isEmpty() ? text : text + QStringLiteral(" ||| ") + pair;
@@ -281,9 +282,12 @@ void InspectionWorker::inspectDecoderText(quint64 generation, const QString& tex
     // file on a large model cannot take the machine's memory (GPT-2 at 512 tokens: 300 MB).
     const int positions = m_model->decoder->config().maxPositions;
     const int limit = positions > 0 ? std::min(positions, kMaxDecoderTokens) : kMaxDecoderTokens;
+    auto s = std::make_shared<InspectionSnapshot>();
+    // Decoders compute in bf16 themselves (weights and activations), as `inspect --precision bf16`.
+    m_model->decoder->setComputeDtype(forwardPrecision(*s) == Precision::Bf16 ? torch::kBFloat16
+                                                                              : torch::kFloat);
     const DecoderInspection r = inspectDecoder(*m_model->decoder, *m_model->decoderTokenizer,
                                                text.toStdString(), limit, true, snapshotCaptureNames(layers));
-    auto s = std::make_shared<InspectionSnapshot>();
     s->generation = generation;
     s->model = m_model->info;
     s->input = text;
@@ -306,8 +310,9 @@ void InspectionWorker::inspectImage(quint64 generation, const QString& path, con
     try {
         ensureThreads();
         if (!m_model || !m_model->vit) throw Error("load a ViT model to run images");
-        const VitInspection r = inspectVit(*m_model->vit, *m_model->preprocessing, path.toStdString());
         auto s = std::make_shared<InspectionSnapshot>();
+        const AutocastScope autocast(forwardPrecision(*s));
+        const VitInspection r = inspectVit(*m_model->vit, *m_model->preprocessing, path.toStdString());
         s->generation = generation;
         s->model = m_model->info;
         s->input = path;
@@ -343,11 +348,12 @@ void InspectionWorker::inspectSyntheticExample(quint64 generation, quint64 seed)
         using torch::indexing::Slice;
         const torch::Tensor ids = b.inputIds.index({Slice(), Slice(0, length)});
         RecordingSink sink;
+        auto s = std::make_shared<InspectionSnapshot>();
         {
+            const AutocastScope autocast(forwardPrecision(*s));
             c10::InferenceMode guard;
             m_model->bert->forward(ids, torch::zeros_like(ids), torch::ones_like(ids), &sink);
         }
-        auto s = std::make_shared<InspectionSnapshot>();
         s->generation = generation;
         s->model = m_model->info;
         for (std::int64_t i = 0; i < length; ++i)
@@ -427,6 +433,21 @@ void InspectionWorker::predictPairs(quint64 generation, const QStringList& premi
     } catch (const std::exception& e) {
         Q_EMIT failed(generation, QString::fromStdString(e.what()));
     }
+}
+
+void InspectionWorker::setFastMode(bool on)
+{
+    m_fastMode = on;
+}
+
+Precision InspectionWorker::forwardPrecision(InspectionSnapshot& snapshot) const
+{
+    if (!m_fastMode) return Precision::Fp32;
+    std::string notice;
+    const Precision p = effectivePrecision(Precision::Bf16, &notice);
+    snapshot.precision = QString::fromStdString(toString(p));
+    snapshot.precisionNotice = QString::fromStdString(notice);
+    return p;
 }
 
 void InspectionWorker::loadStatistics(quint64 generation, const QString& path)

@@ -5,6 +5,7 @@
 // slot: errors become failed(generation, message).
 
 #include "inspection_snapshot.h"
+#include "model/precision.h"
 
 #include <QObject>
 #include <QString>
@@ -42,6 +43,9 @@ public Q_SLOTS:
     void predictPairs(quint64 generation, const QStringList& premises, const QStringList& hypotheses,
                       int first = 0);
     void loadStatistics(quint64 generation, const QString& path);
+    /// Fast mode: later inspections compute in bf16 (BERT and ViT under bf16 autocast, decoders in
+    /// bf16) where the CPU has bf16 instructions, else in float32 with a notice in the snapshot.
+    void setFastMode(bool on);
 
 Q_SIGNALS:
     void modelLoaded(quint64 generation, const outlierlens::ModelInfo& info);
@@ -58,11 +62,14 @@ private:
     struct Model;
     void ensureThreads();
     void inspectDecoderText(quint64 generation, const QString& text); // inside inspectText's guard
+    /// The precision the next forward pass runs in; the fallback notice goes to `snapshot`.
+    Precision forwardPrecision(InspectionSnapshot& snapshot) const;
     /// Decoder inputs are cut to this many tokens in the app (the command line takes the model's maximum).
     static constexpr int kMaxDecoderTokens = 2048;
     std::unique_ptr<Model> m_model;
     std::atomic<bool> m_cancel{false};
     bool m_threadsConfigured = false;
+    bool m_fastMode = false;
 };
 
 } // namespace outlierlens

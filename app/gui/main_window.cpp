@@ -79,6 +79,7 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
     m_pages->addTab(m_jobs, tr("&Jobs"));
     setCentralWidget(m_pages);
 
+    m_precisionLabel = new QLabel;
     buildActions();
 
     // Status bar: the indexing convention, said once, and what is loaded.
@@ -90,6 +91,7 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
     m_busy->hide();
     statusBar()->addWidget(m_modelLabel, 1);
     statusBar()->addWidget(m_predictionLabel, 1);
+    statusBar()->addPermanentWidget(m_precisionLabel);
     statusBar()->addPermanentWidget(m_busy);
     statusBar()->addPermanentWidget(new QLabel(Provenance::indexingNote()));
 
@@ -229,6 +231,22 @@ void MainWindow::buildActions()
     view->addAction(addShortcut(tr("Previous layer"), QKeySequence(Qt::ALT | Qt::Key_Up), step(-1, 0)));
     view->addAction(addShortcut(tr("Next head"), QKeySequence(Qt::ALT | Qt::Key_Right), step(0, 1)));
     view->addAction(addShortcut(tr("Previous head"), QKeySequence(Qt::ALT | Qt::Key_Left), step(0, -1)));
+    view->addSeparator();
+    m_fastMode = view->addAction(tr("&Fast mode (bf16)"));
+    m_fastMode->setCheckable(true);
+    m_fastMode->setToolTip(tr("Run the model in bfloat16 (bf16 matrix products) where the CPU supports "
+                              "it: faster, but the numbers then differ from float32 in about the "
+                              "third significant digit."));
+    m_fastMode->setStatusTip(m_fastMode->toolTip());
+    view->setToolTipsVisible(true);
+    m_fastMode->setChecked(QSettings().value(QStringLiteral("view/fastMode"), false).toBool());
+    m_controller->setFastMode(m_fastMode->isChecked());
+    connect(m_fastMode, &QAction::toggled, this, [this](bool on) {
+        QSettings().setValue(QStringLiteral("view/fastMode"), on);
+        m_controller->setFastMode(on);
+        if (m_lastInput.kind != InputRequest::Kind::None) m_lastInput.sendTo(*m_controller); // rerun
+    });
+    view->addSeparator();
     // Colour maps: remembered, applied before any view draws.
     QMenu* palettes = view->addMenu(tr("&Colour maps"));
     const auto addPalettes = [this, palettes](const QString& key,
@@ -376,6 +394,13 @@ void MainWindow::request(const InputRequest& input)
 void MainWindow::snapshotReady(const SnapshotPtr& snapshot)
 {
     m_snapshot = snapshot;
+    const bool bf16 = snapshot->precision == QLatin1String("bf16");
+    m_precisionLabel->setText(bf16 ? tr("bf16 (fast mode)") : QString());
+    m_precisionLabel->setToolTip(bf16 ? m_fastMode->toolTip() : QString());
+    if (!snapshot->precisionNotice.isEmpty() && !m_precisionNoticeShown) {
+        m_precisionNoticeShown = true;
+        statusBar()->showMessage(snapshot->precisionNotice, 15000);
+    }
     m_predictionLabel->setText(
         snapshot->prediction.isEmpty()
             ? QString()

@@ -7,6 +7,7 @@
 
 #include <QMainWindow>
 
+class QAction;
 class QComboBox;
 class QLabel;
 class QSpinBox;
@@ -54,6 +55,10 @@ public:
     int layer() const { return m_layer; }
     int head() const { return m_head; }
     void setSelection(int layer, int head);
+    /// View > Fast mode (bf16); remembered, off by default.
+    QAction* fastModeAction() const { return m_fastMode; }
+    /// "bf16 (fast mode)" while the shown input was computed in bf16, else empty.
+    QLabel* precisionLabel() const { return m_precisionLabel; }
     void openModel(const QString& dir);
     /// The Figure of the visible page (for export), or null.
     const Figure* currentFigure() const;
@@ -90,6 +95,9 @@ private:
     QSpinBox* m_headBox = nullptr;
     QLabel* m_modelLabel = nullptr;
     QLabel* m_predictionLabel = nullptr;
+    QLabel* m_precisionLabel = nullptr;
+    QAction* m_fastMode = nullptr;
+    bool m_precisionNoticeShown = false; // the bf16 fallback is said once
     QProgressBar* m_busy = nullptr;
     SnapshotPtr m_snapshot;
     InputRequest m_lastInput;

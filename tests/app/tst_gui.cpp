@@ -17,6 +17,7 @@
 #include "mnli_table_model.h"
 #include "model/bert_network.h"
 #include "model/decoder_network.h"
+#include "model/precision.h"
 #include "model_catalog.h"
 #include "outlier_dashboard.h"
 #include "outliers_page.h"
@@ -27,12 +28,14 @@
 #include <QChartView>
 #include <QComboBox>
 #include <QImageReader>
+#include <QLabel>
 #include <QMessageBox>
 #include <QPushButton>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QStandardPaths>
+#include <QStatusBar>
 #include <QTabWidget>
 #include <QTableView>
 #include <QTemporaryDir>
@@ -67,6 +70,33 @@ private:
         QTRY_VERIFY_WITH_TIMEOUT(m_window->controller()->snapshot() &&
                                      m_window->controller()->snapshot()->input.contains(text),
                                  60000);
+    }
+
+    /// Opens the BERT fixture on a sentence and returns its snapshot.
+    SnapshotPtr openBertOnText()
+    {
+        if (m_window->controller()->model().dir != kModel) {
+            m_window->openModel(kModel);
+            [&] { QTRY_COMPARE_WITH_TIMEOUT(m_window->controller()->model().dir, kModel, 60000); }();
+        }
+        m_window->inputPanel()->runText(QStringLiteral("The sink takes the attention of the head."));
+        waitForInput(QStringLiteral("The sink takes"));
+        [&] { QTRY_VERIFY_WITH_TIMEOUT(!m_window->controller()->loadingOrInspecting(), 60000); }();
+        return m_window->controller()->snapshot();
+    }
+
+    /// Toggles fast mode and waits for the input to have run again.
+    SnapshotPtr toggleFastMode(bool on)
+    {
+        const SnapshotPtr before = m_window->controller()->snapshot();
+        QAction* fast = m_window->fastModeAction();
+        if (fast->isChecked() != on) fast->trigger();
+        [&] {
+            QTRY_VERIFY_WITH_TIMEOUT(m_window->controller()->snapshot() != before &&
+                                         !m_window->controller()->loadingOrInspecting(),
+                                     60000);
+        }();
+        return m_window->controller()->snapshot();
     }
 
 private Q_SLOTS:
@@ -356,6 +386,92 @@ private Q_SLOTS:
                  qPrintable(failed.first().first().toString()));
         QVERIFY(m_window->controller()->snapshot()->input.contains(QStringLiteral("Attention sinks")));
         if (auto* box = m_window->findChild<QMessageBox*>(QStringLiteral("errorMessage"))) box->close();
+    }
+
+    void fastModeRerunsInBf16()
+    {
+        qunsetenv("OUTLIERLENS_NO_BF16");
+        QAction* fast = m_window->fastModeAction();
+        QVERIFY(fast);
+        QVERIFY(fast->isCheckable());
+        QVERIFY(!fast->isChecked()); // off by default
+        QVERIFY2(fast->toolTip().contains(QStringLiteral("third significant digit")),
+                 qPrintable(fast->toolTip()));
+        const SnapshotPtr fp32 = openBertOnText();
+        QCOMPARE(fp32->precision, QStringLiteral("fp32"));
+        QVERIFY(m_window->precisionLabel()->text().isEmpty());
+
+        const SnapshotPtr bf16 = toggleFastMode(true); // the input runs again by itself
+        QVERIFY(QSettings().value(QStringLiteral("view/fastMode")).toBool());
+        QCOMPARE(bf16->input, fp32->input);
+        QCOMPARE(bf16->T, fp32->T);
+        const bool supported = cpuSupportsBf16();
+        QCOMPARE(bf16->precision, supported ? QStringLiteral("bf16") : QStringLiteral("fp32"));
+        QCOMPARE(m_window->precisionLabel()->text().contains(QStringLiteral("bf16")), supported);
+        // Within bf16's tolerance of float32 (8 significant bits: relative error ~0.4% per rounding,
+        // a few roundings deep), and, where bf16 runs, not identical.
+        double changed = 0;
+        const auto compare = [&](const char* what, const float* a, const float* b, qsizetype n,
+                                 double tolerance) {
+            double largest = 0, diff = 0;
+            for (qsizetype i = 0; i < n; ++i) {
+                largest = std::max(largest, double(std::abs(a[i])));
+                diff = std::max(diff, double(std::abs(a[i] - b[i])));
+            }
+            QVERIFY2(
+                diff <= tolerance * largest,
+                qPrintable(
+                    QStringLiteral("%1: max |bf16 - fp32| %2 of max %3").arg(what).arg(diff).arg(largest)));
+            changed += diff;
+        };
+        for (int l = 0; l < fp32->L(); ++l)
+            for (int h = 0; h < fp32->H(); ++h) {
+                compare("probabilities", fp32->probsOf(l, h), bf16->probsOf(l, h),
+                        qsizetype(fp32->T) * fp32->T, 0.05);
+                compare("P.V", fp32->contextOf(l, h), bf16->contextOf(l, h), qsizetype(fp32->T) * fp32->dh(),
+                        0.05);
+            }
+        compare("block outputs", fp32->out.constData(), bf16->out.constData(), fp32->out.size(), 0.05);
+        if (supported)
+            QVERIFY(changed > 0);
+        else
+            QCOMPARE(changed, 0.0);
+        // The head view shows the bf16 numbers, as float32.
+        m_window->pages()->setCurrentWidget(m_window->headView());
+        m_window->setSelection(1, 1);
+        const MatrixData shown = m_window->headView()->data().probabilities;
+        QCOMPARE(shown.values, bf16->probsVector(1, 1));
+
+        // Off again: float32 numbers as before.
+        const SnapshotPtr again = toggleFastMode(false);
+        QCOMPARE(again->precision, QStringLiteral("fp32"));
+        QVERIFY(!QSettings().value(QStringLiteral("view/fastMode")).toBool());
+        QVERIFY(m_window->precisionLabel()->text().isEmpty());
+        compare("probabilities again", fp32->probsOf(1, 1), again->probsOf(1, 1),
+                qsizetype(fp32->T) * fp32->T, 1e-6);
+    }
+
+    void fastModeFallsBackOnceWithoutBf16()
+    {
+        qputenv("OUTLIERLENS_NO_BF16", "1"); // a CPU without bf16 instructions
+        openBertOnText();
+        m_window->statusBar()->clearMessage();
+        const SnapshotPtr first = toggleFastMode(true);
+        QCOMPARE(first->precision, QStringLiteral("fp32"));
+        QVERIFY(!first->precisionNotice.isEmpty());
+        const QString message = m_window->statusBar()->currentMessage();
+        QVERIFY2(message.contains(QStringLiteral("bfloat16")) && message.contains(QStringLiteral("fp32")),
+                 qPrintable(message));
+        QVERIFY(m_window->precisionLabel()->text().isEmpty()); // not in effect
+        // Said once: the next runs in fast mode stay quiet.
+        m_window->statusBar()->clearMessage();
+        toggleFastMode(false);
+        const SnapshotPtr second = toggleFastMode(true);
+        QCOMPARE(second->precision, QStringLiteral("fp32"));
+        QVERIFY2(!m_window->statusBar()->currentMessage().contains(QStringLiteral("bfloat16")),
+                 qPrintable(m_window->statusBar()->currentMessage()));
+        toggleFastMode(false);
+        qunsetenv("OUTLIERLENS_NO_BF16");
     }
 };
 
