@@ -3,9 +3,11 @@
 #include "common/error.h"
 #include "io/hdf5_store.h"
 
+#include <ATen/Parallel.h>
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <numeric>
 
@@ -28,21 +30,91 @@ void checkShape(const torch::Tensor& t, const std::string& name, const std::vect
         throw Error(name + ": expected shape " + shapeText(expected) + ", found " + shapeText(t.sizes()));
 }
 
-torch::Tensor asDouble(const torch::Tensor& t)
+/// Calls f(const S* first, strides) with S the tensor's element type (float, double, bfloat16 or half;
+/// any other type is converted to float first), so values are read where they are: a sample's slice of
+/// a padded batch is not copied.
+template<typename F>
+void withElements(const torch::Tensor& tensor, F&& f)
 {
-    return t.detach().to(torch::kCPU, torch::kDouble).contiguous();
+    torch::Tensor t = tensor.device().is_cpu() ? tensor : tensor.to(torch::kCPU);
+    if (!t.is_floating_point()) t = t.to(torch::kFloat);
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, t.scalar_type(), "statistics",
+                                    [&] { f(t.data_ptr<scalar_t>(), t.strides()); });
 }
 
-std::vector<std::int64_t> longValues(const torch::Tensor& t)
+/// Calls f(index, value as double) for the `n` values row[0], row[stride], ...; the unit stride
+/// (the common case) gets its own loop so that the compiler can vectorise it.
+template<typename S, typename F>
+inline void forRow(const S* row, std::int64_t n, std::int64_t stride, F&& f)
 {
-    const torch::Tensor c = t.to(torch::kCPU, torch::kLong).contiguous();
-    return std::vector<std::int64_t>(c.data_ptr<std::int64_t>(), c.data_ptr<std::int64_t>() + c.numel());
+    if (stride == 1) {
+        for (std::int64_t j = 0; j < n; ++j)
+            f(j, double(row[j]));
+    } else {
+        for (std::int64_t j = 0; j < n; ++j)
+            f(j, double(row[j * stride]));
+    }
 }
 
-std::vector<double> doubleValues(const torch::Tensor& t)
+/// One sample's [T, d] tensor summarised in three passes over its values, in float64, exactly as
+/// metrics.h defines outlierMask(), maxInfNorm() and pearsonKurtosis() (which make a float64 copy and a
+/// dozen temporaries each): outliers per hidden dimension and per token, max |x| and the kurtosis.
+struct TensorSummary
 {
-    const torch::Tensor c = asDouble(t);
-    return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+    std::vector<std::int64_t> perDim;   ///< [d]
+    std::vector<std::int64_t> perToken; ///< [T]
+    double maxInfNorm = 0;
+    double kurtosis = 0;
+};
+
+TensorSummary summarise(const torch::Tensor& x, const OutlierCriterion& criterion)
+{
+    const std::int64_t T = x.size(0), d = x.size(1), n = T * d;
+    TensorSummary out;
+    out.perDim.assign(std::size_t(d), 0);
+    out.perToken.assign(std::size_t(T), 0);
+    withElements(x, [&](const auto* p, c10::IntArrayRef strides) {
+        const std::int64_t sT = strides[0], sD = strides[1];
+        double sum = 0, sumAbs = 0, lo = std::numeric_limits<double>::infinity(), hi = -lo;
+        for (std::int64_t t = 0; t < T; ++t)
+            forRow(p + t * sT, d, sD, [&](std::int64_t, double v) {
+                sum += v;
+                sumAbs += std::abs(v);
+                lo = std::min(lo, v);
+                hi = std::max(hi, v);
+            });
+        out.maxInfNorm = std::max(std::abs(lo), std::abs(hi));
+        if (n < 2) {
+            out.kurtosis = kNaN;
+            return;
+        }
+        // A constant tensor: no outliers and kurtosis 0 / (0 + eps), without the ulp noise of the mean.
+        if (lo == hi) return;
+        const double mean = sum / double(n);
+        double sq = 0, fourth = 0;
+        for (std::int64_t t = 0; t < T; ++t)
+            forRow(p + t * sT, d, sD, [&](std::int64_t, double v) {
+                const double dev2 = (v - mean) * (v - mean);
+                sq += dev2;
+                fourth += dev2 * dev2;
+            });
+        const double variance = sq / double(n - 1); // unbiased
+        out.kurtosis = (fourth / double(n)) / (variance * variance + 1e-6);
+        const bool tau = criterion.rule == OutlierRule::Tau;
+        const double centre = tau ? 0.0 : mean;
+        const double threshold =
+            tau ? (sumAbs / double(n)) * criterion.tau : criterion.k * std::sqrt(variance);
+        for (std::int64_t t = 0; t < T; ++t) {
+            std::int64_t count = 0;
+            forRow(p + t * sT, d, sD, [&](std::int64_t j, double v) {
+                const bool outlier = std::abs(v - centre) > threshold;
+                out.perDim[std::size_t(j)] += outlier;
+                count += outlier;
+            });
+            out.perToken[std::size_t(t)] = count;
+        }
+    });
+    return out;
 }
 
 double ratio(double numerator, std::int64_t denominator)
@@ -290,36 +362,39 @@ void DatasetStatistics::addSample(const std::map<std::string, torch::Tensor>& ca
     }
     growKeys();
 
+    // Layers are independent from here on (the keys are interned): one per intra-op thread.
     const auto H = std::size_t(heads);
-    for (std::size_t li = 0; li < m_layers.size(); ++li) {
-        LayerAccumulator& layer = m_layers[li];
-        const LayerInputs& in = inputs[li];
+    const auto accumulateLayer = [&](LayerAccumulator& layer, const LayerInputs& in) {
         for (std::size_t ti = 0; ti < in.tensors.size(); ++ti) {
             TensorAccumulator& acc = layer.tensors[ti];
-            const torch::Tensor x = asDouble(in.tensors[ti]);
-            const torch::Tensor mask = outlierMask(x, o.criterion);
-            addInto(acc.outliersPerDim, longValues(mask.sum(0)));
-            const std::vector<std::int64_t> perToken = longValues(mask.sum(1));
-            for (std::size_t t = 0; t < perToken.size(); ++t) {
-                acc.outliers += perToken[t];
-                acc.keyOutliers[keys[t]] += perToken[t];
-                if (perToken[t] > 0) ++acc.keyOutlierTokens[keys[t]];
+            const TensorSummary x = summarise(in.tensors[ti], o.criterion);
+            addInto(acc.outliersPerDim, x.perDim);
+            for (std::size_t t = 0; t < x.perToken.size(); ++t) {
+                acc.outliers += x.perToken[t];
+                acc.keyOutliers[keys[t]] += x.perToken[t];
+                if (x.perToken[t] > 0) ++acc.keyOutlierTokens[keys[t]];
             }
             acc.valuesExamined += T * d;
-            acc.sumMaxInfNorm += maxInfNorm(x);
-            acc.sumKurtosis += pearsonKurtosis(x);
+            acc.sumMaxInfNorm += x.maxInfNorm;
+            acc.sumKurtosis += x.kurtosis;
         }
 
+        // Cumulative attention of each key: the sum over queries of probs [H, T(query), T(key)].
         HeadAccumulator& h = layer.heads;
-        const torch::Tensor probs = asDouble(in.probs);
-        const std::vector<double> cumulative = doubleValues(probs.sum(1)); // [H, T]
-        const std::vector<std::int64_t> attnOutliers =
-            longValues(attentionOutlierKeys(probs, o.attentionFraction)); // [H, T]
+        std::vector<double> cumulative(H * std::size_t(T), 0.0); // [H, T]
+        withElements(in.probs, [&](const auto* p, c10::IntArrayRef s) {
+            for (std::size_t head = 0; head < H; ++head)
+                for (std::int64_t i = 0; i < T; ++i)
+                    forRow(p + std::int64_t(head) * s[0] + i * s[1], T, s[2], [&](std::int64_t j, double v) {
+                        cumulative[head * std::size_t(T) + std::size_t(j)] += v;
+                    });
+        });
+        const double attentionThreshold = o.attentionFraction * double(T); // attentionOutlierKeys()
         for (std::size_t head = 0; head < H; ++head) {
             for (std::size_t t = 0; t < keys.size(); ++t) {
                 const std::size_t at = head * keys.size() + t;
                 h.cumulativeAttention[keys[t] * H + head] += cumulative[at];
-                if (attnOutliers[at]) {
+                if (cumulative[at] >= attentionThreshold) {
                     ++h.attentionOutliersByKey[keys[t] * H + head];
                     ++h.attentionOutliers[head];
                 }
@@ -328,19 +403,42 @@ void DatasetStatistics::addSample(const std::map<std::string, torch::Tensor>& ca
         h.keysExamined += T;
 
         // Figure 3e: mean |v| of keys with / without an outlier in the previous layer's output.
-        const torch::Tensor withOutlier = outlierMask(in.previous, o.criterion).any(1).to(torch::kDouble);
-        const torch::Tensor absValue = asDouble(in.values).abs().mean(-1); // [H, T]
-        addInto(h.absValueOutlierKeys, doubleValues((absValue * withOutlier).sum(1)));
-        addInto(h.absValueOtherKeys, doubleValues((absValue * (1.0 - withOutlier)).sum(1)));
-        const auto outlierKeys = std::int64_t(withOutlier.sum().item<double>());
+        const TensorSummary previous = summarise(in.previous, o.criterion);
+        std::int64_t outlierKeys = 0;
+        for (std::int64_t c : previous.perToken)
+            outlierKeys += c > 0;
+        const std::int64_t dh = in.values.size(2);
+        withElements(in.values, [&](const auto* p, c10::IntArrayRef s) {
+            for (std::size_t head = 0; head < H; ++head) {
+                double withOutlier = 0, other = 0;
+                for (std::int64_t t = 0; t < T; ++t) {
+                    double sumAbs = 0;
+                    forRow(p + std::int64_t(head) * s[0] + t * s[1], dh, s[2],
+                           [&](std::int64_t, double v) { sumAbs += std::abs(v); });
+                    (previous.perToken[std::size_t(t)] > 0 ? withOutlier : other) += sumAbs / double(dh);
+                }
+                h.absValueOutlierKeys[head] += withOutlier;
+                h.absValueOtherKeys[head] += other;
+            }
+        });
         h.outlierKeys += outlierKeys;
         h.otherKeys += T - outlierKeys;
 
         if (in.gate.defined()) {
-            addInto(h.gateSum, doubleValues(asDouble(in.gate).sum(1)));
+            withElements(in.gate, [&](const auto* p, c10::IntArrayRef s) {
+                for (std::size_t head = 0; head < H; ++head) {
+                    double sum = 0;
+                    forRow(p + std::int64_t(head) * s[0], T, s[1], [&](std::int64_t, double v) { sum += v; });
+                    h.gateSum[head] += sum;
+                }
+            });
             h.gateTokens += T;
         }
-    }
+    };
+    at::parallel_for(0, std::int64_t(m_layers.size()), 1, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t li = begin; li < end; ++li)
+            accumulateLayer(m_layers[std::size_t(li)], inputs[std::size_t(li)]);
+    });
     ++m_samples;
 }
 
