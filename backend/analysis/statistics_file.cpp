@@ -159,7 +159,7 @@ StatisticsFile readStatisticsFile(const std::string& path)
     f.tau = r.numberAttribute("/", "tau");
     f.attentionFraction = r.numberAttribute("/", "attention_fraction");
     f.criterion = r.stringAttribute("/", "criterion");
-    for (const char* name : {"model", "model_name", "checkpoint_sha256", "data", "app_version"})
+    for (const char* name : {"model", "model_name", "checkpoint_sha256", "data", "app_version", "precision"})
         if (r.hasAttribute("/", name)) f.provenance[name] = r.stringAttribute("/", name);
 
     if (f.kind == "text") {

@@ -88,8 +88,8 @@ struct StatisticsFile
     double attentionFraction = 0;
     std::string criterion; ///< OutlierCriterion::describe()
     std::map<std::string, std::string>
-        provenance;                  ///< model, model_name, checkpoint_sha256, data, app_version if present
-    std::vector<std::string> tokens; ///< text: every token string seen
+        provenance; ///< model, model_name, checkpoint_sha256, data, app_version, precision if present
+    std::vector<std::string> tokens;            ///< text: every token string seen
     std::vector<std::int64_t> tokenOccurrences; ///< aligned with tokens
     std::vector<std::string> delimiters;
     std::vector<LayerStatisticsData> layers; ///< ascending layer order

@@ -14,13 +14,16 @@
 #include "text/mnli.h"
 #include "text/wordpiece.h"
 
+#include <ATen/Parallel.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <thread>
 
 namespace outlierlens {
 namespace fs = std::filesystem;
@@ -121,6 +124,23 @@ std::map<std::string, torch::Tensor> captureSample(const RecordingSink& sink, st
     return out;
 }
 
+struct Workers
+{
+    int count = 1;
+    int threadsPerWorker = 1;
+};
+
+/// Forward passes side by side: by default two workers when there are at least two intra-op threads,
+/// the threads shared between them.
+Workers workerCount(const StatsRunOptions& o)
+{
+    const int threads = std::max(1, at::get_num_threads());
+    Workers w;
+    w.count = o.workers > 0 ? std::min(o.workers, threads) : std::min(2, threads);
+    w.threadsPerWorker = std::max(1, threads / w.count);
+    return w;
+}
+
 class Stopwatch
 {
 public:
@@ -133,6 +153,49 @@ private:
     std::chrono::steady_clock::time_point m_start = std::chrono::steady_clock::now();
 };
 
+/// Runs job(worker, index) for every index in [0, count) on `workers` threads (worker 0 is the calling
+/// thread), each with `threadsPerWorker` intra-op threads: on a small machine two forward passes side
+/// by side with one thread each keep both cores busy where one pass with two threads waits at every
+/// small operator's barrier. Worker w takes the indices w, w + workers, ... (a fixed assignment, so
+/// the results do not depend on timing). `afterMainJob` runs on the calling thread after each of its
+/// jobs (progress). The first exception (Cancelled included) stops the others and is rethrown here.
+void forEachBatch(std::size_t count, int workers, int threadsPerWorker, const std::atomic<bool>& cancel,
+                  const std::function<void(int, std::size_t)>& job, const std::function<void()>& afterMainJob)
+{
+    workers = std::max(1, std::min<int>(workers, int(count)));
+    const int previousThreads = at::get_num_threads();
+    std::atomic<bool> failed{false};
+    std::atomic<int> ready{0};
+    std::vector<std::exception_ptr> errors(static_cast<std::size_t>(workers));
+    auto run = [&](int w) {
+        try {
+            // Everyone sets its thread count before anyone computes (the call is not free of global
+            // effects), then works through its share.
+            at::set_num_threads(threadsPerWorker);
+            ++ready;
+            while (ready.load() < workers)
+                std::this_thread::yield();
+            for (std::size_t i = std::size_t(w); i < count && !failed; i += std::size_t(workers)) {
+                if (cancel) throw Cancelled();
+                job(w, i);
+                if (w == 0) afterMainJob();
+            }
+        } catch (...) {
+            errors[std::size_t(w)] = std::current_exception();
+            failed = true;
+        }
+    };
+    std::vector<std::thread> threads;
+    for (int w = 1; w < workers; ++w)
+        threads.emplace_back(run, w);
+    run(0);
+    for (auto& t : threads)
+        t.join();
+    at::set_num_threads(previousThreads);
+    for (const auto& e : errors)
+        if (e) std::rethrow_exception(e);
+}
+
 void writeFile(const StatsRunOptions& o, const DatasetStatistics& stats, const std::string& modelName,
                const std::string& sha256, const StatsRunResult& result)
 {
@@ -143,6 +206,7 @@ void writeFile(const StatsRunOptions& o, const DatasetStatistics& stats, const s
     writer.setAttribute("/", "checkpoint_sha256", sha256);
     writer.setAttribute("/", "data", o.data.describe());
     writer.setAttribute("/", "app_version", std::string(OUTLIERLENS_VERSION));
+    writer.setAttribute("/", "precision", toString(o.precision));
     writer.setAttribute("/", "skipped_inputs", result.skipped);
     if (result.accuracy) writer.setAttribute("/", "accuracy_top1", *result.accuracy);
     if (result.top5) writer.setAttribute("/", "accuracy_top5", *result.top5);
@@ -166,10 +230,11 @@ StatsRunResult runText(const StatsRunOptions& o, const std::atomic<bool>& cancel
     so.numLayers = c.numLayers, so.numHeads = c.numHeads, so.hiddenSize = c.hiddenSize,
     so.headDim = c.headDim();
     so.criterion = o.criterion;
-    DatasetStatistics stats(so);
+    // Only what the statistics read, plus the classifier's logits for the accuracy. Other heads are not
+    // run at all: a masked-LM head's [B, T, vocab] logits would cost more than a small encoder.
+    const bool classifier = network.head() == BertHead::SequenceClassification;
     std::set<std::string> captures = requiredCaptures(so);
-    captures.insert("logits");
-    RecordingSink sink(captures);
+    if (classifier) captures.insert("logits");
 
     // Label ids of the model for the gold labels, when its id2label names them.
     auto labelId = [&](const std::string& label) {
@@ -177,13 +242,18 @@ StatsRunResult runText(const StatsRunOptions& o, const std::atomic<bool>& cancel
             if (c.id2label[i] == label) return int(i);
         return -1;
     };
-    std::int64_t correct = 0, labelled = 0;
+    // One accumulator, sink and accuracy count per worker, merged in worker order at the end.
+    const Workers workers = workerCount(o);
+    std::vector<DatasetStatistics> stats(std::size_t(workers.count), DatasetStatistics(so));
+    std::vector<RecordingSink> sinks(std::size_t(workers.count), RecordingSink(captures));
+    std::vector<std::int64_t> correct(std::size_t(workers.count), 0), labelled(correct);
 
     // Chunks of pairs, sorted by length inside each chunk so batches need little padding, while
     // memory stays bounded by the chunk.
     constexpr std::size_t kChunk = 1024;
     const auto total = std::int64_t(pairs.size());
-    std::int64_t done = 0;
+    std::atomic<std::int64_t> done{0};
+    Stopwatch loop;
     for (std::size_t start = 0; start < pairs.size(); start += kChunk) {
         const std::size_t end = std::min(pairs.size(), start + kChunk);
         std::vector<Encoding> encodings;
@@ -194,52 +264,72 @@ StatsRunResult runText(const StatsRunOptions& o, const std::atomic<bool>& cancel
         std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
             return encodings[a].inputIds.size() < encodings[b].inputIds.size();
         });
+        // Up to batchSize inputs, fewer for long ones: the recorded attention grows with B * T^2.
+        std::vector<std::pair<std::size_t, std::size_t>> batches; // [b0, b1) of `order`
         for (std::size_t b0 = 0, b1 = 0; b0 < order.size(); b0 = b1) {
-            if (cancel) throw Cancelled();
-            // Up to batchSize inputs, fewer for long ones: the recorded attention grows with B * T^2.
-            std::int64_t T = 0;
             for (b1 = b0; b1 < order.size() && b1 - b0 < std::size_t(o.batchSize); ++b1) {
                 const auto length = std::int64_t(encodings[order[b1]].inputIds.size());
                 if (b1 > b0 && std::int64_t(b1 - b0 + 1) * length > o.tokenBudget) break;
-                T = std::max(T, length);
             }
+            batches.emplace_back(b0, b1);
+        }
+        auto runBatch = [&](int w, std::size_t batch) {
+            const auto [b0, b1] = batches[batch];
             const auto B = std::int64_t(b1 - b0);
+            std::int64_t T = 0;
+            for (std::size_t i = b0; i < b1; ++i)
+                T = std::max(T, std::int64_t(encodings[order[i]].inputIds.size()));
             torch::Tensor ids = torch::full({B, T}, tokenizer.padId(), torch::kLong);
             torch::Tensor types = torch::zeros({B, T}, torch::kLong);
             torch::Tensor mask = torch::zeros({B, T}, torch::kLong);
             for (std::int64_t r = 0; r < B; ++r) {
                 const Encoding& e = encodings[order[b0 + std::size_t(r)]];
                 const auto n = std::int64_t(e.inputIds.size());
-                using torch::indexing::Slice;
-                ids.index_put_({r, Slice(0, n)}, torch::tensor(e.inputIds, torch::kLong));
-                types.index_put_({r, Slice(0, n)}, torch::tensor(e.tokenTypeIds, torch::kLong));
-                mask.index_put_({r, Slice(0, n)}, 1);
+                std::copy(e.inputIds.begin(), e.inputIds.end(), ids[r].data_ptr<std::int64_t>());
+                std::copy(e.tokenTypeIds.begin(), e.tokenTypeIds.end(), types[r].data_ptr<std::int64_t>());
+                std::fill_n(mask[r].data_ptr<std::int64_t>(), n, std::int64_t(1));
             }
+            RecordingSink& sink = sinks[std::size_t(w)];
             sink.clear();
             {
                 c10::InferenceMode guard;
-                network.forward(ids, types, mask, &sink);
+                const AutocastScope autocast(o.precision); // thread-local: set where the forward runs
+                if (classifier)
+                    network.forward(ids, types, mask, &sink);
+                else
+                    network.encoder()->forward(ids, types, mask, &sink);
             }
             for (std::int64_t r = 0; r < B; ++r) {
                 const std::size_t index = order[b0 + std::size_t(r)];
                 const Encoding& e = encodings[index];
-                stats.addSample(captureSample(sink, r, std::int64_t(e.inputIds.size())), e.tokens);
-                if (network.head() == BertHead::SequenceClassification) {
+                stats[std::size_t(w)].addSample(captureSample(sink, r, std::int64_t(e.inputIds.size())),
+                                                e.tokens);
+                if (classifier) {
                     const int gold = labelId(pairs[start + index].label);
                     if (gold >= 0) {
-                        ++labelled;
-                        correct += sink.at("logits")[r].argmax().item<std::int64_t>() == gold;
+                        ++labelled[std::size_t(w)];
+                        correct[std::size_t(w)] += sink.at("logits")[r].argmax().item<std::int64_t>() == gold;
                     }
                 }
             }
+            sink.clear(); // give the batch's activations back before the next one is assembled
             done += B;
-            progress(done, total);
-        }
+        };
+        forEachBatch(batches.size(), workers.count, workers.threadsPerWorker, cancel, runBatch,
+                     [&] { progress(done, total); });
+        progress(done, total);
+    }
+    const double loopSeconds = loop.seconds();
+    for (std::size_t w = 1; w < stats.size(); ++w) {
+        stats.front().merge(stats[w]);
+        correct.front() += correct[w];
+        labelled.front() += labelled[w];
     }
     StatsRunResult result;
-    result.samples = stats.samples();
-    if (labelled > 0) result.accuracy = double(correct) / double(labelled);
-    writeFile(o, stats, toString(network.head()), network.checkpointSha256(), result);
+    result.samples = stats.front().samples();
+    result.loopSeconds = loopSeconds;
+    if (labelled.front() > 0) result.accuracy = double(correct.front()) / double(labelled.front());
+    writeFile(o, stats.front(), toString(network.head()), network.checkpointSha256(), result);
     result.seconds = clock.seconds();
     return result;
 }
@@ -275,6 +365,7 @@ StatsRunResult runImages(const StatsRunOptions& o, const std::atomic<bool>& canc
     StatsRunResult result;
     std::int64_t top1 = 0, top5 = 0, labelled = 0, done = 0;
     const auto total = std::int64_t(images.size());
+    Stopwatch loop;
     for (std::size_t b0 = 0; b0 < images.size(); b0 += std::size_t(o.batchSize)) {
         if (cancel) throw Cancelled();
         const std::size_t b1 = std::min(images.size(), b0 + std::size_t(o.batchSize));
@@ -294,6 +385,7 @@ StatsRunResult runImages(const StatsRunOptions& o, const std::atomic<bool>& canc
             sink.clear();
             {
                 c10::InferenceMode guard;
+                const AutocastScope autocast(o.precision);
                 network.forward(torch::stack(pixels), &sink);
             }
             for (std::size_t r = 0; r < pixels.size(); ++r) {
@@ -311,6 +403,7 @@ StatsRunResult runImages(const StatsRunOptions& o, const std::atomic<bool>& canc
     if (stats.samples() == 0)
         throw Error(o.data.path + ": none of the " + std::to_string(images.size()) + " images could be read");
     result.samples = stats.samples();
+    result.loopSeconds = loop.seconds();
     if (labelled > 0) {
         result.accuracy = double(top1) / double(labelled);
         result.top5 = double(top5) / double(labelled);
@@ -355,6 +448,7 @@ StatsRunResult runDecoderText(const StatsRunOptions& o, const std::atomic<bool>&
 {
     Stopwatch clock;
     DecoderNetwork network = DecoderNetwork::load(o.modelDir, o.variant);
+    if (o.precision == Precision::Bf16) network.setComputeDtype(torch::kBFloat16); // as inspect does
     const std::unique_ptr<DecoderTokenizer> tokenizer = DecoderTokenizer::fromModelDir(o.modelDir);
     const DecoderConfig& c = network.config();
     const int maxPositions = c.maxPositions > 0 ? c.maxPositions : 512;
@@ -396,6 +490,7 @@ StatsRunResult runDecoderText(const StatsRunOptions& o, const std::atomic<bool>&
     const std::int64_t perBatch =
         std::max<std::int64_t>(1, std::min<std::int64_t>(o.batchSize, o.tokenBudget / seqLen));
     const auto total = std::int64_t(chunks);
+    Stopwatch loop;
     for (std::int64_t b0 = 0; b0 < total; b0 += perBatch) {
         if (cancel) throw Cancelled();
         const std::int64_t B = std::min(perBatch, total - b0);
@@ -423,6 +518,7 @@ StatsRunResult runDecoderText(const StatsRunOptions& o, const std::atomic<bool>&
     }
     StatsRunResult result;
     result.samples = stats.samples();
+    result.loopSeconds = loop.seconds();
     writeFile(o, stats, c.architectures.empty() ? toString(c.arch) : c.architectures.front(),
               network.checkpointSha256(), result);
     result.seconds = clock.seconds();
@@ -437,21 +533,24 @@ StatsRunResult runStatistics(const StatsRunOptions& options, const std::atomic<b
 {
     if (options.batchSize < 1) throw Error("batch size must be at least 1");
     if (options.outPath.empty()) throw Error("no output file given");
-    if (isDecoderModelDir(options.modelDir)) {
-        if (options.data.kind != DataSpec::Kind::Text)
-            throw Error(options.modelDir + " is a decoder: use --data text:FILE[:N]");
-        return runDecoderText(options, cancel, progress);
+    StatsRunOptions o = options;
+    std::string notice;
+    o.precision = effectivePrecision(options.precision, &notice);
+    if (!notice.empty()) warn(notice);
+    if (isDecoderModelDir(o.modelDir)) {
+        if (o.data.kind != DataSpec::Kind::Text)
+            throw Error(o.modelDir + " is a decoder: use --data text:FILE[:N]");
+        return runDecoderText(o, cancel, progress);
     }
-    if (options.data.kind == DataSpec::Kind::Text)
-        throw Error("--data text:FILE needs a decoder model (GPT-2, OPT, LLaMA); " + options.modelDir +
+    if (o.data.kind == DataSpec::Kind::Text)
+        throw Error("--data text:FILE needs a decoder model (GPT-2, OPT, LLaMA); " + o.modelDir +
                     " is not one");
-    const ModelFamily family = detectModelFamily(options.modelDir);
-    if (family == ModelFamily::Bert && options.data.kind != DataSpec::Kind::Mnli)
-        throw Error(options.modelDir + " is a BERT model: use --data mnli:FILE");
-    if (family == ModelFamily::Vit && options.data.kind != DataSpec::Kind::Images)
-        throw Error(options.modelDir + " is a ViT model: use --data images:DIR");
-    return family == ModelFamily::Bert ? runText(options, cancel, progress)
-                                       : runImages(options, cancel, progress, warn);
+    const ModelFamily family = detectModelFamily(o.modelDir);
+    if (family == ModelFamily::Bert && o.data.kind != DataSpec::Kind::Mnli)
+        throw Error(o.modelDir + " is a BERT model: use --data mnli:FILE");
+    if (family == ModelFamily::Vit && o.data.kind != DataSpec::Kind::Images)
+        throw Error(o.modelDir + " is a ViT model: use --data images:DIR");
+    return family == ModelFamily::Bert ? runText(o, cancel, progress) : runImages(o, cancel, progress, warn);
 }
 
 } // namespace outlierlens

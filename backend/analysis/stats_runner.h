@@ -4,6 +4,7 @@
 
 #include "analysis/metrics.h"
 #include "model/config.h"
+#include "model/precision.h"
 
 #include <atomic>
 #include <cstdint>
@@ -53,6 +54,13 @@ struct StatsRunOptions
     int seqLen = 0;         ///< decoders: tokens per chunk (0 = min(512, the model's maximum))
     bool bos = false;       ///< decoders: start each chunk with the tokenizer's BOS (An et al. do not)
     VariantOverride variant;
+    /// Bf16: BERT and ViT run under bf16 autocast, decoders compute in bf16; the statistics are still
+    /// accumulated in float64. Falls back to fp32 (said once through `warn`) on a CPU without bf16.
+    Precision precision = Precision::Fp32;
+    /// BERT on MNLI: forward passes run side by side on this many threads, sharing the calling thread's
+    /// intra-op threads (0: two when it has at least two, else one). Results do not depend on it
+    /// beyond float64 rounding.
+    int workers = 0;
     std::string outPath;
     /// ImageNet class list and index (sample_data) for images:DIR with WordNet sub-folders.
     std::string imagenetNames, imagenetIndex;
@@ -64,7 +72,8 @@ struct StatsRunResult
     std::int64_t skipped = 0;       ///< unreadable images left out (each reported through `warn`)
     std::optional<double> accuracy; ///< MNLI with a classifier, or labelled images: top-1
     std::optional<double> top5;     ///< labelled images
-    double seconds = 0;
+    double seconds = 0;     ///< all of it: loading the model, tokenizing, the passes, writing the file
+    double loopSeconds = 0; ///< the batches alone (what bench/stats_python.py times)
 };
 
 /// Streams the data set through the model and writes the statistics file (docs/stats-format.md)

@@ -7,6 +7,7 @@
 
 #include "io/hdf5_store.h"
 #include "io/image.h"
+#include "model/precision.h"
 #include "model/vit_network.h"
 #include "text/mnli.h"
 
@@ -44,6 +45,56 @@ double kurtosisOf(const torch::Tensor& x)
     const torch::Tensor d = x.to(torch::kDouble).flatten();
     const double mu = d.mean().item<double>(), s = d.std().item<double>();
     return (d - mu).pow(4).mean().item<double>() / (std::pow(s, 4) + 1e-6);
+}
+
+/// `outlierlens stats` with `extra` set in its environment (runApp() takes the caller's).
+Run runStatsWithEnv(const QStringList& args, const QString& name, const QString& value)
+{
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(name, value);
+    QProcess p;
+    p.setProcessEnvironment(env);
+    p.start(QStringLiteral(OUTLIERLENS_BINARY_DIR "/app/outlierlens"), args);
+    if (!p.waitForFinished(600000)) p.kill();
+    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
+            QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
+}
+
+/// How far two statistics files of the same inputs agree, as bench/compare_stats_precision.sh measures
+/// it: sum over every outlier count (per dimension, per token) of min / sum of max, and the largest
+/// relative difference of a layer's mean max inf norm and of the model's max inf norm.
+struct Agreement
+{
+    double counts = 0;
+    std::int64_t outliers = 0; ///< outlier values counted per dimension in the first file
+    double worstInfNorm = 0;
+    double modelInfNorm = 0;
+};
+
+Agreement agreement(const std::string& first, const std::string& second)
+{
+    Hdf5Reader a(first), b(second);
+    Agreement result;
+    double lo = 0, hi = 0;
+    for (std::int64_t layer : a.intArrayAttribute("/", "layers")) {
+        for (const char* tensor : {"attn_out", "ffn_out", "residual", "out"}) {
+            const std::string g = "layer" + std::to_string(layer) + "/" + tensor;
+            for (const char* counts : {"/outliers_per_dim", "/token_outliers"}) {
+                const torch::Tensor x = a.readTensor(g + counts), y = b.readTensor(g + counts);
+                lo += double(torch::minimum(x, y).sum().item<std::int64_t>());
+                hi += double(torch::maximum(x, y).sum().item<std::int64_t>());
+                if (std::string(counts) == "/outliers_per_dim")
+                    result.outliers += x.sum().item<std::int64_t>();
+            }
+            const double ia = a.readTensor(g + "/mean_max_inf_norm").item<double>();
+            const double ib = b.readTensor(g + "/mean_max_inf_norm").item<double>();
+            result.worstInfNorm = std::max(result.worstInfNorm, std::abs(ib - ia) / std::abs(ia));
+        }
+    }
+    result.counts = hi > 0 ? lo / hi : 1.0;
+    const double ma = a.readTensor("summary/max_inf_norm").item<double>();
+    result.modelInfNorm = std::abs(b.readTensor("summary/max_inf_norm").item<double>() - ma) / ma;
+    return result;
 }
 
 } // namespace
@@ -237,6 +288,50 @@ private Q_SLOTS:
         QCOMPARE(QDir(dir.path()).entryList(QDir::Files).size(), 0);
     }
 
+    void bf16AgreesWithFp32()
+    {
+        // The documented effect of the fast mode on a bundled demo model: outlier counts agree on >= 99%
+        // of counted values and the max inf norm within 1%.
+        QTemporaryDir dir;
+        const QStringList common = {
+            "stats", "--model",
+            QStringLiteral(OUTLIERLENS_SOURCE_DIR "/sample_data/models/bert-mnli-vanilla"), "--data",
+            "mnli:" OUTLIERLENS_SOURCE_DIR "/sample_data/mnli/mnli_dev_matched.jsonl:256"};
+        const QString fp32 = dir.path() + "/fp32.h5", bf16 = dir.path() + "/bf16.h5";
+        Run r = runApp(common + QStringList{"--out", fp32});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QCOMPARE(Hdf5Reader(fp32.toStdString()).stringAttribute("/", "precision"), std::string("fp32"));
+        r = runApp(common + QStringList{"--precision", "bf16", "--out", bf16});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        if (!cpuSupportsBf16()) {
+            QVERIFY2(r.err.contains("no bfloat16 instructions"), qPrintable(r.err));
+            QCOMPARE(Hdf5Reader(bf16.toStdString()).stringAttribute("/", "precision"), std::string("fp32"));
+            QSKIP("this CPU has no bf16 instructions: checked the fallback instead");
+        }
+        QVERIFY2(!r.err.contains("bfloat16 instructions"), qPrintable(r.err));
+        QCOMPARE(Hdf5Reader(bf16.toStdString()).stringAttribute("/", "precision"), std::string("bf16"));
+        const Agreement agree = agreement(fp32.toStdString(), bf16.toStdString());
+        QVERIFY2(agree.outliers > 0, "the demo model must have outliers, or the test proves nothing");
+        QVERIFY2(agree.counts >= 0.99, qPrintable(QString::number(agree.counts)));
+        QVERIFY2(agree.modelInfNorm <= 0.01, qPrintable(QString::number(agree.modelInfNorm)));
+        QVERIFY2(agree.worstInfNorm <= 0.01, qPrintable(QString::number(agree.worstInfNorm)));
+    }
+
+    void bf16FallsBackOnceWithoutCpuSupport()
+    {
+        QTemporaryDir dir;
+        const QString out = dir.path() + "/s.h5";
+        const Run r =
+            runStatsWithEnv({"stats", "--model", fx("bert/hf"), "--data",
+                             "mnli:" OUTLIERLENS_SOURCE_DIR "/sample_data/mnli/mnli_dev_matched.jsonl:3",
+                             "--precision", "bf16", "--out", out},
+                            "OUTLIERLENS_NO_BF16", "1");
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QCOMPARE(r.err.count("no bfloat16 instructions"), 1);
+        QVERIFY2(r.err.contains("fp32"), qPrintable(r.err));
+        QCOMPARE(Hdf5Reader(out.toStdString()).stringAttribute("/", "precision"), std::string("fp32"));
+    }
+
     void badArguments_data()
     {
         QTest::addColumn<QStringList>("args");
@@ -266,6 +361,17 @@ private Q_SLOTS:
         QTest::newRow("bad rule") << QStringList{"stats",  "--model", fx("bert/hf"), "--data",   "mnli:x",
                                                  "--rule", "median",  "--out",       "/tmp/x.h5"}
                                   << 1 << "median";
+        QTest::newRow("unknown precision")
+            << QStringList{"stats",
+                           "--model",
+                           fx("bert/hf"),
+                           "--data",
+                           "mnli:" OUTLIERLENS_SOURCE_DIR "/sample_data/mnli/mnli_dev_matched.jsonl:2",
+                           "--precision",
+                           "fp16",
+                           "--out",
+                           "/tmp/x.h5"}
+            << 2 << "--precision must be fp32 or bf16, not 'fp16'";
         QTest::newRow("no out") << QStringList{"stats", "--model", fx("bert/hf"), "--data", "mnli:x"} << 2
                                 << "--out";
     }
