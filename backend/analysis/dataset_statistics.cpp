@@ -289,12 +289,18 @@ void DatasetStatistics::growKeys()
     }
 }
 
-void DatasetStatistics::addSample(const std::map<std::string, torch::Tensor>& captures,
-                                  const std::vector<std::string>& tokens)
+struct DatasetStatistics::LayerInputs
+{
+    std::vector<torch::Tensor> tensors; ///< statisticsTensorPoints() order
+    torch::Tensor probs, values, gate, previous;
+};
+
+DatasetStatistics::LayerInputs
+DatasetStatistics::layerInputs(const std::map<std::string, torch::Tensor>& captures, int layer,
+                               std::int64_t T) const
 {
     const StatisticsOptions& o = m_options;
-    const std::int64_t heads = o.numHeads;
-    const std::int64_t d = o.hiddenSize;
+    const std::int64_t heads = o.numHeads, d = o.hiddenSize;
     auto fetch = [&](const std::string& name) -> const torch::Tensor& {
         const auto it = captures.find(name);
         if (it == captures.end() || !it->second.defined())
@@ -302,144 +308,188 @@ void DatasetStatistics::addSample(const std::map<std::string, torch::Tensor>& ca
                         " of this accumulator)");
         return it->second;
     };
+    LayerInputs in;
+    for (CapturePoint point : statisticsTensorPoints()) {
+        const std::string name = captureName(point, layer);
+        in.tensors.push_back(fetch(name));
+        checkShape(in.tensors.back(), name, {T, d});
+    }
+    const std::string previous = previousOutputName(layer);
+    in.previous = fetch(previous);
+    checkShape(in.previous, previous, {T, d});
+    const std::string probs = captureName(CapturePoint::AttnProbs, layer);
+    in.probs = fetch(probs);
+    checkShape(in.probs, probs, {heads, T, T});
+    const std::string values = captureName(CapturePoint::AttnValues, layer);
+    in.values = fetch(values);
+    checkShape(in.values, values, {heads, T, o.headDim});
+    const std::string gate = captureName(CapturePoint::AttnGate, layer);
+    const auto gateIt = captures.find(gate);
+    if (gateIt != captures.end() && gateIt->second.defined()) {
+        in.gate = gateIt->second;
+        checkShape(in.gate, gate, {heads, T});
+    }
+    return in;
+}
 
+void DatasetStatistics::checkTokens(std::int64_t T, const std::vector<std::string>& tokens,
+                                    const std::string& what) const
+{
+    const StatisticsOptions& o = m_options;
+    if (T < 1) throw Error(what + ": a sample needs at least one token");
+    if (o.kind == InputKind::Text && std::int64_t(tokens.size()) != T)
+        throw Error("statistics: " + std::to_string(tokens.size()) + " token strings for " + what +
+                    " with T = " + std::to_string(T));
+    if (o.kind == InputKind::Image && T != std::int64_t(keyCount()))
+        throw Error(what + ": expected 1 + " + std::to_string(o.gridRows) + " x " +
+                    std::to_string(o.gridCols) + " = " + std::to_string(keyCount()) + " tokens, found " +
+                    std::to_string(T));
+}
+
+DatasetStatistics::SampleKeys DatasetStatistics::internKeys(std::int64_t T,
+                                                            const std::vector<std::string>& tokens)
+{
+    // Keys of the T tokens: interned token strings (text) or positions (image, 0 = CLS).
+    SampleKeys sample;
+    sample.keys.resize(std::size_t(T));
+    for (std::int64_t t = 0; t < T; ++t) {
+        if (m_options.kind == InputKind::Text) {
+            const std::int64_t id = keyOf(tokens[std::size_t(t)]);
+            ++m_keyOccurrences[std::size_t(id)];
+            sample.keys[std::size_t(t)] = std::size_t(id);
+        } else {
+            sample.keys[std::size_t(t)] = std::size_t(t);
+        }
+    }
+    growKeys();
+    return sample;
+}
+
+void DatasetStatistics::addSample(const std::map<std::string, torch::Tensor>& captures,
+                                  const std::vector<std::string>& tokens)
+{
+    const StatisticsOptions& o = m_options;
+    const std::int64_t d = o.hiddenSize;
     // Find and check everything before touching an accumulator, so an error leaves them unchanged.
     const std::string firstName = captureName(CapturePoint::Out, o.layers.front());
-    const torch::Tensor& first = fetch(firstName);
+    const auto firstIt = captures.find(firstName);
+    if (firstIt == captures.end() || !firstIt->second.defined())
+        throw Error("statistics: capture '" + firstName + "' is missing (sample " +
+                    std::to_string(m_samples) + " of this accumulator)");
+    const torch::Tensor& first = firstIt->second;
     if (first.dim() != 2 || first.size(0) < 1)
         throw Error(firstName + ": expected shape [T, " + std::to_string(d) + "] with T >= 1, found " +
                     shapeText(first.sizes()));
     const std::int64_t T = first.size(0);
-    if (o.kind == InputKind::Text && std::int64_t(tokens.size()) != T)
-        throw Error("statistics: " + std::to_string(tokens.size()) + " token strings for " + firstName +
-                    " with T = " + std::to_string(T));
-    if (o.kind == InputKind::Image && T != std::int64_t(keyCount()))
-        throw Error(firstName + ": expected 1 + " + std::to_string(o.gridRows) + " x " +
-                    std::to_string(o.gridCols) + " = " + std::to_string(keyCount()) + " tokens, found " +
-                    std::to_string(T));
-
-    struct LayerInputs
-    {
-        std::vector<torch::Tensor> tensors;
-        torch::Tensor probs, values, gate, previous;
-    };
+    checkTokens(T, tokens, firstName);
     std::vector<LayerInputs> inputs;
-    for (const auto& layer : m_layers) {
-        LayerInputs in;
-        for (CapturePoint point : statisticsTensorPoints()) {
-            const std::string name = captureName(point, layer.layer);
-            in.tensors.push_back(fetch(name));
-            checkShape(in.tensors.back(), name, {T, d});
-        }
-        const std::string previous = previousOutputName(layer.layer);
-        in.previous = fetch(previous);
-        checkShape(in.previous, previous, {T, d});
-        const std::string probs = captureName(CapturePoint::AttnProbs, layer.layer);
-        in.probs = fetch(probs);
-        checkShape(in.probs, probs, {heads, T, T});
-        const std::string values = captureName(CapturePoint::AttnValues, layer.layer);
-        in.values = fetch(values);
-        checkShape(in.values, values, {heads, T, o.headDim});
-        const std::string gate = captureName(CapturePoint::AttnGate, layer.layer);
-        const auto gateIt = captures.find(gate);
-        if (gateIt != captures.end() && gateIt->second.defined()) {
-            in.gate = gateIt->second;
-            checkShape(in.gate, gate, {heads, T});
-        }
-        inputs.push_back(std::move(in));
-    }
+    for (const auto& layer : m_layers)
+        inputs.push_back(layerInputs(captures, layer.layer, T));
 
-    // Keys of the T tokens: interned token strings (text) or positions (image, 0 = CLS).
-    std::vector<std::size_t> keys(static_cast<std::size_t>(T));
-    for (std::int64_t t = 0; t < T; ++t) {
-        if (o.kind == InputKind::Text) {
-            const std::int64_t id = keyOf(tokens[std::size_t(t)]);
-            ++m_keyOccurrences[std::size_t(id)];
-            keys[std::size_t(t)] = std::size_t(id);
-        } else {
-            keys[std::size_t(t)] = std::size_t(t);
-        }
-    }
-    growKeys();
-
+    const SampleKeys sample = internKeys(T, tokens);
     // Layers are independent from here on (the keys are interned): one per intra-op thread.
-    const auto H = std::size_t(heads);
-    const auto accumulateLayer = [&](LayerAccumulator& layer, const LayerInputs& in) {
-        for (std::size_t ti = 0; ti < in.tensors.size(); ++ti) {
-            TensorAccumulator& acc = layer.tensors[ti];
-            const TensorSummary x = summarise(in.tensors[ti], o.criterion);
-            addInto(acc.outliersPerDim, x.perDim);
-            for (std::size_t t = 0; t < x.perToken.size(); ++t) {
-                acc.outliers += x.perToken[t];
-                acc.keyOutliers[keys[t]] += x.perToken[t];
-                if (x.perToken[t] > 0) ++acc.keyOutlierTokens[keys[t]];
-            }
-            acc.valuesExamined += T * d;
-            acc.sumMaxInfNorm += x.maxInfNorm;
-            acc.sumKurtosis += x.kurtosis;
-        }
-
-        // Cumulative attention of each key: the sum over queries of probs [H, T(query), T(key)].
-        HeadAccumulator& h = layer.heads;
-        std::vector<double> cumulative(H * std::size_t(T), 0.0); // [H, T]
-        withElements(in.probs, [&](const auto* p, c10::IntArrayRef s) {
-            for (std::size_t head = 0; head < H; ++head)
-                for (std::int64_t i = 0; i < T; ++i)
-                    forRow(p + std::int64_t(head) * s[0] + i * s[1], T, s[2], [&](std::int64_t j, double v) {
-                        cumulative[head * std::size_t(T) + std::size_t(j)] += v;
-                    });
-        });
-        const double attentionThreshold = o.attentionFraction * double(T); // attentionOutlierKeys()
-        for (std::size_t head = 0; head < H; ++head) {
-            for (std::size_t t = 0; t < keys.size(); ++t) {
-                const std::size_t at = head * keys.size() + t;
-                h.cumulativeAttention[keys[t] * H + head] += cumulative[at];
-                if (cumulative[at] >= attentionThreshold) {
-                    ++h.attentionOutliersByKey[keys[t] * H + head];
-                    ++h.attentionOutliers[head];
-                }
-            }
-        }
-        h.keysExamined += T;
-
-        // Figure 3e: mean |v| of keys with / without an outlier in the previous layer's output.
-        const TensorSummary previous = summarise(in.previous, o.criterion);
-        std::int64_t outlierKeys = 0;
-        for (std::int64_t c : previous.perToken)
-            outlierKeys += c > 0;
-        const std::int64_t dh = in.values.size(2);
-        withElements(in.values, [&](const auto* p, c10::IntArrayRef s) {
-            for (std::size_t head = 0; head < H; ++head) {
-                double withOutlier = 0, other = 0;
-                for (std::int64_t t = 0; t < T; ++t) {
-                    double sumAbs = 0;
-                    forRow(p + std::int64_t(head) * s[0] + t * s[1], dh, s[2],
-                           [&](std::int64_t, double v) { sumAbs += std::abs(v); });
-                    (previous.perToken[std::size_t(t)] > 0 ? withOutlier : other) += sumAbs / double(dh);
-                }
-                h.absValueOutlierKeys[head] += withOutlier;
-                h.absValueOtherKeys[head] += other;
-            }
-        });
-        h.outlierKeys += outlierKeys;
-        h.otherKeys += T - outlierKeys;
-
-        if (in.gate.defined()) {
-            withElements(in.gate, [&](const auto* p, c10::IntArrayRef s) {
-                for (std::size_t head = 0; head < H; ++head) {
-                    double sum = 0;
-                    forRow(p + std::int64_t(head) * s[0], T, s[1], [&](std::int64_t, double v) { sum += v; });
-                    h.gateSum[head] += sum;
-                }
-            });
-            h.gateTokens += T;
-        }
-    };
     at::parallel_for(0, std::int64_t(m_layers.size()), 1, [&](std::int64_t begin, std::int64_t end) {
         for (std::int64_t li = begin; li < end; ++li)
-            accumulateLayer(m_layers[std::size_t(li)], inputs[std::size_t(li)]);
+            accumulateLayer(o, m_layers[std::size_t(li)], inputs[std::size_t(li)], sample.keys);
     });
     ++m_samples;
+}
+
+DatasetStatistics::SampleKeys DatasetStatistics::beginSample(std::int64_t T,
+                                                             const std::vector<std::string>& tokens)
+{
+    checkTokens(T, tokens, "statistics: sample " + std::to_string(m_samples));
+    return internKeys(T, tokens);
+}
+
+void DatasetStatistics::addSampleLayer(const SampleKeys& sample, int layer,
+                                       const std::map<std::string, torch::Tensor>& captures)
+{
+    const auto it = std::find_if(m_layers.begin(), m_layers.end(),
+                                 [&](const LayerAccumulator& acc) { return acc.layer == layer; });
+    if (it == m_layers.end())
+        throw Error("statistics: layer " + std::to_string(layer) +
+                    " (0-based) is not one of the selected layers");
+    accumulateLayer(m_options, *it, layerInputs(captures, layer, std::int64_t(sample.keys.size())),
+                    sample.keys);
+}
+
+void DatasetStatistics::accumulateLayer(const StatisticsOptions& o, LayerAccumulator& layer,
+                                        const LayerInputs& in, const std::vector<std::size_t>& keys)
+{
+    const auto T = std::int64_t(keys.size());
+    const std::int64_t d = o.hiddenSize;
+    const auto H = std::size_t(o.numHeads);
+
+    for (std::size_t ti = 0; ti < in.tensors.size(); ++ti) {
+        TensorAccumulator& acc = layer.tensors[ti];
+        const TensorSummary x = summarise(in.tensors[ti], o.criterion);
+        addInto(acc.outliersPerDim, x.perDim);
+        for (std::size_t t = 0; t < x.perToken.size(); ++t) {
+            acc.outliers += x.perToken[t];
+            acc.keyOutliers[keys[t]] += x.perToken[t];
+            if (x.perToken[t] > 0) ++acc.keyOutlierTokens[keys[t]];
+        }
+        acc.valuesExamined += T * d;
+        acc.sumMaxInfNorm += x.maxInfNorm;
+        acc.sumKurtosis += x.kurtosis;
+    }
+
+    // Cumulative attention of each key: the sum over queries of probs [H, T(query), T(key)].
+    HeadAccumulator& h = layer.heads;
+    std::vector<double> cumulative(H * std::size_t(T), 0.0); // [H, T]
+    withElements(in.probs, [&](const auto* p, c10::IntArrayRef s) {
+        for (std::size_t head = 0; head < H; ++head)
+            for (std::int64_t i = 0; i < T; ++i)
+                forRow(p + std::int64_t(head) * s[0] + i * s[1], T, s[2], [&](std::int64_t j, double v) {
+                    cumulative[head * std::size_t(T) + std::size_t(j)] += v;
+                });
+    });
+    const double attentionThreshold = o.attentionFraction * double(T); // attentionOutlierKeys()
+    for (std::size_t head = 0; head < H; ++head) {
+        for (std::size_t t = 0; t < keys.size(); ++t) {
+            const std::size_t at = head * keys.size() + t;
+            h.cumulativeAttention[keys[t] * H + head] += cumulative[at];
+            if (cumulative[at] >= attentionThreshold) {
+                ++h.attentionOutliersByKey[keys[t] * H + head];
+                ++h.attentionOutliers[head];
+            }
+        }
+    }
+    h.keysExamined += T;
+
+    // Figure 3e: mean |v| of keys with / without an outlier in the previous layer's output.
+    const TensorSummary previous = summarise(in.previous, o.criterion);
+    std::int64_t outlierKeys = 0;
+    for (std::int64_t c : previous.perToken)
+        outlierKeys += c > 0;
+    const std::int64_t dh = in.values.size(2);
+    withElements(in.values, [&](const auto* p, c10::IntArrayRef s) {
+        for (std::size_t head = 0; head < H; ++head) {
+            double withOutlier = 0, other = 0;
+            for (std::int64_t t = 0; t < T; ++t) {
+                double sumAbs = 0;
+                forRow(p + std::int64_t(head) * s[0] + t * s[1], dh, s[2],
+                       [&](std::int64_t, double v) { sumAbs += std::abs(v); });
+                (previous.perToken[std::size_t(t)] > 0 ? withOutlier : other) += sumAbs / double(dh);
+            }
+            h.absValueOutlierKeys[head] += withOutlier;
+            h.absValueOtherKeys[head] += other;
+        }
+    });
+    h.outlierKeys += outlierKeys;
+    h.otherKeys += T - outlierKeys;
+
+    if (in.gate.defined()) {
+        withElements(in.gate, [&](const auto* p, c10::IntArrayRef s) {
+            for (std::size_t head = 0; head < H; ++head) {
+                double sum = 0;
+                forRow(p + std::int64_t(head) * s[0], T, s[1], [&](std::int64_t, double v) { sum += v; });
+                h.gateSum[head] += sum;
+            }
+        });
+        h.gateTokens += T;
+    }
 }
 
 void DatasetStatistics::merge(const DatasetStatistics& other)

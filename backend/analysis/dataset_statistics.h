@@ -69,6 +69,21 @@ public:
     void addSample(const std::map<std::string, torch::Tensor>& captures,
                    const std::vector<std::string>& tokens = {});
 
+    /// Streaming form of addSample(), for a runner that lets each layer's activations go before the next
+    /// layer is computed: beginSample() takes the sample's T token strings (text; only T for images),
+    /// interns them and returns its keys; addSampleLayer() adds one selected layer from captures holding
+    /// that layer's tensors and its previous output (names and shapes as for addSample()); endSample()
+    /// counts the sample. Add every selected layer once between begin and end: the results then equal
+    /// addSample()'s. Unlike addSample(), an error can leave a sample partly counted.
+    struct SampleKeys
+    {
+        std::vector<std::size_t> keys; ///< per token
+    };
+    SampleKeys beginSample(std::int64_t T, const std::vector<std::string>& tokens = {});
+    void addSampleLayer(const SampleKeys& sample, int layer,
+                        const std::map<std::string, torch::Tensor>& captures);
+    void endSample() { ++m_samples; }
+
     /// Number of samples added so far (including merged ones).
     std::int64_t samples() const { return m_samples; }
     /// Number of distinct token strings seen (text); 1 + rows * cols for images.
@@ -117,6 +132,13 @@ private:
         HeadAccumulator heads;
     };
 
+    struct LayerInputs;
+    LayerInputs layerInputs(const std::map<std::string, torch::Tensor>& captures, int layer,
+                            std::int64_t T) const;
+    void checkTokens(std::int64_t T, const std::vector<std::string>& tokens, const std::string& what) const;
+    SampleKeys internKeys(std::int64_t T, const std::vector<std::string>& tokens);
+    static void accumulateLayer(const StatisticsOptions& o, LayerAccumulator& layer, const LayerInputs& in,
+                                const std::vector<std::size_t>& keys);
     std::int64_t keyOf(const std::string& token);
     void growKeys();
     std::size_t keyCount() const;
