@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Training steps per second of the demo ViT and BERT: `outlierlens train` against the same step in
-# Python with Debian's python3-torch (bench/train_step_python.py), alternating the two for several
-# rounds on the same machine. The C++ figure is taken from the run's own progress lines (elapsed
-# seconds between step 5 and step 45: batch assembly included, evaluation and start-up excluded);
-# the Python one uses pre-made random batches.
+# Python with Debian's python3-torch (bench/train_step_python.py), in float32 and in bf16 autocast,
+# alternating C++ and Python for several rounds on the same machine. The C++ figure is taken from the
+# run's own progress lines (elapsed seconds between step 5 and step 25: batch assembly included,
+# evaluation and start-up excluded); the Python one uses pre-made random batches.
 #   bench/compare_train_step.sh [rounds] [threads]
+# Prints, per model and round, the four rates and the ratios C++ fp32 / Python fp32,
+# C++ bf16 / Python fp32 and C++ bf16 / Python bf16.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 APP="${OUTLIERLENS_BUILD_DIR:-$ROOT/build}/app/outlierlens"
@@ -14,26 +16,34 @@ ROUNDS="${1:-3}"
 THREADS="${2:-1}"
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
-cpp_rate() { # preset extra-args...
-  local preset=$1; shift
+cpp_rate() { # precision preset extra-args...
+  local precision=$1 preset=$2; shift 2
   rm -rf "$TMP/run"
-  "$APP" train --from-preset "$preset" --output "$TMP/run" "$@" --steps 50 --warmup-steps 5 \
-    --threads "$THREADS" --log-every 5 --eval-every 1000 --checkpoint-every 1000 --eval-batches 1 2>/dev/null |
+  "$APP" train --from-preset "$preset" --output "$TMP/run" "$@" --steps 30 --warmup-steps 5 \
+    --precision "$precision" --threads "$THREADS" --log-every 5 --eval-every 1000 \
+    --checkpoint-every 1000 --eval-batches 1 2>/dev/null |
     $PY -c '
 import json, sys
 t = {}
 for line in sys.stdin:
     d = json.loads(line)
     if d.get("type") == "progress": t[d["step"]] = d["elapsed"]
-print(40 / (t[45] - t[5]))'
+print(20 / (t[25] - t[5]))'
+}
+py_rate() { # precision model
+  $PY "$ROOT/bench/train_step_python.py" --model "$2" --steps 20 --threads "$THREADS" --precision "$1" |
+    $PY -c 'import json,sys; print(json.load(sys.stdin)["steps_per_second"])'
+}
+cpp_model() { # precision model
+  if [ "$2" = vit-fmnist ]; then cpp_rate "$1" demo-vit-fmnist
+  else cpp_rate "$1" demo-bert-mlm --preset bert-tiny --num-layers 4 --num-heads 4; fi
 }
 for round in $(seq "$ROUNDS"); do
   for model in vit-fmnist bert-mlm; do
-    if [ $model = vit-fmnist ]; then c=$(cpp_rate demo-vit-fmnist); else
-      c=$(cpp_rate demo-bert-mlm --preset bert-tiny --num-layers 4 --num-heads 4); fi
-    p=$($PY "$ROOT/bench/train_step_python.py" --model $model --steps 40 --threads "$THREADS" |
-        $PY -c 'import json,sys; print(json.load(sys.stdin)["steps_per_second"])')
-    printf '%s round %d: C++ %.3f steps/s, Python %.3f steps/s, ratio %.3f\n' "$model" "$round" "$c" "$p" \
-      "$($PY -c "print($c / $p)")"
+    c32=$(cpp_model fp32 $model); p32=$(py_rate fp32 $model)
+    c16=$(cpp_model bf16 $model); p16=$(py_rate bf16 $model)
+    printf '%s round %d (steps/s): C++ fp32 %.3f, Python fp32 %.3f, C++ bf16 %.3f, Python bf16 %.3f\n' \
+      "$model" "$round" "$c32" "$p32" "$c16" "$p16"
+    $PY -c "print('  ratios: C++ fp32 / Python fp32 %.2f, C++ bf16 / Python fp32 %.2f, C++ bf16 / Python bf16 %.2f' % ($c32 / $p32, $c16 / $p32, $c16 / $p16))"
   done
 done

@@ -5,7 +5,7 @@ clipping, AdamW) of the demo models, written in Python with Debian's python3-tor
 step's speed is compared (data loading is timed separately on the C++ side).
 
     python3 bench/train_step_python.py --model vit-fmnist --steps 40 --threads 1
-    python3 bench/train_step_python.py --model bert-mlm --steps 40 --threads 1
+    python3 bench/train_step_python.py --model bert-mlm --steps 40 --threads 1 --precision bf16
 
 Prints one JSON line: steps per second after --warmup steps.
 """
@@ -34,7 +34,7 @@ class Block(nn.Module):
     def attend(self, x):
         b, t, d = x.shape
         q, k, v = self.qkv(x).view(b, t, 3, self.h, self.dh).permute(2, 0, 3, 1, 4)
-        p = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(self.dh), dim=-1)
+        p = torch.softmax((q @ k.transpose(-1, -2) / math.sqrt(self.dh)).float(), dim=-1)  # float32 softmax
         return self.proj((self.drop(p) @ v).transpose(1, 2).reshape(b, t, d))
 
     def forward(self, x):
@@ -78,7 +78,7 @@ class BertMlm(nn.Module):
         for b in self.blocks:
             x = b(x)
         picked = (labels.view(-1) != -100).nonzero().squeeze(1)  # the vocabulary projection only where predicted
-        h = self.tln(nn.functional.gelu(self.transform(x.reshape(-1, x.shape[-1])[picked])))
+        h = self.tln(nn.functional.gelu(self.transform(x.reshape(-1, x.shape[-1])[picked])).float())  # float32 LayerNorm
         logits = h @ self.word.weight.t() + self.bias
         return nn.functional.cross_entropy(logits, labels.view(-1)[picked])
 
@@ -89,6 +89,8 @@ def main():
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                    help="bf16: torch.autocast('cpu', torch.bfloat16) around forward and loss")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
@@ -112,12 +114,14 @@ def main():
         if step == a.warmup:
             start = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = loss_of(*batches[step % 4])
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.precision == "bf16"):
+            loss = loss_of(*batches[step % 4])
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
     seconds = time.perf_counter() - start
     print(json.dumps({"implementation": "python " + torch.__version__, "model": a.model, "threads": a.threads,
+                      "precision": a.precision,
                       "steps": a.steps, "seconds": seconds, "steps_per_second": a.steps / seconds}))
 
 

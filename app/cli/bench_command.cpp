@@ -80,12 +80,10 @@ double peakRssMb()
 
 /// Decoder timings: no capture vs every capture point of one layer; peak RSS against the weights.
 int benchDecoder(Command& cmd, const std::string& modelDir, int seq, int batch, int runs, int warmup,
-                 int threads)
+                 int threads, Precision precision)
 {
     DecoderNetwork network = DecoderNetwork::load(modelDir);
-    const std::string precision = cmd.isSet("precision") ? cmd.value("precision") : "fp32";
-    if (precision != "fp32" && precision != "bf16") throw UsageException{"--precision must be fp32 or bf16"};
-    if (precision == "bf16") network.setComputeDtype(torch::kBFloat16);
+    if (precision == Precision::Bf16) network.setComputeDtype(torch::kBFloat16);
     const DecoderConfig& c = network.config();
     if (c.maxPositions > 0 && seq > c.maxPositions)
         throw UsageException{"--seq " + std::to_string(seq) + " exceeds the model's " +
@@ -114,7 +112,7 @@ int benchDecoder(Command& cmd, const std::string& modelDir, int seq, int batch, 
         {"seq", seq},
         {"batch", batch},
         {"threads", threads},
-        {"precision", precision},
+        {"precision", toString(precision)},
         {"runs", int(plain.size())},
         {"capture_layer", layer},
         {"no_capture_ms", toJson(summarize(plain))},
@@ -149,8 +147,8 @@ int runBench(const QStringList& args)
         {"threads", "LibTorch threads (default: all cores).", "N"},
         {"capture-layer", "Decoders: the layer whose capture points are recorded (default: the middle one).",
          "N"},
-        {"precision", "Decoders: compute in fp32 (default) or bf16.", "fp32|bf16"},
     });
+    cmd.addPrecisionOption("fp32 (default) or bf16: BERT under bf16 autocast, decoders computing in bf16.");
     if (auto code = cmd.parse(args)) return *code;
     try {
         const int threads = configureTorchThreads(cmd.intValue("threads", 0, 1, 1024));
@@ -160,11 +158,11 @@ int runBench(const QStringList& args)
         const int warmup = cmd.intValue("warmup", 3, 0, 1000);
         if (cmd.isSet("model") == cmd.isSet("config"))
             throw UsageException{"give exactly one of --model and --config"};
+        const Precision precision = cmd.precision();
         if (cmd.isSet("model") && isDecoderModelDir(cmd.value("model")))
             return benchDecoder(cmd, cmd.value("model"), cmd.isSet("seq") ? seq : 256, batch, runs, warmup,
-                                threads);
-        if (cmd.isSet("precision") || cmd.isSet("capture-layer"))
-            throw UsageException{"--precision and --capture-layer are for decoder models"};
+                                threads, precision);
+        if (cmd.isSet("capture-layer")) throw UsageException{"--capture-layer is for decoder models"};
 
         BertNetwork network =
             cmd.isSet("model")
@@ -180,6 +178,7 @@ int runBench(const QStringList& args)
         const torch::Tensor mask = torch::ones({batch, seq}, torch::kLong);
 
         c10::InferenceMode guard;
+        const AutocastScope autocast(precision);
         double capturedBytes = 0;
         std::vector<double> plain, captured;
         if (!timeInterleaved([&](ActivationSink* sink) { network.forward(ids, types, mask, sink); }, {}, runs,
@@ -197,6 +196,7 @@ int runBench(const QStringList& args)
             {"seq", seq},
             {"batch", batch},
             {"threads", threads},
+            {"precision", toString(precision)},
             {"runs", int(plain.size())},
             {"no_capture_ms", toJson(summarize(plain))},
             {"capture_all_ms", toJson(summarize(captured))},

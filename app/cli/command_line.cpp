@@ -79,6 +79,27 @@ double Command::doubleValue(const QString& option, double fallback) const
     return v;
 }
 
+void Command::addPrecisionOption(const QString& help)
+{
+    m_parser.addOption({"precision", help, "fp32|bf16"});
+}
+
+Precision Command::precision() const
+{
+    if (!isSet("precision")) return Precision::Fp32;
+    Precision requested = Precision::Fp32;
+    try {
+        requested = parsePrecision(value("precision"));
+    } catch (const std::exception&) {
+        throw UsageException{"--precision must be fp32 or bf16, not '" + value("precision") + "'"};
+    }
+    std::string notice;
+    const Precision p = effectivePrecision(requested, &notice);
+    if (!notice.empty())
+        std::fprintf(stderr, "outlierlens %s: --precision bf16: %s\n", qPrintable(m_name), notice.c_str());
+    return p;
+}
+
 void Command::addVariantOptions()
 {
     m_parser.addOptions({

@@ -1,6 +1,8 @@
 #pragma once
 // Main thread of the command-line process.
 
+#include "model/precision.h"
+
 #include <QCommandLineParser>
 #include <QString>
 #include <QStringList>
@@ -41,6 +43,13 @@ public:
     /// Adds --softmax/--gamma/--zeta/--alpha/--max-seq-length/--gate/--n-hid/--pi-init.
     void addVariantOptions();
     VariantOverride variantOverride() const;
+
+    /// Adds --precision fp32|bf16 with `help` saying what bf16 changes for this command.
+    void addPrecisionOption(const QString& help);
+    /// The precision to compute in: fp32 unless --precision bf16; bf16 on a CPU without bf16
+    /// instructions falls back to fp32 and says so on stderr (call once). Other values are a
+    /// usage error naming the accepted ones.
+    Precision precision() const;
 
 private:
     QString m_name;

@@ -8,6 +8,8 @@
 #include "train/core/train_config.h"
 #include "train/trainer.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -113,6 +115,9 @@ int runTrain(const QStringList& args)
         const TrainResult result = runTraining(config, resume, interruptFlag(), [](const std::string& line) {
             std::printf("%s\n", line.c_str());
             std::fflush(stdout);
+            const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+            if (j.is_object() && j.value("type", "") == "notice")
+                std::fprintf(stderr, "outlierlens train: %s\n", j.value("message", "").c_str());
         });
         switch (result.outcome) {
         case TrainOutcome::Finished:

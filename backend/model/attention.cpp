@@ -68,7 +68,9 @@ torch::Tensor AttentionGates::forward(const torch::Tensor& x)
 
 torch::Tensor attentionSoftmax(const torch::Tensor& scores, const AttentionVariant& variant)
 {
-    torch::Tensor probs = torch::softmax(scores, -1);
+    // bf16 scores (autocast) get a float32 softmax, as the decoders and Hugging Face do.
+    const bool reduced = scores.scalar_type() == torch::kBFloat16 || scores.scalar_type() == torch::kHalf;
+    torch::Tensor probs = torch::softmax(reduced ? scores.to(torch::kFloat) : scores, -1);
     if (variant.softmax == SoftmaxKind::Clipped) {
         const double gamma = variant.effectiveGamma();
         probs = torch::clamp(probs * (variant.zeta - gamma) + gamma, 0.0, 1.0);

@@ -21,6 +21,12 @@ torch::Tensor applyActivation(const torch::Tensor& x, const std::string& name)
     throw Error("unsupported activation '" + name + "'");
 }
 
+torch::Tensor layerNormOf(torch::nn::LayerNorm ln, const torch::Tensor& x)
+{
+    const auto dtype = ln->weight.defined() ? ln->weight.scalar_type() : x.scalar_type();
+    return ln->forward(x.scalar_type() == dtype ? x : x.to(dtype));
+}
+
 namespace {
 
 torch::nn::LayerNorm makeLayerNorm(int size, double eps)
@@ -52,7 +58,7 @@ torch::Tensor BertEmbeddingsImpl::forward(const torch::Tensor& inputIds, const t
     torch::Tensor x = wordEmbeddings->forward(inputIds) + tokenTypeEmbeddings->forward(tokenTypeIds) +
                       positionEmbeddings->forward(positions).unsqueeze(0);
     x = capture.quant(QuantSite::EmbeddingSum, x);
-    return dropout->forward(capture.quant(QuantSite::EmbeddingNorm, layerNorm->forward(x)));
+    return dropout->forward(capture.quant(QuantSite::EmbeddingNorm, layerNormOf(layerNorm, x)));
 }
 
 BertSelfAttentionImpl::BertSelfAttentionImpl(const BertConfig& c)
@@ -102,7 +108,7 @@ torch::Tensor BertLayerImpl::forward(const torch::Tensor& x, const torch::Tensor
     const torch::Tensor attnResidual =
         capture.quant(QuantSite::AttnResidual, attentionOutput->dropout->forward(attnOut) + x);
     const torch::Tensor h =
-        capture.quant(QuantSite::AttnNorm, attentionOutput->layerNorm->forward(attnResidual));
+        capture.quant(QuantSite::AttnNorm, layerNormOf(attentionOutput->layerNorm, attnResidual));
 
     const torch::Tensor inner =
         capture.quant(QuantSite::FfnIntermediate, applyActivation(intermediate->forward(h), hiddenAct));
@@ -113,7 +119,7 @@ torch::Tensor BertLayerImpl::forward(const torch::Tensor& x, const torch::Tensor
     torch::Tensor residual = output->dropout->forward(ffnOut) + h;
     capture.put(CapturePoint::Residual, residual);
     residual = capture.quant(QuantSite::FfnResidual, residual);
-    torch::Tensor out = output->layerNorm->forward(residual);
+    torch::Tensor out = layerNormOf(output->layerNorm, residual);
     capture.put(CapturePoint::Out, out);
     return capture.quant(QuantSite::FfnNorm, out);
 }
@@ -182,7 +188,7 @@ torch::Tensor BertLMPredictionHeadImpl::forward(const torch::Tensor& hidden,
                                                 const torch::Tensor& wordEmbeddings)
 {
     const torch::Tensor t =
-        transformLayerNorm->forward(applyActivation(transformDense->forward(hidden), hiddenAct));
+        layerNormOf(transformLayerNorm, applyActivation(transformDense->forward(hidden), hiddenAct));
     return torch::nn::functional::linear(t, wordEmbeddings, bias);
 }
 

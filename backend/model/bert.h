@@ -162,4 +162,8 @@ std::shared_ptr<torch::nn::Module> addContainer(torch::nn::Module& parent, const
 /// Applies the configured activation (gelu = exact erf GELU, as Hugging Face's "gelu").
 torch::Tensor applyActivation(const torch::Tensor& x, const std::string& name);
 
+/// ln(x) with x in the precision of ln's weights: under bf16 autocast an input straight from a matrix
+/// product is bf16, and LayerNorm runs in float32 (as PyTorch's autocast policy intends for it).
+torch::Tensor layerNormOf(torch::nn::LayerNorm ln, const torch::Tensor& x);
+
 } // namespace outlierlens

@@ -2,7 +2,7 @@
 
 #include "common/error.h"
 #include "io/state_dict.h"
-#include "model/bert.h" // applyActivation, addContainer
+#include "model/bert.h" // applyActivation, layerNormOf, addContainer
 
 #include <torch/torch.h>
 
@@ -35,7 +35,7 @@ VitBlockImpl::VitBlockImpl(const VitConfig& c)
 
 torch::Tensor VitBlockImpl::forward(const torch::Tensor& x, const CaptureScope& capture)
 {
-    const torch::Tensor h = capture.quant(QuantSite::AttnNorm, norm1->forward(x));
+    const torch::Tensor h = capture.quant(QuantSite::AttnNorm, layerNormOf(norm1, x));
     const std::vector<torch::Tensor> parts = qkv->forward(h).chunk(3, -1); // timm's row order: q, k, v
     // The gates see the attention's input: the LayerNorm output of this pre-LN block.
     const torch::Tensor context = multiHeadAttention(
@@ -47,7 +47,7 @@ torch::Tensor VitBlockImpl::forward(const torch::Tensor& x, const CaptureScope& 
     const torch::Tensor afterAttention = capture.quant(QuantSite::AttnResidual, x + attnOut);
     const torch::Tensor inner = capture.quant(
         QuantSite::FfnIntermediate,
-        applyActivation(fc1->forward(capture.quant(QuantSite::FfnNorm, norm2->forward(afterAttention))),
+        applyActivation(fc1->forward(capture.quant(QuantSite::FfnNorm, layerNormOf(norm2, afterAttention))),
                         hiddenAct));
     capture.put(CapturePoint::DownIn, inner);
     torch::Tensor ffnOut = fc2->forward(inner);
@@ -88,7 +88,7 @@ VitOutputs VisionTransformerImpl::forward(const torch::Tensor& pixels, Activatio
     const auto B = pixels.size(0);
     torch::Tensor patches =
         patchProj->forward(pixels).flatten(2).transpose(1, 2); // [B, N, d], row-major patches
-    if (patchNorm) patches = patchNorm->forward(patches);
+    if (patchNorm) patches = layerNormOf(patchNorm, patches);
     torch::Tensor x = torch::cat({clsToken.expand({B, -1, -1}), patches}, 1) + posEmbed;
     CaptureScope(sink, -1).put(CapturePoint::Embeddings, x);
     x = CaptureScope(sink, -1).quant(QuantSite::EmbeddingSum, x);
@@ -98,7 +98,7 @@ VitOutputs VisionTransformerImpl::forward(const torch::Tensor& pixels, Activatio
     out.sequence = x;
     if (head) {
         const CaptureScope outside(sink, -1);
-        out.logits = head->forward(outside.quant(QuantSite::FinalNorm, norm->forward(x)).select(1, 0));
+        out.logits = head->forward(outside.quant(QuantSite::FinalNorm, layerNormOf(norm, x)).select(1, 0));
         outside.put(CapturePoint::Logits, out.logits);
         out.logits = outside.quant(QuantSite::Logits, out.logits);
     }

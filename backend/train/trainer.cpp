@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "common/json_util.h"
 #include "io/safetensors.h"
+#include "model/precision.h"
 #include "model/runtime.h"
 #include "train/core/adamw.h"
 #include "train/core/lr_schedule.h"
@@ -121,6 +122,10 @@ TrainResult runTraining(const TrainConfig& config, bool resume, const std::atomi
         writeTextFileAtomically(run.path("run.json"), trainConfigToJson(config));
 
     configureTorchThreads(config.threads);
+    std::string precisionNotice;
+    const Precision precision = effectivePrecision(config.precision, &precisionNotice);
+    if (!precisionNotice.empty())
+        emit(nlohmann::json{{"type", "notice"}, {"message", "--precision bf16: " + precisionNotice}}.dump());
     torch::manual_seed(config.seed);
     std::unique_ptr<TrainingTask> task = makeTrainingTask(config);
     AdamW optimizer(decayGroups(task->module(), config.weightDecay, config.layerNormDecay), config.beta1,
@@ -199,7 +204,12 @@ TrainResult runTraining(const TrainConfig& config, bool resume, const std::atomi
         at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(stepSeed ^ 0x5bd1e995ull);
         task->module().train();
         optimizer.zeroGrad();
-        const torch::Tensor loss = task->trainLoss(step, gen);
+        torch::Tensor loss;
+        {
+            // Forward pass and loss under autocast; the backward pass follows the recorded dtypes.
+            const AutocastScope autocast(precision);
+            loss = task->trainLoss(step, gen);
+        }
         const double lossValue = loss.item<double>();
         if (!std::isfinite(lossValue)) {
             result.outcome = TrainOutcome::Diverged;

@@ -6,8 +6,10 @@
 
 #include "analysis/metrics.h"
 #include "analysis/recording_sink.h"
+#include "common/json_util.h"
 #include "model/bert_network.h"
 #include "model/decoder_network.h"
+#include "model/precision.h"
 #include "text/wordpiece.h"
 #include "train/data/mlm_data.h"
 
@@ -141,6 +143,63 @@ private Q_SLOTS:
         for (const auto& [step, loss] : a)
             QVERIFY2(b.at(step) == loss,
                      qPrintable(QString("step %1: %2 vs %3").arg(step).arg(b.at(step)).arg(loss)));
+    }
+
+    void bf16TrainingTracksFloat32()
+    {
+        // The reference run again with --precision bf16 (autocast: bf16 matrix products, float32
+        // weights, softmax, LayerNorm and loss): the same curve within bf16's rounding, not the same
+        // numbers (which would mean autocast did nothing).
+        const QString run = m_dir.path() + "/bf16";
+        const Run r =
+            runApp({"train", "--config", writeConfig(m_dir.path() + "/bf16.json", tinyMlm(run, kSteps)),
+                    "--precision", "bf16"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QCOMPARE(jsonutil::parseFile((run + "/run.json").toStdString())["precision"].get<std::string>(),
+                 std::string("bf16"));
+        const auto a = losses(m_reference), b = losses(run);
+        QCOMPARE(b.size(), a.size());
+        if (!cpuSupportsBf16()) {
+            QVERIFY(r.err.contains("no bfloat16 instructions"));
+            QVERIFY(a == b);
+            return;
+        }
+        QVERIFY2(!r.err.contains("no bfloat16"), qPrintable(r.err));
+        int differing = 0;
+        double worst = 0;
+        for (std::int64_t from = 1; from <= kSteps; from += 10) { // 10-step means of the loss
+            double ma = 0, mb = 0;
+            for (std::int64_t s = from; s < from + 10; ++s) {
+                ma += a.at(s) / 10;
+                mb += b.at(s) / 10;
+                differing += a.at(s) != b.at(s);
+            }
+            worst = std::max(worst, std::abs(mb - ma) / ma);
+        }
+        QVERIFY2(differing > kSteps / 2, qPrintable(QString("only %1 losses differ").arg(differing)));
+        QVERIFY2(worst < 0.02, qPrintable(QString("10-step mean loss differs by %1").arg(worst)));
+    }
+
+    void bf16FallsBackInWordsWithoutTheInstructions()
+    {
+        // OUTLIERLENS_NO_BF16 simulates a CPU without bf16: one sentence says so, and the run is
+        // exactly the float32 run.
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("OUTLIERLENS_NO_BF16", "1");
+        const QString fp32 = m_dir.path() + "/short-fp32", bf16 = m_dir.path() + "/short-bf16";
+        const Run a = runApp({"train", "--config", writeConfig(m_dir.path() + "/a.json", tinyMlm(fp32, 4))});
+        const Run b = runApp({"train", "--config", writeConfig(m_dir.path() + "/b.json", tinyMlm(bf16, 4)),
+                              "--precision", "bf16"},
+                             600000, env);
+        QVERIFY2(a.exitCode == 0 && b.exitCode == 0, qPrintable(a.err + b.err));
+        QCOMPARE(b.err.count("no bfloat16 instructions"), 1);
+        QCOMPARE(b.out.count("\"notice\""), 1);
+        QVERIFY(!a.err.contains("bfloat16"));
+        QVERIFY(losses(fp32) == losses(bf16));
+        const Run bad = runApp({"train", "--config", writeConfig(m_dir.path() + "/c.json", tinyMlm(bf16, 4)),
+                                "--precision", "fp8"});
+        QVERIFY(bad.exitCode == 1 || bad.exitCode == 2);
+        QVERIFY2(bad.err.contains("precision") && bad.err.contains("bf16"), qPrintable(bad.err));
     }
 
     void sigtermSavesAndStops()

@@ -2,6 +2,7 @@
 // Test helper (test thread only): runs the real `outlierlens` executable as a user would.
 
 #include <QProcess>
+#include <QProcessEnvironment>
 #include <QString>
 #include <QStringList>
 
@@ -14,10 +15,12 @@ struct Run
     QString out, err;
 };
 
-/// Runs the built executable with `args`; kills it after `timeoutMs`.
-inline Run runApp(const QStringList& args, int timeoutMs = 600000)
+/// Runs the built executable with `args` (and `env`); kills it after `timeoutMs`.
+inline Run runApp(const QStringList& args, int timeoutMs = 600000,
+                  const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment())
 {
     QProcess p;
+    p.setProcessEnvironment(env);
     p.start(QStringLiteral(OUTLIERLENS_BINARY_DIR "/app/outlierlens"), args);
     if (!p.waitForFinished(timeoutMs)) p.kill();
     return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,

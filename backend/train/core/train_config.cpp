@@ -43,6 +43,11 @@ constexpr int enumCount<GateKind>()
 {
     return 4;
 }
+template<>
+constexpr int enumCount<Precision>()
+{
+    return 2;
+}
 
 template<class E>
 std::vector<std::string> enumNames()
@@ -125,8 +130,9 @@ std::optional<bool> parseBool(const std::string& text)
 
 // ---- The field table ---------------------------------------------------------------------------
 
-using FieldRef = std::variant<std::string*, int*, std::int64_t*, std::uint64_t*, double*, bool*,
-                              std::optional<double>*, TrainTask*, DecayKind*, SoftmaxKind*, GateKind*>;
+using FieldRef =
+    std::variant<std::string*, int*, std::int64_t*, std::uint64_t*, double*, bool*, std::optional<double>*,
+                 TrainTask*, DecayKind*, SoftmaxKind*, GateKind*, Precision*>;
 
 struct FieldDef
 {
@@ -391,6 +397,10 @@ const std::vector<FieldDef>& fieldTable()
         {"dropout", kOptimization, "dropout probability (BERT and ViT; the decoders of clm have none)",
          OL_MEMBER(dropout)},
         {"augment", kOptimization, "image: augment the training images", OL_MEMBER(augment)},
+        {"precision", kOptimization,
+         "fp32, or bf16: mixed precision (bf16 matrix products, float32 weights, optimizer, softmax, "
+         "LayerNorm and loss) on CPUs with bf16 instructions; elsewhere it falls back to fp32",
+         OL_MEMBER(precision)},
         {"layer_norm_decay", kOptimization, "also decay LayerNorm weights (gamma); damps outliers",
          OL_MEMBER(layerNormDecay)},
 

@@ -3,6 +3,7 @@
 
 #include "model/config.h"
 #include "model/decoder_config.h"
+#include "model/precision.h"
 #include "model/vit_config.h"
 #include "train/core/lr_schedule.h"
 
@@ -59,20 +60,21 @@ struct TrainConfig
     AttentionVariant variant;
 
     // Optimization
-    std::int64_t steps = 1000;           ///< "steps"
-    int batchSize = 32;                  ///< "batch_size"
-    double lr = 1e-3;                    ///< "lr": peak learning rate
-    double weightDecay = 0.01;           ///< "weight_decay" (AdamW, decoupled)
-    double beta1 = 0.9;                  ///< "beta1"
-    double beta2 = 0.999;                ///< "beta2"
-    double adamEps = 1e-8;               ///< "adam_eps"
-    std::int64_t warmupSteps = 100;      ///< "warmup_steps"
-    DecayKind decay = DecayKind::Linear; ///< "decay"
-    double gradClip = 1.0;               ///< "grad_clip": max total L2 norm; 0 = no clipping
-    double maskProbability = 0.15;       ///< "mask_probability" (mlm)
-    double dropout = 0.1;                ///< "dropout"
-    bool augment = true;                 ///< "augment" (image)
-    bool layerNormDecay = false;         ///< "layer_norm_decay": weight decay on LayerNorm weights too
+    std::int64_t steps = 1000;             ///< "steps"
+    int batchSize = 32;                    ///< "batch_size"
+    double lr = 1e-3;                      ///< "lr": peak learning rate
+    double weightDecay = 0.01;             ///< "weight_decay" (AdamW, decoupled)
+    double beta1 = 0.9;                    ///< "beta1"
+    double beta2 = 0.999;                  ///< "beta2"
+    double adamEps = 1e-8;                 ///< "adam_eps"
+    std::int64_t warmupSteps = 100;        ///< "warmup_steps"
+    DecayKind decay = DecayKind::Linear;   ///< "decay"
+    double gradClip = 1.0;                 ///< "grad_clip": max total L2 norm; 0 = no clipping
+    double maskProbability = 0.15;         ///< "mask_probability" (mlm)
+    double dropout = 0.1;                  ///< "dropout"
+    bool augment = true;                   ///< "augment" (image)
+    bool layerNormDecay = false;           ///< "layer_norm_decay": weight decay on LayerNorm weights too
+    Precision precision = Precision::Fp32; ///< "precision": fp32, or bf16 autocast mixed precision
 
     // Logging, evaluation, checkpoints, reproducibility
     std::int64_t logEvery = 10;         ///< "log_every"
