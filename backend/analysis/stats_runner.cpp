@@ -20,9 +20,9 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
-#include <limits>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <numeric>
 #include <thread>
 
@@ -114,17 +114,6 @@ std::vector<int> resolveLayers(const std::vector<int>& requested, int numLayers)
     return requested;
 }
 
-/// Cuts every recorded capture of sample `b` out of the batch, without its padding.
-std::map<std::string, torch::Tensor> captureSample(const RecordingSink& sink, std::int64_t b,
-                                                   std::int64_t length)
-{
-    std::map<std::string, torch::Tensor> out;
-    for (const auto& [name, batched] : sink.tensors())
-        if (const auto parsed = parseCaptureName(name))
-            out.emplace(name, sampleOf(parsed->first, batched, b, length));
-    return out;
-}
-
 /// Records the captures the statistics read and adds each selected layer to the statistics as soon as
 /// the forward pass has moved past it, for every sample of the batch; then lets that layer's activations
 /// go (only its output stays, as the next layer's "previous output"). The batch's activations are never
@@ -173,6 +162,7 @@ public:
             m_stats.endSample();
     }
 
+    bool contains(const std::string& name) const { return m_tensors.count(name) > 0; }
     const torch::Tensor& at(const std::string& name) const
     {
         const auto it = m_tensors.find(name);
@@ -460,7 +450,7 @@ StatsRunResult runImages(const StatsRunOptions& o, const std::atomic<bool>& canc
     DatasetStatistics stats(so);
     std::set<std::string> captures = requiredCaptures(so);
     captures.insert("logits");
-    RecordingSink sink(captures);
+    StreamingStatisticsSink sink(stats, captures);
 
     StatsRunResult result;
     std::int64_t top1 = 0, top5 = 0, labelled = 0, done = 0;
@@ -482,14 +472,14 @@ StatsRunResult runImages(const StatsRunOptions& o, const std::atomic<bool>& canc
         }
         done += std::int64_t(b1 - b0);
         if (!pixels.empty()) {
-            sink.clear();
+            sink.begin(std::vector<std::int64_t>(pixels.size(), c.numTokens()), {});
             {
                 c10::InferenceMode guard;
                 const AutocastScope autocast(o.precision);
                 network.forward(torch::stack(pixels), &sink);
             }
+            sink.finish();
             for (std::size_t r = 0; r < pixels.size(); ++r) {
-                stats.addSample(captureSample(sink, std::int64_t(r), c.numTokens()));
                 if (labels[r] >= 0 && sink.contains("logits")) {
                     ++labelled;
                     const torch::Tensor ranked = std::get<1>(sink.at("logits")[std::int64_t(r)].topk(5));
@@ -578,7 +568,7 @@ StatsRunResult runDecoderText(const StatsRunOptions& o, const std::atomic<bool>&
     so.headDim = c.headDim();
     so.criterion = o.criterion;
     DatasetStatistics stats(so);
-    RecordingSink sink(requiredCaptures(so));
+    StreamingStatisticsSink sink(stats, requiredCaptures(so));
     std::map<std::int64_t, std::string> labels; // token id -> label, cached
     auto labelOf = [&](std::int64_t id) -> const std::string& {
         auto it = labels.find(id);
@@ -601,19 +591,23 @@ StatsRunResult runDecoderText(const StatsRunOptions& o, const std::atomic<bool>&
             if (o.bos) row[k++] = tokenizer->bosId();
             std::copy_n(ids.begin() + std::ptrdiff_t(std::size_t(b0 + r) * body), body, row + k);
         }
-        sink.clear();
+        std::vector<std::vector<std::string>> tokens(static_cast<std::size_t>(B));
+        std::vector<const std::vector<std::string>*> tokenPointers;
+        for (std::int64_t r = 0; r < B; ++r) {
+            std::vector<std::string>& labelsOfRow = tokens[std::size_t(r)];
+            labelsOfRow.reserve(std::size_t(seqLen));
+            const std::int64_t* row = batch[r].data_ptr<std::int64_t>();
+            for (std::int64_t t = 0; t < seqLen; ++t)
+                labelsOfRow.push_back(labelOf(row[t]));
+            tokenPointers.push_back(&labelsOfRow);
+        }
+        sink.begin(std::vector<std::int64_t>(std::size_t(B), seqLen), tokenPointers);
         {
             c10::InferenceMode guard;
             network.forward(batch, {}, &sink, false);
         }
-        for (std::int64_t r = 0; r < B; ++r) {
-            std::vector<std::string> tokens;
-            tokens.reserve(std::size_t(seqLen));
-            const std::int64_t* row = batch[r].data_ptr<std::int64_t>();
-            for (std::int64_t t = 0; t < seqLen; ++t)
-                tokens.push_back(labelOf(row[t]));
-            stats.addSample(captureSample(sink, r, seqLen), tokens);
-        }
+        sink.finish();
+        sink.begin({}, {});
         progress(b0 + B, total);
     }
     StatsRunResult result;

@@ -504,6 +504,61 @@ private Q_SLOTS:
         QVERIFY_THROWS_EXCEPTION(Error, otherLayers.merge(sequential));
     }
 
+    void layerByLayerEqualsWholeSamples()
+    {
+        // The runner's streaming form (beginSample, one addSampleLayer per layer with only that layer's
+        // captures and its previous output, endSample) counts exactly what addSample() counts.
+        const std::vector<Sample> samples = randomSamples(6, 7);
+        const StatisticsOptions options = textOptions();
+        DatasetStatistics whole(options), streamed(options);
+        for (const Sample& s : samples) {
+            s.addTo(whole);
+            const DatasetStatistics::SampleKeys keys = streamed.beginSample(s.T, s.tokens);
+            for (int layer : options.layers) {
+                std::map<std::string, torch::Tensor> only;
+                for (const auto& [name, tensor] : s.captures)
+                    if (name.rfind("layer" + std::to_string(layer) + "/", 0) == 0 ||
+                        name == (layer == 0 ? std::string("embeddings")
+                                            : "layer" + std::to_string(layer - 1) + "/out"))
+                        only.emplace(name, tensor);
+                streamed.addSampleLayer(keys, layer, only);
+            }
+            streamed.endSample();
+        }
+        compareFiles(roundTrip(whole), roundTrip(streamed));
+        QVERIFY_THROWS_EXCEPTION(Error,
+                                 streamed.addSampleLayer(streamed.beginSample(6, samples[0].tokens), 1, {}));
+    }
+
+    void reducedPrecisionCapturesAreReadInPlace()
+    {
+        // bf16 captures (autocast) give the statistics of their float32 values, accumulated in float64;
+        // a strided view gives those of its contiguous copy.
+        const std::vector<Sample> samples = randomSamples(3, 11);
+        DatasetStatistics reduced(textOptions()), widened(textOptions());
+        for (const Sample& s : samples) {
+            Sample bf16 = s, asFloat = s;
+            for (auto& [name, tensor] : bf16.captures) {
+                tensor = tensor.to(torch::kBFloat16);
+                asFloat.captures[name] = tensor.to(torch::kFloat);
+            }
+            bf16.addTo(reduced);
+            asFloat.addTo(widened);
+        }
+        compareFiles(roundTrip(reduced), roundTrip(widened));
+
+        // Transposed storage: the same values read through strides.
+        DatasetStatistics contiguous(textOptions()), strided(textOptions());
+        for (const Sample& s : samples) {
+            Sample t = s;
+            for (auto& [name, tensor] : t.captures)
+                if (tensor.dim() == 2) tensor = tensor.t().contiguous().t(); // same values, column-major
+            s.addTo(contiguous);
+            t.addTo(strided);
+        }
+        compareFiles(roundTrip(contiguous), roundTrip(strided));
+    }
+
     void memoryDoesNotGrowWithSamples()
     {
         const std::vector<std::string> vocab = {"[CLS]", "[SEP]", "a", "b", "c", ".", ","};
