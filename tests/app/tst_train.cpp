@@ -176,8 +176,9 @@ private Q_SLOTS:
             }
             worst = std::max(worst, std::abs(mb - ma) / ma);
         }
+        qInfo("bf16 vs fp32: %d of %d losses differ, 10-step means within %.4f", differing, kSteps, worst);
         QVERIFY2(differing > kSteps / 2, qPrintable(QString("only %1 losses differ").arg(differing)));
-        QVERIFY2(worst < 0.02, qPrintable(QString("10-step mean loss differs by %1").arg(worst)));
+        QVERIFY2(worst < 0.01, qPrintable(QString("10-step mean loss differs by %1").arg(worst)));
     }
 
     void bf16FallsBackInWordsWithoutTheInstructions()
@@ -187,8 +188,8 @@ private Q_SLOTS:
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
         env.insert("OUTLIERLENS_NO_BF16", "1");
         const QString fp32 = m_dir.path() + "/short-fp32", bf16 = m_dir.path() + "/short-bf16";
-        const Run a = runApp({"train", "--config", writeConfig(m_dir.path() + "/a.json", tinyMlm(fp32, 4))});
-        const Run b = runApp({"train", "--config", writeConfig(m_dir.path() + "/b.json", tinyMlm(bf16, 4)),
+        const Run a = runApp({"train", "--config", writeConfig(m_dir.path() + "/a.json", tinyMlm(fp32, 6))});
+        const Run b = runApp({"train", "--config", writeConfig(m_dir.path() + "/b.json", tinyMlm(bf16, 6)),
                               "--precision", "bf16"},
                              600000, env);
         QVERIFY2(a.exitCode == 0 && b.exitCode == 0, qPrintable(a.err + b.err));
@@ -196,7 +197,7 @@ private Q_SLOTS:
         QCOMPARE(b.out.count("\"notice\""), 1);
         QVERIFY(!a.err.contains("bfloat16"));
         QVERIFY(losses(fp32) == losses(bf16));
-        const Run bad = runApp({"train", "--config", writeConfig(m_dir.path() + "/c.json", tinyMlm(bf16, 4)),
+        const Run bad = runApp({"train", "--config", writeConfig(m_dir.path() + "/c.json", tinyMlm(bf16, 6)),
                                 "--precision", "fp8"});
         QVERIFY(bad.exitCode == 1 || bad.exitCode == 2);
         QVERIFY2(bad.err.contains("precision") && bad.err.contains("bf16"), qPrintable(bad.err));
