@@ -73,6 +73,11 @@ JobsPage::JobsPage(JobManager* jobs, QWidget* parent)
     m_steps = new QSpinBox;
     m_steps->setRange(1, 10000000);
     m_steps->setValue(1000);
+    m_precision = new QComboBox;
+    m_precision->addItems({tr("float32"), tr("bf16 mixed precision")});
+    m_precision->setToolTip(
+        tr("bf16: matrix products in bfloat16 (float32 weights, optimizer, softmax, LayerNorm and loss); "
+           "about 2-3x faster on CPUs with bf16 instructions, where it falls back to float32 otherwise"));
     m_name = new QLineEdit;
     m_name->setPlaceholderText(tr("run name (folder under %1)").arg(runsDir()));
     m_start = new QPushButton(tr("Queue training run"));
@@ -83,6 +88,7 @@ JobsPage::JobsPage(JobManager* jobs, QWidget* parent)
     form->addRow(tr("alpha (clipped)"), m_alpha);
     form->addRow(tr("pi_init (gated)"), m_piInit);
     form->addRow(tr("Steps"), m_steps);
+    form->addRow(tr("Precision"), m_precision);
     form->addRow(tr("Name"), m_name);
     form->addRow(m_start);
     auto* formBox = new QWidget;
@@ -221,6 +227,7 @@ void JobsPage::startTraining()
         c.output = folder.toStdString();
         c.preset = m_size->currentText().toStdString();
         c.steps = m_steps->value();
+        c.precision = m_precision->currentIndex() == 1 ? Precision::Bf16 : Precision::Fp32;
         c.warmupSteps = std::min<std::int64_t>(c.warmupSteps, c.steps / 10);
         c.evalEvery = std::max<std::int64_t>(1, std::min<std::int64_t>(c.evalEvery, c.steps / 10));
         c.checkpointEvery = std::max<std::int64_t>(1, std::min<std::int64_t>(c.checkpointEvery, c.steps / 4));

@@ -49,6 +49,7 @@ private:
     QDoubleSpinBox* m_alpha = nullptr;
     QDoubleSpinBox* m_piInit = nullptr;
     QSpinBox* m_steps = nullptr;
+    QComboBox* m_precision = nullptr;
     QLineEdit* m_name = nullptr;
     QPushButton* m_start = nullptr;
     QTableWidget* m_table = nullptr;

@@ -6,6 +6,7 @@
 
 #include "io/hdf5_store.h"
 #include "model/capture.h"
+#include "model/precision.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -139,6 +140,50 @@ private Q_SLOTS:
         OL_COMPARE_TENSORS("layer1/attn_probs", got.readTensor("layer1/attn_probs"),
                            ref.readTensor("attentions")[1][0], 1e-5);
         OL_COMPARE_TENSORS("logits", got.readTensor("logits"), ref.readTensor("outputs/logits")[0], 1e-4);
+    }
+
+    void inspectBf16StaysNearTheReference_data()
+    {
+        QTest::addColumn<QStringList>("input");
+        QTest::addColumn<QString>("reference");
+        QTest::newRow("bert") << QStringList{"--model",      fx("bert/hf"), "--text",
+                                             "the to of a.", "--pair",      "the and, in."}
+                              << "bert/reference.h5";
+        QTest::newRow("vit") << QStringList{"--model", fx("vit/timm"), "--image",
+                                            fx("vit/images/chelsea_cat.png")}
+                             << "vit/reference.h5";
+    }
+
+    void inspectBf16StaysNearTheReference()
+    {
+        // --precision bf16 (autocast): the layer outputs within 2% of their largest magnitude of the
+        // upstream float32 numbers, attention probabilities within 0.02, and not the float32 numbers.
+        QFETCH(QStringList, input);
+        QFETCH(QString, reference);
+        QTemporaryDir dir;
+        const QString dump = dir.path() + "/bf16.h5";
+        const Run r =
+            runApp(QStringList{"inspect"} + input + QStringList{"--precision", "bf16", "--dump", dump});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        Hdf5Reader got(dump.toStdString());
+        Hdf5Reader ref(fixture(reference.toStdString()));
+        const std::int64_t T = got.shape("layer1/out")[0];
+        using torch::indexing::Slice;
+        const torch::Tensor out = got.readTensor("layer1/out");
+        const torch::Tensor refOut = ref.readTensor("hidden_states")[2][0].index({Slice(0, T)});
+        const double outError = (out - refOut).abs().max().item<double>() / refOut.abs().max().item<double>();
+        const double probError =
+            (got.readTensor("layer1/attn_probs") -
+             ref.readTensor("attentions")[1][0].index({Slice(), Slice(0, T), Slice(0, T)}))
+                .abs()
+                .max()
+                .item<double>();
+        QVERIFY2(outError < 0.02, qPrintable(QString("out: %1 of max").arg(outError)));
+        QVERIFY2(probError < 0.02, qPrintable(QString("probabilities: %1").arg(probError)));
+        if (cpuSupportsBf16()) QVERIFY2(outError > 1e-5, qPrintable(QString("out: %1").arg(outError)));
+        const Run bad = runApp(QStringList{"inspect"} + input + QStringList{"--precision", "fp16"});
+        QCOMPARE(bad.exitCode, 2);
+        QVERIFY2(bad.err.contains("fp32 or bf16"), qPrintable(bad.err));
     }
 
     void badImagesFailWithOneLine()
