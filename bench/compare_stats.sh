@@ -12,13 +12,15 @@
 # otherwise idle machine: two busy OpenMP processes on two cores slow each other down many times over.
 #   bench/compare_stats.sh [pairs=256] [rounds=3] [precision=fp32] [batch=16]
 # Environment: OUTLIERLENS_BIN (default build/app/outlierlens), OUTLIERLENS_BENCH_CACHE (default
-# /tmp/outlierlens-bench: the bert-base folder and the ids), THREADS (default: all cores).
+# /tmp/outlierlens-bench: the bert-base folder and the ids), THREADS (default: all cores), STATS_ARGS
+# (more options for `outlierlens stats`, e.g. "--workers 1").
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PAIRS="${1:-256}" ROUNDS="${2:-3}" PRECISION="${3:-fp32}" BATCH="${4:-16}"
 BIN="${OUTLIERLENS_BIN:-${OUTLIERLENS_BUILD_DIR:-$ROOT/build}/app/outlierlens}"
 CACHE="${OUTLIERLENS_BENCH_CACHE:-/tmp/outlierlens-bench}"
 THREADS="${THREADS:-$(nproc)}"
+STATS_ARGS="${STATS_ARGS:-}" # more `stats` options, e.g. "--workers 1" (one pass at a time, as Python)
 PY=/usr/bin/python3
 $PY -c "import torch" 2>/dev/null || { echo "needs Debian's python3-torch (apt-get install python3-torch)" >&2; exit 1; }
 DATA="$ROOT/sample_data/mnli/mnli_dev_matched.jsonl"
@@ -38,7 +40,7 @@ cpp=() loop=() py=() precision_args=()
 for ((r = 1; r <= ROUNDS; r++)); do
   load=$(cut -d' ' -f1 /proc/loadavg)
   out=$("$BIN" stats --model "$MODEL" --data "mnli:$DATA:$PAIRS" --batch "$BATCH" --threads "$THREADS" \
-    ${precision_args[@]+"${precision_args[@]}"} --out "$TMP/stats.h5" 2>/dev/null)
+    ${precision_args[@]+"${precision_args[@]}"} $STATS_ARGS --out "$TMP/stats.h5" 2>/dev/null)
   c=$(echo "$out" | sed -n 's/.*inputs in [0-9.]* s (\([0-9.]*\) per second.*/\1/p')
   l=$(echo "$out" | sed -n 's/.*; \([0-9.]*\) per second in the forward passes.*/\1/p')
   l=${l:-$c} # an older build prints only the whole command's rate
