@@ -96,8 +96,8 @@ int runStats(const QStringList& args)
                 "without it)."},
         {"threads", "LibTorch threads (default: all cores).", "N"},
         {"workers",
-         "BERT: forward passes run side by side, sharing the threads (default: 2 with at least two threads; "
-         "1 uses every thread in one pass at a time).",
+         "BERT: forward passes run side by side, sharing the threads (default 1: one pass at a time with "
+         "every thread; 2 is faster when other programs keep the cores busy).",
          "N"},
         {"out", "Output HDF5 file (written atomically).", "stats.h5"},
     });

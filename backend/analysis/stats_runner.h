@@ -58,8 +58,8 @@ struct StatsRunOptions
     /// accumulated in float64. Falls back to fp32 (said once through `warn`) on a CPU without bf16.
     Precision precision = Precision::Fp32;
     /// BERT on MNLI: forward passes run side by side on this many threads, sharing the calling thread's
-    /// intra-op threads (0: two when it has at least two, else one). Results do not depend on it
-    /// beyond float64 rounding.
+    /// intra-op threads (0 or 1: one pass at a time with all of them; 2 helps on a busy machine). Results
+    /// do not depend on it beyond float rounding.
     int workers = 0;
     std::string outPath;
     /// ImageNet class list and index (sample_data) for images:DIR with WordNet sub-folders.
