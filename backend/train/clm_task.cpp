@@ -6,14 +6,18 @@
 #include "model/decoder_network.h"
 #include "text/decoder_tokenizer.h"
 #include "train/data/batch_indices.h"
+#include "train/data/bigram_backcopy.h"
 #include "train/data/clm_data.h"
 #include "train/task_common.h"
 #include "train/training_task.h"
 
 #include <torch/torch.h>
 
+#include <ATen/CPUGeneratorImpl.h>
+
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 namespace outlierlens {
@@ -65,28 +69,14 @@ public:
         m_tokenizer = DecoderTokenizer::fromModelDir(m_tokenizerDir);
 
         const std::int64_t evalBlocks = std::int64_t(t.evalBatches) * t.batchSize;
-        m_train = std::make_unique<TokenBlocks>(TokenBlocks::build(t.corpus, *m_tokenizer, t.seqLength));
-        if (!t.validCorpus.empty()) {
-            m_valid = std::make_unique<TokenBlocks>(
-                TokenBlocks::build(t.validCorpus, *m_tokenizer, t.seqLength, std::size_t(evalBlocks)));
-            m_validCount = std::min<std::int64_t>(evalBlocks, m_valid->size());
-            m_trainCount = m_train->size();
-        } else {
-            // No held-out file: the last blocks of the corpus are held out and never trained on.
-            if (m_train->size() < evalBlocks + t.batchSize)
-                throw Error(t.corpus + ": " + std::to_string(m_train->size()) + " blocks of " +
-                            std::to_string(t.seqLength) + " tokens (" +
-                            std::to_string(m_train->tokenCount()) + " tokens) are too few to hold out " +
-                            std::to_string(evalBlocks) + " and train with batches of " +
-                            std::to_string(t.batchSize));
+        if (t.clmData == ClmData::BigramBackcopy) {
+            m_backcopy =
+                std::make_unique<BigramBackcopy>(BigramBackcopy::build(t.corpus, *m_tokenizer, t.seqLength));
             m_validCount = evalBlocks;
-            m_validOffset = m_train->size() - evalBlocks;
-            m_trainCount = m_validOffset;
+            m_validIds = m_backcopy->sample(t.seed, kValidIndex, int(evalBlocks));
+        } else {
+            buildTextBlocks(t, evalBlocks);
         }
-        if (m_trainCount < t.batchSize)
-            throw Error(t.corpus + ": " + std::to_string(m_trainCount) + " blocks of " +
-                        std::to_string(t.seqLength) + " tokens (" + std::to_string(m_train->tokenCount()) +
-                        " tokens), fewer than one batch of " + std::to_string(t.batchSize));
 
         DecoderConfig c;
         std::unique_ptr<DecoderNetwork> loaded;
@@ -112,6 +102,7 @@ public:
         // The model trains in float32 in memory it owns (a loaded checkpoint may be float16 or mapped).
         m_net = std::make_unique<DecoderNetwork>(DecoderNetwork::create(c, t.seed));
         if (loaded) copyParameters(*loaded, *m_net, t.init);
+        if (t.embeddingInitStd > 0) initializeEmbeddings(t.embeddingInitStd, t.seed);
         m_net->setTraining(false);
     }
 
@@ -120,7 +111,8 @@ public:
     torch::Tensor trainLoss(std::int64_t step, at::Generator&) override
     {
         const torch::Tensor ids =
-            m_train->blocks(batchIndices(m_trainCount, m_config.batchSize, step, m_config.seed));
+            m_backcopy ? m_backcopy->sample(m_config.seed, step, m_config.batchSize)
+                       : m_train->blocks(batchIndices(m_trainCount, m_config.batchSize, step, m_config.seed));
         m_net->setTraining(true);
         return nextTokenCrossEntropy(logitsOf(ids, nullptr), ids);
     }
@@ -152,7 +144,9 @@ public:
     void calibrationForward(std::int64_t index, at::Generator&, ActivationSink& sink) override
     {
         const torch::Tensor ids =
-            m_train->blocks(batchIndices(m_trainCount, m_config.batchSize, index, m_config.seed + 1));
+            m_backcopy
+                ? m_backcopy->sample(m_config.seed, kCalibrationIndex - index, m_config.batchSize)
+                : m_train->blocks(batchIndices(m_trainCount, m_config.batchSize, index, m_config.seed + 1));
         m_net->setTraining(false);
         c10::InferenceMode guard;
         logitsOf(ids, &sink);
@@ -183,6 +177,7 @@ public:
             if (fs::is_regular_file(source))
                 fs::copy_file(source, fs::path(dir) / name, fs::copy_options::overwrite_existing);
         }
+        if (m_backcopy) writeSampleInputs(dir);
         writeModelCard(dir, card);
     }
 
@@ -199,6 +194,7 @@ public:
                std::to_string(c.hiddenSize) + ", " + std::to_string(c.numHeads) + " heads, T " +
                std::to_string(m_config.seqLength) + ", " + m_tokenizer->kind() + " vocabulary of " +
                std::to_string(m_tokenizer->vocabSize()) + ") on " +
+               (m_backcopy ? "Bigram-Backcopy sequences from the character bigrams of " : "") +
                fs::path(m_config.corpus).filename().string() + ", " + c.variant.describe();
     }
 
@@ -213,7 +209,67 @@ private:
 
     torch::Tensor validBlocks(std::int64_t start, std::int64_t count) const
     {
+        if (m_backcopy) return m_validIds.narrow(0, start, count);
         return (m_valid ? *m_valid : *m_train).range(m_validOffset + start, count);
+    }
+
+    /// Task data from the text: blocks of the corpus, held out from valid_corpus or its last blocks.
+    void buildTextBlocks(const TrainConfig& t, std::int64_t evalBlocks)
+    {
+        m_train = std::make_unique<TokenBlocks>(TokenBlocks::build(t.corpus, *m_tokenizer, t.seqLength));
+        if (!t.validCorpus.empty()) {
+            m_valid = std::make_unique<TokenBlocks>(
+                TokenBlocks::build(t.validCorpus, *m_tokenizer, t.seqLength, std::size_t(evalBlocks)));
+            m_validCount = std::min<std::int64_t>(evalBlocks, m_valid->size());
+            m_trainCount = m_train->size();
+        } else {
+            // No held-out file: the last blocks of the corpus are held out and never trained on.
+            if (m_train->size() < evalBlocks + t.batchSize)
+                throw Error(t.corpus + ": " + std::to_string(m_train->size()) + " blocks of " +
+                            std::to_string(t.seqLength) + " tokens (" +
+                            std::to_string(m_train->tokenCount()) + " tokens) are too few to hold out " +
+                            std::to_string(evalBlocks) + " and train with batches of " +
+                            std::to_string(t.batchSize));
+            m_validCount = evalBlocks;
+            m_validOffset = m_train->size() - evalBlocks;
+            m_trainCount = m_validOffset;
+        }
+        if (m_trainCount < t.batchSize)
+            throw Error(t.corpus + ": " + std::to_string(m_trainCount) + " blocks of " +
+                        std::to_string(t.seqLength) + " tokens (" + std::to_string(m_train->tokenCount()) +
+                        " tokens), fewer than one batch of " + std::to_string(t.batchSize));
+    }
+
+    /// Token and position embeddings drawn again from N(0, std^2) (PyTorch's own nn.Embedding draws
+    /// with std 1), from a generator of the run's seed; padding rows stay zero.
+    void initializeEmbeddings(double std, std::uint64_t seed)
+    {
+        torch::NoGradGuard noGrad;
+        at::Generator generator = at::detail::createCPUGenerator(seed + 0x656d62); // "emb"
+        for (auto& item : m_net->module().named_parameters(true)) {
+            const std::string& name = item.key();
+            const auto endsWith = [&](const std::string& tail) {
+                return name.size() >= tail.size() &&
+                       name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+            };
+            if (endsWith("embed_tokens.weight") || endsWith("embed_positions.weight") ||
+                endsWith("wte.weight") || endsWith("wpe.weight")) {
+                item.value().normal_(0.0, std, generator);
+                const int pad = m_net->config().padTokenId;
+                if (endsWith("embed_tokens.weight") && pad >= 0 && pad < item.value().size(0))
+                    item.value()[pad].zero_();
+            }
+        }
+    }
+
+    /// The first held-out sequences as text, one per line: inputs for the app and `inspect`.
+    void writeSampleInputs(const std::string& dir) const
+    {
+        std::ofstream out(fs::path(dir) / "sample_inputs.txt", std::ios::binary);
+        const std::int64_t n = std::min<std::int64_t>(16, m_validIds.size(0));
+        for (std::int64_t i = 0; i < n; ++i)
+            out << m_backcopy->text(m_validIds[i]) << '\n';
+        if (!out) throw Error(dir + "/sample_inputs.txt: could not be written");
     }
 
     TrainConfig m_config;
@@ -221,6 +277,10 @@ private:
     std::unique_ptr<DecoderTokenizer> m_tokenizer;
     std::unique_ptr<DecoderNetwork> m_net;
     std::unique_ptr<TokenBlocks> m_train, m_valid;
+    std::unique_ptr<BigramBackcopy> m_backcopy; ///< clm_data bigram-backcopy instead of text blocks
+    torch::Tensor m_validIds;                   ///< bigram-backcopy: the held-out sequences [N, T]
+    /// Keys of the generated sequences outside the training steps' (which are >= 0).
+    static constexpr std::int64_t kValidIndex = -1, kCalibrationIndex = -2;
     torch::Tensor m_headFloat; ///< [V, E] set by keepHeadInFloat()
     std::int64_t m_trainCount = 0, m_validCount = 0, m_validOffset = 0;
 };

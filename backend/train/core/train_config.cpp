@@ -29,6 +29,11 @@ constexpr int enumCount<TrainTask>()
     return 5;
 }
 template<>
+constexpr int enumCount<ClmData>()
+{
+    return 2;
+}
+template<>
 constexpr int enumCount<DecayKind>()
 {
     return 3;
@@ -132,7 +137,7 @@ std::optional<bool> parseBool(const std::string& text)
 
 using FieldRef =
     std::variant<std::string*, int*, std::int64_t*, std::uint64_t*, double*, bool*, std::optional<double>*,
-                 TrainTask*, DecayKind*, SoftmaxKind*, GateKind*, Precision*>;
+                 TrainTask*, ClmData*, DecayKind*, SoftmaxKind*, GateKind*, Precision*>;
 
 struct FieldDef
 {
@@ -345,6 +350,11 @@ const std::vector<FieldDef>& fieldTable()
          OL_MEMBER(init)},
         {"nli_train_pairs", kData, "nli: sentence pairs of the data used for training; the rest are held out",
          OL_MEMBER(nliTrainPairs)},
+        {"clm_data", kData,
+         "clm: text (blocks of the corpus) or bigram-backcopy (character sequences generated from the "
+         "corpus' bigrams, where a trigger character makes the next one copy the one before it: Guo et "
+         "al. 2024; needs a one-token-per-character tokenizer such as sample_data/tokenizers/bytes)",
+         OL_MEMBER(clmData)},
 
         {"preset", kModel,
          "model size: bert-tiny, bert-mini, bert-small, bert-6l, bert-base, bert-large, "
@@ -359,6 +369,12 @@ const std::vector<FieldDef>& fieldTable()
         {"seq_length", kModel,
          "BERT tasks: tokens per sequence, [CLS] and [SEP] included; clm: tokens per block",
          OL_MEMBER(seqLength)},
+        {"embedding_init_std", kModel,
+         "clm: standard deviation of the token and position embeddings at initialisation (0: 0.02, as "
+         "Hugging Face)",
+         OL_MEMBER(embeddingInitStd)},
+        {"tie_word_embeddings", kModel, "clm: the LM head shares the token embeddings' weights",
+         OL_MEMBER(tieWordEmbeddings)},
         {"image_size", kModel, "image: input size in pixels (0: from the preset)", OL_MEMBER(imageSize)},
         {"patch_size", kModel, "image: patch size in pixels (0: from the preset)", OL_MEMBER(patchSize)},
 
@@ -529,6 +545,11 @@ std::string toString(TrainTask task)
         return "clm";
     }
     return "mlm";
+}
+
+std::string toString(ClmData data)
+{
+    return data == ClmData::BigramBackcopy ? "bigram-backcopy" : "text";
 }
 
 TrainTask parseTrainTask(const std::string& text)

@@ -24,6 +24,15 @@ enum class TrainTask {
 
 /// "mlm", "nli", "image", "synthetic", "clm".
 std::string toString(TrainTask task);
+
+/// Where task clm's sequences come from.
+enum class ClmData {
+    Text,           ///< "text": blocks of the corpus file, as run_clm.py
+    BigramBackcopy, ///< "bigram-backcopy": generated from the corpus' character bigrams (Guo et al. 2024;
+                    ///< train/data/bigram_backcopy.h), fresh sequences every step
+};
+/// "text", "bigram-backcopy".
+std::string toString(ClmData data);
 /// Parses the names of toString(); throws Error listing them otherwise.
 TrainTask parseTrainTask(const std::string& text);
 
@@ -44,17 +53,20 @@ struct TrainConfig
     std::string
         init; ///< "init": nli: pre-trained model folder to start from (required); clm: decoder to continue
     std::int64_t nliTrainPairs = 8000; ///< "nli_train_pairs"
+    ClmData clmData = ClmData::Text;   ///< "clm_data"
 
     // Model
     std::string
         preset; ///< "preset": model size (bert-mini, ..., vit-fmnist, ...); empty: defaultModelPreset()
-    int hiddenSize = 0;       ///< "hidden_size"; 0 = from the preset (also the next three)
-    int numLayers = 0;        ///< "num_layers"
-    int numHeads = 0;         ///< "num_heads"
-    int intermediateSize = 0; ///< "intermediate_size"
-    int seqLength = 128;      ///< "seq_length": tokens per sequence (BERT tasks) or block (clm)
-    int imageSize = 0;        ///< "image_size": pixels; 0 = from the preset (image task)
-    int patchSize = 0;        ///< "patch_size": pixels; 0 = from the preset (image task)
+    int hiddenSize = 0;          ///< "hidden_size"; 0 = from the preset (also the next three)
+    int numLayers = 0;           ///< "num_layers"
+    int numHeads = 0;            ///< "num_heads"
+    int intermediateSize = 0;    ///< "intermediate_size"
+    int seqLength = 128;         ///< "seq_length": tokens per sequence (BERT tasks) or block (clm)
+    int imageSize = 0;           ///< "image_size": pixels; 0 = from the preset (image task)
+    int patchSize = 0;           ///< "patch_size": pixels; 0 = from the preset (image task)
+    double embeddingInitStd = 0; ///< "embedding_init_std": clm: token/position embedding init; 0 = 0.02 (HF)
+    bool tieWordEmbeddings = true; ///< "tie_word_embeddings": clm: LM head shares the token embeddings
     /// Keys and flags "softmax", "gamma", "zeta", "alpha", "max_seq_length", "gate", "n_hid",
     /// "pi_init". As given: gamma is not derived from alpha here (see trainBertConfig()).
     AttentionVariant variant;
@@ -166,7 +178,7 @@ struct TrainPreset
     TrainConfig config;      ///< data paths the user must fill in are empty
 };
 
-/// "demo-vit-fmnist", "demo-bert-mlm", "demo-bert-nli", "demo-synthetic", "demo-clm",
+/// "demo-vit-fmnist", "demo-bert-mlm", "demo-bert-nli", "demo-synthetic", "demo-clm", "demo-backcopy",
 /// "paper-bert-base-mlm", "paper-bert-6l", "paper-vit-s16", "paper-opt-125m" (see train_presets.cpp
 /// for their values and sources).
 const std::vector<TrainPreset>& trainPresets();
