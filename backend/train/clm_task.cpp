@@ -102,7 +102,7 @@ public:
         // The model trains in float32 in memory it owns (a loaded checkpoint may be float16 or mapped).
         m_net = std::make_unique<DecoderNetwork>(DecoderNetwork::create(c, t.seed));
         if (loaded) copyParameters(*loaded, *m_net, t.init);
-        if (t.embeddingInitStd > 0) initializeEmbeddings(t.embeddingInitStd, t.seed);
+        if (!loaded && t.initScheme == InitScheme::PyTorch) initializeLikePyTorch(t.seed);
         m_net->setTraining(false);
     }
 
@@ -240,25 +240,38 @@ private:
                         " tokens), fewer than one batch of " + std::to_string(t.batchSize));
     }
 
-    /// Token and position embeddings drawn again from N(0, std^2) (PyTorch's own nn.Embedding draws
-    /// with std 1), from a generator of the run's seed; padding rows stay zero.
-    void initializeEmbeddings(double std, std::uint64_t seed)
+    /// PyTorch's module defaults (init_scheme pytorch), drawn from a generator of the run's seed:
+    /// matrices and their biases uniform(+-1/sqrt(fan_in)) as nn.Linear (kaiming_uniform with
+    /// a = sqrt(5)), token and position embeddings normal(0, 1) as nn.Embedding (padding row zero);
+    /// norms keep 1 and 0, the attention gates their init (bias logit(pi_init)).
+    void initializeLikePyTorch(std::uint64_t seed)
     {
         torch::NoGradGuard noGrad;
-        at::Generator generator = at::detail::createCPUGenerator(seed + 0x656d62); // "emb"
-        for (auto& item : m_net->module().named_parameters(true)) {
+        at::Generator generator = at::detail::createCPUGenerator(seed + 0x7079746f); // "pyto"
+        auto params = m_net->module().named_parameters(true);
+        const auto endsWith = [](const std::string& name, const std::string& tail) {
+            return name.size() >= tail.size() &&
+                   name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+        };
+        for (auto& item : params) {
             const std::string& name = item.key();
-            const auto endsWith = [&](const std::string& tail) {
-                return name.size() >= tail.size() &&
-                       name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
-            };
-            if (endsWith("embed_tokens.weight") || endsWith("embed_positions.weight") ||
-                endsWith("wte.weight") || endsWith("wpe.weight")) {
-                item.value().normal_(0.0, std, generator);
+            torch::Tensor& p = item.value();
+            if (name.find(".alpha") != std::string::npos || p.dim() != 2) continue;
+            if (endsWith(name, "embed_tokens.weight") || endsWith(name, "embed_positions.weight") ||
+                endsWith(name, "wte.weight") || endsWith(name, "wpe.weight")) {
+                p.normal_(0.0, 1.0, generator);
                 const int pad = m_net->config().padTokenId;
-                if (endsWith("embed_tokens.weight") && pad >= 0 && pad < item.value().size(0))
-                    item.value()[pad].zero_();
+                if (endsWith(name, "embed_tokens.weight") && pad >= 0 && pad < p.size(0)) p[pad].zero_();
+                continue;
             }
+            // nn.Linear stores [out, in]; GPT-2's Conv1D [in, out].
+            const bool conv1d =
+                m_net->config().arch == DecoderArch::Gpt2 && name.find("lm_head") == std::string::npos;
+            const double bound = 1.0 / std::sqrt(double(p.size(conv1d ? 0 : 1)));
+            p.uniform_(-bound, bound, generator);
+            if (endsWith(name, ".weight"))
+                if (torch::Tensor* bias = params.find(name.substr(0, name.size() - 6) + "bias"))
+                    bias->uniform_(-bound, bound, generator);
         }
     }
 

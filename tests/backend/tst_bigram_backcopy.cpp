@@ -152,10 +152,8 @@ private Q_SLOTS:
         c.clmData = ClmData::BigramBackcopy;
         QVERIFY(QString::fromStdString(expectError([&] { validateTrainConfig(c); })).contains("clm_data"));
         c.clmData = ClmData::Text;
-        c.embeddingInitStd = 1;
-        QVERIFY(QString::fromStdString(expectError([&] {
-                    validateTrainConfig(c);
-                })).contains("embedding_init_std"));
+        c.initScheme = InitScheme::PyTorch;
+        QVERIFY(QString::fromStdString(expectError([&] { validateTrainConfig(c); })).contains("init_scheme"));
         c.task = TrainTask::CausalLm;
         c.tokenizer = kBytes;
         c.clmData = ClmData::BigramBackcopy;
@@ -163,17 +161,19 @@ private Q_SLOTS:
         QVERIFY(
             QString::fromStdString(expectError([&] { validateTrainConfig(c); })).contains("valid_corpus"));
         c.validCorpus.clear();
-        c.embeddingInitStd = -1;
-        QVERIFY(QString::fromStdString(expectError([&] {
-                    validateTrainConfig(c);
-                })).contains("embedding_init_std"));
-        c.embeddingInitStd = 1;
+        // A model continued from init keeps its weights: no new init scheme.
+        c.init = "runs/old/final";
+        c.tokenizer.clear();
+        c.preset.clear();
+        QVERIFY(QString::fromStdString(expectError([&] { validateTrainConfig(c); })).contains("init_scheme"));
+        c.init.clear();
+        c.tokenizer = kBytes;
         validateTrainConfig(c);
         // run.json keeps the new keys.
         c.tieWordEmbeddings = false;
         const TrainConfig back = parseTrainConfig(trainConfigToJson(c), "run.json");
         QVERIFY(back.clmData == ClmData::BigramBackcopy);
-        QCOMPARE(back.embeddingInitStd, 1.0);
+        QVERIFY(back.initScheme == InitScheme::PyTorch);
         QCOMPARE(back.tieWordEmbeddings, false);
     }
 

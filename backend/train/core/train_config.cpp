@@ -34,6 +34,11 @@ constexpr int enumCount<ClmData>()
     return 2;
 }
 template<>
+constexpr int enumCount<InitScheme>()
+{
+    return 2;
+}
+template<>
 constexpr int enumCount<DecayKind>()
 {
     return 3;
@@ -137,7 +142,7 @@ std::optional<bool> parseBool(const std::string& text)
 
 using FieldRef =
     std::variant<std::string*, int*, std::int64_t*, std::uint64_t*, double*, bool*, std::optional<double>*,
-                 TrainTask*, ClmData*, DecayKind*, SoftmaxKind*, GateKind*, Precision*>;
+                 TrainTask*, ClmData*, InitScheme*, DecayKind*, SoftmaxKind*, GateKind*, Precision*>;
 
 struct FieldDef
 {
@@ -369,10 +374,10 @@ const std::vector<FieldDef>& fieldTable()
         {"seq_length", kModel,
          "BERT tasks: tokens per sequence, [CLS] and [SEP] included; clm: tokens per block",
          OL_MEMBER(seqLength)},
-        {"embedding_init_std", kModel,
-         "clm: standard deviation of the token and position embeddings at initialisation (0: 0.02, as "
-         "Hugging Face)",
-         OL_MEMBER(embeddingInitStd)},
+        {"init_scheme", kModel,
+         "clm: hf (the family's Hugging Face init: normal(0, 0.02)) or pytorch (PyTorch's module "
+         "defaults: Linear uniform(+-1/sqrt(fan_in)), Embedding normal(0, 1))",
+         OL_MEMBER(initScheme)},
         {"tie_word_embeddings", kModel, "clm: the LM head shares the token embeddings' weights",
          OL_MEMBER(tieWordEmbeddings)},
         {"image_size", kModel, "image: input size in pixels (0: from the preset)", OL_MEMBER(imageSize)},
@@ -550,6 +555,11 @@ std::string toString(TrainTask task)
 std::string toString(ClmData data)
 {
     return data == ClmData::BigramBackcopy ? "bigram-backcopy" : "text";
+}
+
+std::string toString(InitScheme scheme)
+{
+    return scheme == InitScheme::PyTorch ? "pytorch" : "hf";
 }
 
 TrainTask parseTrainTask(const std::string& text)

@@ -33,6 +33,15 @@ enum class ClmData {
 };
 /// "text", "bigram-backcopy".
 std::string toString(ClmData data);
+
+/// How task clm draws a new decoder's weights.
+enum class InitScheme {
+    HuggingFace, ///< "hf": the family's _init_weights: normal(0, 0.02) matrices and embeddings, zero biases
+    PyTorch,     ///< "pytorch": PyTorch's module defaults: nn.Linear uniform(+-1/sqrt(fan_in)) weights and
+                 ///< biases, nn.Embedding normal(0, 1); what small-model studies (Guo et al. 2024) train from
+};
+/// "hf", "pytorch".
+std::string toString(InitScheme scheme);
 /// Parses the names of toString(); throws Error listing them otherwise.
 TrainTask parseTrainTask(const std::string& text);
 
@@ -58,14 +67,14 @@ struct TrainConfig
     // Model
     std::string
         preset; ///< "preset": model size (bert-mini, ..., vit-fmnist, ...); empty: defaultModelPreset()
-    int hiddenSize = 0;          ///< "hidden_size"; 0 = from the preset (also the next three)
-    int numLayers = 0;           ///< "num_layers"
-    int numHeads = 0;            ///< "num_heads"
-    int intermediateSize = 0;    ///< "intermediate_size"
-    int seqLength = 128;         ///< "seq_length": tokens per sequence (BERT tasks) or block (clm)
-    int imageSize = 0;           ///< "image_size": pixels; 0 = from the preset (image task)
-    int patchSize = 0;           ///< "patch_size": pixels; 0 = from the preset (image task)
-    double embeddingInitStd = 0; ///< "embedding_init_std": clm: token/position embedding init; 0 = 0.02 (HF)
+    int hiddenSize = 0;       ///< "hidden_size"; 0 = from the preset (also the next three)
+    int numLayers = 0;        ///< "num_layers"
+    int numHeads = 0;         ///< "num_heads"
+    int intermediateSize = 0; ///< "intermediate_size"
+    int seqLength = 128;      ///< "seq_length": tokens per sequence (BERT tasks) or block (clm)
+    int imageSize = 0;        ///< "image_size": pixels; 0 = from the preset (image task)
+    int patchSize = 0;        ///< "patch_size": pixels; 0 = from the preset (image task)
+    InitScheme initScheme = InitScheme::HuggingFace; ///< "init_scheme": clm: how new weights are drawn
     bool tieWordEmbeddings = true; ///< "tie_word_embeddings": clm: LM head shares the token embeddings
     /// Keys and flags "softmax", "gamma", "zeta", "alpha", "max_seq_length", "gate", "n_hid",
     /// "pi_init". As given: gamma is not derived from alpha here (see trainBertConfig()).

@@ -202,7 +202,7 @@ std::vector<TrainPreset> makePresets()
         c.numHeads = 2;
         c.intermediateSize = 512;
         c.seqLength = 64;
-        c.embeddingInitStd = 1.0;
+        c.initScheme = InitScheme::PyTorch;
         c.tieWordEmbeddings = false;
         c.steps = 20000;
         c.batchSize = 32;

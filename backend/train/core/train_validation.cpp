@@ -366,15 +366,14 @@ void validateTrainConfig(const TrainConfig& c)
     atLeast(c.nliTrainPairs, 1, "nli_train_pairs");
     if (t != TrainTask::CausalLm) {
         if (c.clmData != ClmData::Text) fail("clm_data", "only used by task clm");
-        if (c.embeddingInitStd != 0) fail("embedding_init_std", "only used by task clm");
+        if (c.initScheme != InitScheme::HuggingFace) fail("init_scheme", "only used by task clm");
         if (!c.tieWordEmbeddings) fail("tie_word_embeddings", "only used by task clm");
     } else {
         if (c.clmData == ClmData::BigramBackcopy && !c.validCorpus.empty())
             fail("valid_corpus", "clm_data bigram-backcopy generates its held-out sequences; leave it empty");
-        if (!c.init.empty() && (c.embeddingInitStd != 0 || !c.tieWordEmbeddings))
-            fail(c.embeddingInitStd != 0 ? "embedding_init_std" : "tie_word_embeddings",
+        if (!c.init.empty() && (c.initScheme != InitScheme::HuggingFace || !c.tieWordEmbeddings))
+            fail(c.initScheme != InitScheme::HuggingFace ? "init_scheme" : "tie_word_embeddings",
                  "task clm with init keeps the weights and shape of " + c.init);
-        checkRange(c.embeddingInitStd, 0, 1e3, false, true, "embedding_init_std");
     }
 
     checkModel(c);
