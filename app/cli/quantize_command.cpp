@@ -87,7 +87,7 @@ int runQuantize(const QStringList& args)
 {
     Command cmd(
         "quantize",
-        "Simulate integer quantization of a BERT or ViT model folder (symmetric weights, asymmetric "
+        "Simulate integer quantization of a BERT, ViT or decoder model folder (symmetric weights, asymmetric "
         "activations, round to nearest; placement in docs/quantization.md), calibrate the activation "
         "ranges on a few training batches, and report the floating-point and quantized task metric (mean "
         "and std over seeds that draw different calibration batches), max inf norm and average kurtosis. "
@@ -96,8 +96,9 @@ int runQuantize(const QStringList& args)
         {"model", "Model folder.", "dir"},
         {"data",
          "mnli:FILE (MNLI classifier: pairs before --nli-train-pairs calibrate, the rest evaluate), "
-         "text:FILE (masked "
-         "LM: held-out perplexity), fashion-mnist or images:DIR (ViT), synthetic (the synthetic task).",
+         "text:FILE (masked LM or, for decoders, causal LM: held-out perplexity), backcopy:FILE (decoders "
+         "trained on Bigram-Backcopy sequences of FILE's characters), fashion-mnist or images:DIR (ViT), "
+         "synthetic (the synthetic task).",
          "spec"},
         {"bits-w", "Weight bits (default 8).", "n"},
         {"bits-a", "Activation bits (default 8).", "n"},

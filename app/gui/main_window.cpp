@@ -354,6 +354,8 @@ void MainWindow::modelLoaded(const ModelInfo& info)
         request({InputRequest::Kind::Synthetic, {}, {}, {}, {}, 1});
     else if (info.isDecoder() && m_lastInput.kind == InputRequest::Kind::Text && m_lastInput.pair.isEmpty())
         m_input->runText(m_lastInput.text); // free text carries over between decoders
+    else if (info.isDecoder() && !ModelCatalog::sampleInput(info.dir).isEmpty())
+        m_input->runText(ModelCatalog::sampleInput(info.dir)); // the model's own kind of input
     else if (info.isDecoder())
         // An et al.'s probe sentence: short, two strong delimiters, and a first token to sink on.
         m_input->runText(QStringLiteral("Summer is warm. Winter is cold."));

@@ -4,6 +4,7 @@
 
 #include <QCoreApplication>
 #include <QDir>
+#include <QFile>
 #include <QFileInfo>
 #include <QSettings>
 
@@ -11,7 +12,7 @@ namespace outlierlens {
 namespace {
 
 const char* const kVariants[] = {"vanilla", "clipped", "gated"};
-const char* const kKinds[] = {"bert-mnli", "vit-fmnist", "synthetic"};
+const char* const kKinds[] = {"bert-mnli", "vit-fmnist", "synthetic", "backcopy"};
 
 QString placeholderModel()
 {
@@ -77,6 +78,16 @@ QString ModelCatalog::demoKindOf(const QString& dir)
         if (name.startsWith(QString::fromLatin1(kind) + QStringLiteral("-")))
             return QString::fromLatin1(kind);
     return {};
+}
+
+QString ModelCatalog::sampleInput(const QString& dir)
+{
+    QFile file(dir + QStringLiteral("/sample_inputs.txt"));
+    if (!file.open(QIODevice::ReadOnly | QIODevice::Text)) return {};
+    QString line = QString::fromUtf8(file.readLine(4096));
+    while (line.endsWith(QLatin1Char('\n')) || line.endsWith(QLatin1Char('\r')))
+        line.chop(1);
+    return line; // leading and trailing spaces are part of the sequence
 }
 
 void ModelCatalog::addRecent(const QString& dir)

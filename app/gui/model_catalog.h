@@ -22,10 +22,13 @@ public:
     /// placeholder random-weight model, else empty.
     static QString defaultModel();
     /// The vanilla / clipped / gated demo models of a kind ("bert-mnli", "vit-fmnist",
-    /// "synthetic"), those that exist.
+    /// "synthetic", "backcopy"), those that exist.
     static QVector<ModelEntry> demoTrio(const QString& kind);
     /// The demo kind a model folder belongs to, e.g. "bert-mnli" for .../bert-mnli-gated; empty otherwise.
     static QString demoKindOf(const QString& dir);
+    /// The first line of <dir>/sample_inputs.txt (the held-out sequences `outlierlens train` writes for
+    /// generated tasks such as Bigram-Backcopy); empty when there is none.
+    static QString sampleInput(const QString& dir);
     static void addRecent(const QString& dir);
     static QString modelsDir();
 };

@@ -39,6 +39,11 @@ TrainConfig taskConfig(const QuantExperiment& e)
         // Masked LM for BERT folders, causal LM (perplexity of next-token prediction) for decoders.
         t.task = isDecoderModelDir(e.modelDir) ? TrainTask::CausalLm : TrainTask::MaskedLm;
         t.corpus = rest;
+    } else if (kind == "backcopy" && !rest.empty()) {
+        // Bigram-Backcopy decoders: sequences generated from FILE's character bigrams, as in training.
+        t.task = TrainTask::CausalLm;
+        t.clmData = ClmData::BigramBackcopy;
+        t.corpus = rest;
     } else if (kind == "fashion-mnist" && rest.empty()) {
         t.task = TrainTask::Image;
         t.data = "fashion-mnist";
@@ -48,8 +53,10 @@ TrainConfig taskConfig(const QuantExperiment& e)
     } else if (kind == "synthetic" && rest.empty()) {
         t.task = TrainTask::Synthetic;
     } else {
-        throw Error("--data: expected mnli:FILE, text:FILE, fashion-mnist, images:DIR or synthetic, found '" +
-                    e.data + "'");
+        throw Error(
+            "--data: expected mnli:FILE, text:FILE, backcopy:FILE, fashion-mnist, images:DIR or synthetic, "
+            "found '" +
+            e.data + "'");
     }
     return t;
 }

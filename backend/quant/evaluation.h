@@ -22,7 +22,8 @@ struct QuantExperiment
     /// decoder: the last evalBatches x batch sequences are held out for perplexity, masked-LM or
     /// next-token, and the rest calibrate), "fashion-mnist" or "images:DIR" (ViT;
     /// training images calibrate, test / every tenth image evaluate), "synthetic" (the synthetic task's
-    /// own generator, accuracy on masked positions).
+    /// own generator, accuracy on masked positions), "backcopy:FILE" (a decoder trained with clm_data
+    /// bigram-backcopy: the training run's held-out sequences of FILE's chain; other sequences calibrate).
     std::string data;
     QuantOptions quant;
     int calibBatches = 16;

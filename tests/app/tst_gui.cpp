@@ -251,14 +251,19 @@ private Q_SLOTS:
         for (const QString& kind :
              {QStringLiteral("bert-mnli"), QStringLiteral("vit-fmnist"), QStringLiteral("synthetic")})
             QCOMPARE(ModelCatalog::demoTrio(kind).size(), 3);
+        QVERIFY(ModelCatalog::demoTrio(QStringLiteral("backcopy")).size() >= 2);
+        const QString backcopyInput = ModelCatalog::sampleInput(
+            QStringLiteral(OUTLIERLENS_SOURCE_DIR "/sample_data/models/backcopy-vanilla"));
+        QCOMPARE(backcopyInput.size(), 63);
         // Each family starts on an input of its own kind: an MNLI pair, a Fashion-MNIST image, a
-        // generated example of the synthetic task.
+        // generated example of the synthetic task, a held-out Bigram-Backcopy sequence (BOS + 63).
         const struct
         {
             QString model, inputContains;
             int tokens;
         } cases[] = {{QStringLiteral("vit-fmnist-gated"), QStringLiteral("fmnist_boot.png"), 50},
                      {QStringLiteral("synthetic-clipped"), QStringLiteral("synthetic example"), 64},
+                     {QStringLiteral("backcopy-gated"), backcopyInput.left(20), 64},
                      {QStringLiteral("bert-mnli-vanilla"), QString(), -1}};
         for (const auto& c : cases) {
             const QString dir = QStringLiteral(OUTLIERLENS_SOURCE_DIR "/sample_data/models/") + c.model;
