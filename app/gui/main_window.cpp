@@ -342,7 +342,11 @@ void MainWindow::modelLoaded(const ModelInfo& info)
     m_input->setModelKind(info.family, info.synthetic, info.isDecoder());
     m_input->pairsModel()->clearPredictions();
     const QString kind = ModelCatalog::demoKindOf(info.dir);
-    m_compare->setCandidates(kind.isEmpty() ? ModelCatalog::demoKindOf(ModelCatalog::defaultModel()) : kind);
+    // A model of one's own is compared with the demo trio of its family.
+    const QString familyKind = info.isDecoder()                      ? QStringLiteral("backcopy")
+                               : info.family == QLatin1String("ViT") ? QStringLiteral("vit-fmnist")
+                                                                     : QStringLiteral("bert-mnli");
+    m_compare->setCandidates(kind.isEmpty() ? familyKind : kind);
     m_teaching->setCandidates(kind, info.dir);
     // Paper figures look at the last layers: start at the second-to-last layer, head 1.
     setSelection(std::max(0, info.layers - 2), 0);

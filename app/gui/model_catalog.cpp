@@ -52,8 +52,11 @@ QVector<ModelEntry> ModelCatalog::knownModels()
 
 QString ModelCatalog::defaultModel()
 {
-    const QString demo = modelsDir() + QStringLiteral("/bert-mnli-vanilla");
-    if (isModelFolder(demo)) return demo;
+    // The model where the mechanism is plainest (docs/demo-models.md), then the BERT of the paper's task.
+    for (const char* name : {"backcopy-vanilla", "bert-mnli-vanilla"}) {
+        const QString demo = modelsDir() + QStringLiteral("/") + QString::fromLatin1(name);
+        if (isModelFolder(demo)) return demo;
+    }
     if (isModelFolder(placeholderModel())) return QFileInfo(placeholderModel()).canonicalFilePath();
     const QVector<ModelEntry> all = knownModels();
     return all.isEmpty() ? QString() : all.first().dir;

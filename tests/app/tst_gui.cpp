@@ -245,8 +245,8 @@ private Q_SLOTS:
 
     void demoModelsOpenWithTheirOwnInputs()
     {
-        // The app opens the bundled BERT by default, and every demo trio is complete.
-        QVERIFY2(ModelCatalog::defaultModel().endsWith(QStringLiteral("/models/bert-mnli-vanilla")),
+        // The app opens the Bigram-Backcopy decoder by default, and every demo trio is complete.
+        QVERIFY2(ModelCatalog::defaultModel().endsWith(QStringLiteral("/models/backcopy-vanilla")),
                  qPrintable(ModelCatalog::defaultModel()));
         for (const QString& kind :
              {QStringLiteral("bert-mnli"), QStringLiteral("vit-fmnist"), QStringLiteral("synthetic")})
