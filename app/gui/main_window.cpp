@@ -352,18 +352,23 @@ void MainWindow::modelLoaded(const ModelInfo& info)
     setSelection(std::max(0, info.layers - 2), 0);
     // Rerun the last input if it fits this model, else show a first one.
     const bool text = info.takesText();
+    // A model's own sample input is not the user's text: it does not follow them to other models.
+    const bool userText = m_lastInput.kind == InputRequest::Kind::Text && m_lastInput.text != m_sampleShown;
+    const QString sample = info.isDecoder() ? ModelCatalog::sampleInput(info.dir) : QString();
+    m_sampleShown.clear();
     if (m_lastInput.kind == InputRequest::Kind::Synthetic && info.synthetic)
         request(m_lastInput);
     else if (info.synthetic)
         request({InputRequest::Kind::Synthetic, {}, {}, {}, {}, 1});
-    else if (info.isDecoder() && m_lastInput.kind == InputRequest::Kind::Text && m_lastInput.pair.isEmpty())
+    else if (info.isDecoder() && userText && m_lastInput.pair.isEmpty())
         m_input->runText(m_lastInput.text); // free text carries over between decoders
-    else if (info.isDecoder() && !ModelCatalog::sampleInput(info.dir).isEmpty())
-        m_input->runText(ModelCatalog::sampleInput(info.dir)); // the model's own kind of input
-    else if (info.isDecoder())
+    else if (!sample.isEmpty()) {
+        m_sampleShown = sample;
+        m_input->runText(sample); // the model's own kind of input
+    } else if (info.isDecoder())
         // An et al.'s probe sentence: short, two strong delimiters, and a first token to sink on.
         m_input->runText(QStringLiteral("Summer is warm. Winter is cold."));
-    else if (text && m_lastInput.kind == InputRequest::Kind::Text)
+    else if (text && userText)
         request(m_lastInput);
     else if (text && m_input->pairsModel()->rowCount() > 0)
         m_input->selectPair(0);

@@ -101,6 +101,7 @@ private:
     QProgressBar* m_busy = nullptr;
     SnapshotPtr m_snapshot;
     InputRequest m_lastInput;
+    QString m_sampleShown; ///< the current model's sample input, when that is what the app ran
     QVector<int> m_highlightTokens;
     int m_layer = 0, m_head = 0;
     QString m_galleryDir;

@@ -277,6 +277,8 @@ private Q_SLOTS:
             if (c.tokens > 0) QCOMPARE(s->T, c.tokens);
         }
         QCOMPARE(m_window->controller()->model().classNames.size(), 3);
+        // The decoder's sample sequence did not follow to BERT, which starts on an MNLI pair.
+        QVERIFY(!m_window->controller()->snapshot()->input.contains(backcopyInput.left(20)));
     }
 
     void colourMapsAreRememberedAndRedraw()

@@ -156,9 +156,9 @@ struct SmallProblem
     }
 };
 
-const std::vector<std::string> kPresetNames = {"demo-vit-fmnist",     "demo-bert-mlm", "demo-bert-nli",
-                                               "demo-synthetic",      "demo-clm",      "paper-opt-125m",
-                                               "paper-bert-base-mlm", "paper-bert-6l", "paper-vit-s16"};
+const std::vector<std::string> kPresetNames = {
+    "demo-vit-fmnist", "demo-bert-mlm",  "demo-bert-nli",       "demo-synthetic", "demo-clm",
+    "demo-backcopy",   "paper-opt-125m", "paper-bert-base-mlm", "paper-bert-6l",  "paper-vit-s16"};
 
 /// A valid masked-LM config for the validation cases to break.
 TrainConfig validMlm()
