@@ -343,9 +343,9 @@ void MainWindow::modelLoaded(const ModelInfo& info)
     m_input->pairsModel()->clearPredictions();
     const QString kind = ModelCatalog::demoKindOf(info.dir);
     // A model of one's own is compared with the demo trio of its family.
-    const QString familyKind = info.isDecoder()                      ? QStringLiteral("backcopy")
-                               : info.family == QLatin1String("ViT") ? QStringLiteral("vit-fmnist")
-                                                                     : QStringLiteral("bert-mnli");
+    const QString familyKind = info.isDecoder()   ? QStringLiteral("backcopy")
+                               : info.takesText() ? QStringLiteral("bert-mnli")
+                                                  : QStringLiteral("vit-fmnist");
     m_compare->setCandidates(kind.isEmpty() ? familyKind : kind);
     m_teaching->setCandidates(kind, info.dir);
     // Paper figures look at the last layers: start at the second-to-last layer, head 1.

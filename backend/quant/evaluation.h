@@ -23,7 +23,8 @@ struct QuantExperiment
     /// next-token, and the rest calibrate), "fashion-mnist" or "images:DIR" (ViT;
     /// training images calibrate, test / every tenth image evaluate), "synthetic" (the synthetic task's
     /// own generator, accuracy on masked positions), "backcopy:FILE" (a decoder trained with clm_data
-    /// bigram-backcopy: the training run's held-out sequences of FILE's chain; other sequences calibrate).
+    /// bigram-backcopy: the held-out sequences of FILE's chain that a run with seed 0 holds out; other
+    /// generated sequences calibrate).
     std::string data;
     QuantOptions quant;
     int calibBatches = 16;

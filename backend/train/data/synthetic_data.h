@@ -4,9 +4,9 @@
 // The synthetic "no-op" task: the live teaching demo in which a small post-LN BERT-style encoder,
 // trained on CPU for minutes, should need attention heads that do nothing at most tokens.
 //
-// Why this task (see shared/notes/outlier-emergence-probes.md): a copy task whose query tokens are
-// tokens of their own was solved in a few hundred steps without outliers. There a head can stay weak:
-// the query token's own embedding can be learned small, so a small attention update wins after the
+// Why this task (an earlier probe of this project, reported in docs/demo-models.md): a copy task whose query
+// tokens are tokens of their own was solved in a few hundred steps without outliers. There a head can stay
+// weak: the query token's own embedding can be learned small, so a small attention update wins after the
 // LayerNorm, and at every other position the same small update (attention spread evenly) is drowned by
 // the token's own embedding. Bondarenko et al. argue that outliers appear when a head must make a
 // strong update at a few tokens and exactly none at all others, and parks its attention on frequent
