@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <sstream>
@@ -107,6 +108,17 @@ double AttentionVariant::effectiveGamma() const
 {
     if (alpha && maxSeqLength > 0) return -*alpha / double(maxSeqLength);
     return gamma;
+}
+
+AttentionVariant AttentionVariant::clipFadedIn(double strength) const
+{
+    if (softmax != SoftmaxKind::Clipped || strength >= 1.0) return *this;
+    AttentionVariant faded = *this;
+    faded.gamma = effectiveGamma() * std::max(strength, 0.0);
+    faded.alpha.reset();
+    faded.maxSeqLength = 0;
+    faded.zeta = 1.0 + (zeta - 1.0) * std::max(strength, 0.0);
+    return faded;
 }
 
 void AttentionVariant::validate(const std::string& where) const

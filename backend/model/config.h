@@ -42,6 +42,9 @@ struct AttentionVariant
     }
     /// The gamma actually used: -alpha / maxSeqLength when alpha is set, else gamma.
     double effectiveGamma() const;
+    /// Clipped softmax faded in: gamma and zeta - 1 times `strength` in [0, 1] (0: the plain softmax),
+    /// for the warm-up of training's clip_warmup_steps. Other variants are returned unchanged.
+    AttentionVariant clipFadedIn(double strength) const;
     /// Throws Error (prefixed by `where`) for gamma > 0, zeta < 1, alpha without max_seq_length, ...
     void validate(const std::string& where) const;
     /// Short human description, e.g. "clipped softmax (gamma -0.025, zeta 1)" or "gated attention (linear)".

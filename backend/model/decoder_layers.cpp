@@ -118,6 +118,7 @@ torch::Tensor attend(torch::Tensor scores, const torch::Tensor& qh, const torch:
     // Masked keys get the lowest float added (not -inf), so a padded query row whose keys are all
     // masked stays finite (uniform) instead of NaN; real rows give masked keys exactly 0.
     const torch::Tensor masked = scores + pass.additiveMask;
+    const AttentionVariant softmaxVariant = variant.clipFadedIn(pass.clipStrength);
 
     torch::Tensor probs;     // [B, H, T, T] over the real keys
     torch::Tensor sinkProbs; // [B, H, T, 1] the prepended key slot of context/attention bias
@@ -134,10 +135,11 @@ torch::Tensor attend(torch::Tensor scores, const torch::Tensor& qh, const torch:
         sinkProbs = all.narrow(-1, 0, 1);
         // attention-bias: one softmax over [k'; K] (rows over the real keys sum to 1 - p_sink);
         // context-bias: P.V stays the plain softmax, the slot only weighs v'.
-        probs = variant.bias == BiasKind::Attention ? all.narrow(-1, 1, T)
-                                                    : attentionSoftmax(masked.to(torch::kFloat), variant);
+        probs = variant.bias == BiasKind::Attention
+                    ? all.narrow(-1, 1, T)
+                    : attentionSoftmax(masked.to(torch::kFloat), softmaxVariant);
     } else {
-        probs = attentionSoftmax(masked.to(torch::kFloat), variant);
+        probs = attentionSoftmax(masked.to(torch::kFloat), softmaxVariant);
     }
     probs = probs.to(dtype);
     if (sinkProbs.defined()) sinkProbs = sinkProbs.to(dtype);

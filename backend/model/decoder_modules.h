@@ -73,6 +73,7 @@ struct PassContext
     torch::Tensor cos, sin;     ///< LLaMA: [B, 1, T, d_head] rotary tables at the positions
     torch::ScalarType dtype = torch::kFloat;
     ActivationSink* sink = nullptr;
+    double clipStrength = 1.0; ///< clipped softmax fade-in (AttentionVariant::clipFadedIn); 1 = as configured
 };
 
 /// Hands `t` to the sink as float32 if it wants `point` (a cheap no-op otherwise).

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -246,6 +247,7 @@ struct DecoderNetwork::Impl
     mutable std::string sha256; ///< computed on first request: hashing 2 GB takes seconds
     LoadReport report;
     torch::ScalarType computeDtype = torch::kFloat;
+    double clipStrength = 1.0;
 };
 
 DecoderNetwork::DecoderNetwork(std::unique_ptr<Impl> impl)
@@ -359,6 +361,7 @@ DecoderForward DecoderNetwork::forward(const torch::Tensor& inputIds, const torc
     decoder::PassContext pass;
     pass.dtype = m_impl->computeDtype;
     pass.sink = sink;
+    pass.clipStrength = m_impl->clipStrength;
     const torch::Tensor causal = torch::ones({T, T}, torch::kBool).tril();
     pass.keyAllowed = causal.view({1, 1, T, T}) & real.view({B, 1, 1, T});
     const double lowest = pass.dtype == torch::kBFloat16
@@ -378,6 +381,11 @@ DecoderForward DecoderNetwork::forward(const torch::Tensor& inputIds, const torc
         out.logits = top.quant(QuantSite::Logits, logits);
     }
     return out;
+}
+
+void DecoderNetwork::setClipStrength(double strength)
+{
+    m_impl->clipStrength = std::clamp(strength, 0.0, 1.0);
 }
 
 void DecoderNetwork::setComputeDtype(torch::ScalarType dtype)

@@ -62,6 +62,9 @@ public:
     /// kFloat (default) or kBFloat16: the dtype activations are computed in.
     void setComputeDtype(torch::ScalarType dtype);
     torch::ScalarType computeDtype() const;
+    /// Clipped softmax at `strength` in [0, 1] of its configured gamma and zeta (training's
+    /// clip_warmup_steps); 1 by default. No effect on other variants.
+    void setClipStrength(double strength);
 
     const DecoderConfig& config() const;
     torch::nn::Module& module();

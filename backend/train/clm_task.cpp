@@ -103,6 +103,7 @@ public:
         m_net = std::make_unique<DecoderNetwork>(DecoderNetwork::create(c, t.seed));
         if (loaded) copyParameters(*loaded, *m_net, t.init);
         if (!loaded && t.initScheme == InitScheme::PyTorch) initializeLikePyTorch(t.seed);
+        if (t.clipWarmupSteps > 0) m_net->setClipStrength(0.0); // step 0's evaluation: not yet clipped
         m_net->setTraining(false);
     }
 
@@ -113,6 +114,10 @@ public:
         const torch::Tensor ids =
             m_backcopy ? m_backcopy->sample(m_config.seed, step, m_config.batchSize)
                        : m_train->blocks(batchIndices(m_trainCount, m_config.batchSize, step, m_config.seed));
+        // clip_warmup_steps: the clipping grows with the step, and evaluations in between see the
+        // strength the last step trained with.
+        if (m_config.clipWarmupSteps > 0)
+            m_net->setClipStrength(double(step + 1) / double(m_config.clipWarmupSteps));
         m_net->setTraining(true);
         return nextTokenCrossEntropy(logitsOf(ids, nullptr), ids);
     }

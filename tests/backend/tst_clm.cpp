@@ -10,6 +10,7 @@
 #include "train/trainer.h"
 #include "train/training_task.h"
 
+#include "../common/tensor_compare.h"
 #include "common/error.h"
 
 #include <QTemporaryDir>
@@ -99,6 +100,17 @@ std::vector<std::int64_t> expectedStream(const std::string& file, const DecoderT
     }
     return stream;
 }
+
+/// Keeps layer 1's attention probabilities [B, H, T, T].
+struct FirstProbs : ActivationSink
+{
+    torch::Tensor probs;
+    bool wants(CapturePoint point, int layer) const override
+    {
+        return point == CapturePoint::AttnProbs && layer == 0;
+    }
+    void put(CapturePoint, int, const at::Tensor& batched) override { probs = batched.clone(); }
+};
 
 } // namespace
 
@@ -278,6 +290,64 @@ private Q_SLOTS:
         QCOMPARE(net.config().hiddenSize, 32);
         QVERIFY(net.config().variant.softmax == SoftmaxKind::Clipped);
         QCOMPARE(net.config().variant.effectiveGamma(), -12.0 / 32);
+    }
+
+    /// clip_warmup_steps: strength 0 is the plain softmax, strength s the clipped softmax with gamma
+    /// and zeta - 1 scaled by s, strength 1 the configured one (exact zeros appear); the trainer fades
+    /// it in with the step, and the config says when the field does not apply.
+    void clipWarmupFadesTheClippingIn()
+    {
+        torch::NoGradGuard noGrad;
+        DecoderConfig config = DecoderConfig::preset("opt-tiny");
+        config.variant.softmax = SoftmaxKind::Clipped;
+        config.variant.alpha = 4.0;
+        config.variant.maxSeqLength = 16;
+        config.variant.zeta = 1.5;
+        DecoderConfig plain = config;
+        plain.variant = AttentionVariant{};
+        DecoderConfig half = config;
+        half.variant.alpha.reset();
+        half.variant.maxSeqLength = 0;
+        half.variant.gamma = -0.5 * 4.0 / 16;
+        half.variant.zeta = 1.25;
+        // Same seed, same shapes: the same weights (the variants add no parameters).
+        DecoderNetwork clipped = DecoderNetwork::create(config, 3);
+        DecoderNetwork vanilla = DecoderNetwork::create(plain, 3);
+        DecoderNetwork halfway = DecoderNetwork::create(half, 3);
+        const torch::Tensor ids = torch::randint(0, config.vocabSize, {2, 16});
+        const auto probsAndLogits = [&](DecoderNetwork& net) {
+            FirstProbs sink;
+            torch::Tensor logits = net.forward(ids, {}, &sink).logits;
+            return std::make_pair(sink.probs, logits);
+        };
+        const auto [fullProbs, fullLogits] = probsAndLogits(clipped);
+        QVERIFY(
+            fullProbs.eq(0).logical_and(torch::ones({16, 16}).tril().to(torch::kBool)).any().item<bool>());
+        clipped.setClipStrength(0.0);
+        const auto [zeroProbs, zeroLogits] = probsAndLogits(clipped);
+        QVERIFY(zeroLogits.equal(probsAndLogits(vanilla).second));
+        QVERIFY(!zeroLogits.equal(fullLogits));
+        clipped.setClipStrength(0.5);
+        OL_COMPARE_TENSORS("half strength", probsAndLogits(clipped).second, probsAndLogits(halfway).second,
+                           1e-6);
+
+        const std::string out = (m_dir.path() + "/fade").toStdString();
+        TrainConfig c = tinyClm(out, 6);
+        c.clipWarmupSteps = 4;
+        QString e = QString::fromStdString(expectError([&] { validateTrainConfig(c); }));
+        QVERIFY2(e.startsWith("clip_warmup_steps: only used with softmax clipped"), qPrintable(e));
+        c.variant.softmax = SoftmaxKind::Clipped;
+        c.variant.alpha = 4.0;
+        c.clipWarmupSteps = 7;
+        e = QString::fromStdString(expectError([&] { validateTrainConfig(c); }));
+        QVERIFY2(e.contains("must be in [0, steps = 6]"), qPrintable(e));
+        c.clipWarmupSteps = 4;
+        validateTrainConfig(c);
+        QCOMPARE(parseTrainConfig(trainConfigToJson(c), "run.json").clipWarmupSteps, std::int64_t(4));
+        c.task = TrainTask::MaskedLm;
+        c.tokenizer.clear();
+        e = QString::fromStdString(expectError([&] { validateTrainConfig(c); }));
+        QVERIFY2(e.startsWith("clip_warmup_steps: only used by task clm"), qPrintable(e));
     }
 
     void quantizeMeasuresTheFloatPerplexityOfEvaluate()

@@ -392,6 +392,10 @@ const std::vector<FieldDef>& fieldTable()
         {"max_seq_length", kAttention,
          "T of the alpha rule (0: seq_length for BERT and clm, patches + 1 for ViT)",
          OL_MEMBER(variant.maxSeqLength)},
+        {"clip_warmup_steps", kAttention,
+         "clm, clipped softmax: fade the clipping in over this many steps (gamma and zeta - 1 grow "
+         "linearly from 0, so no probability is clipped at the start; 0: clipped from the first step)",
+         OL_MEMBER(clipWarmupSteps)},
         {"gate", kAttention, "gated attention: none, linear or mlp (per head), all_heads_linear",
          OL_MEMBER(variant.gate)},
         {"n_hid", kAttention, "mlp gate: hidden units", OL_MEMBER(variant.nHid)},

@@ -79,6 +79,7 @@ struct TrainConfig
     /// Keys and flags "softmax", "gamma", "zeta", "alpha", "max_seq_length", "gate", "n_hid",
     /// "pi_init". As given: gamma is not derived from alpha here (see trainBertConfig()).
     AttentionVariant variant;
+    std::int64_t clipWarmupSteps = 0; ///< "clip_warmup_steps": clm: clipped softmax faded in over these steps
 
     // Optimization
     std::int64_t steps = 1000;             ///< "steps"
