@@ -386,6 +386,13 @@ QString OutlierDashboard::titleText() const
     return tr("Outliers in %1of layer %2").arg(tensor).arg(m_data.layer + 1);
 }
 
+QStringList OutlierDashboard::shownTokens() const
+{
+    QStringList shown = m_charts->tokenAxis->categories();
+    std::reverse(shown.begin(), shown.end());
+    return shown;
+}
+
 QString OutlierDashboard::dimensionToolTip(int dimension) const
 {
     const QVector<double>& values = m_data.perDimension.values;

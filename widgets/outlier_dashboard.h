@@ -44,6 +44,8 @@ public:
     /// (for tests and scripted demos that click a bar as a user would).
     QChartView* dimensionChartView() const { return m_dimensionView; }
     QPoint dimensionBarCenter(int dimension) const;
+    /// The token labels the token chart shows, largest count first (for tests).
+    QStringList shownTokens() const;
     /// The dimension last clicked (highlighted), or -1.
     int selectedDimension() const { return m_selectedDimension; }
 

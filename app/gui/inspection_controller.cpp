@@ -1,5 +1,7 @@
 #include "inspection_controller.h"
 
+#include "analysis/statistics_file.h"
+
 #include <QMetaObject>
 
 namespace outlierlens {
@@ -19,7 +21,15 @@ InspectionController::InspectionController(QObject* parent)
         if (!wanted(Kind::Model, g)) return;
         m_model = info;
         m_snapshot.reset();
+        // Statistics belong to one checkpoint: another model's file is not shown for this one.
+        const auto known = m_statisticsByCheckpoint.find(info.sha256);
+        const bool keep = m_statistics && statisticsDescribeModel(*m_statistics);
+        if (!keep) {
+            m_statistics = known != m_statisticsByCheckpoint.end() ? known->second.first : nullptr;
+            m_statisticsPath = known != m_statisticsByCheckpoint.end() ? known->second.second : QString();
+        }
         Q_EMIT modelLoaded(info);
+        if (!keep) Q_EMIT statisticsChanged();
     });
     connect(m_worker, &InspectionWorker::inspected, this, [this](quint64 g, const SnapshotPtr& s) {
         if (!wanted(Kind::Inspect, g) || s->model.dir != m_model.dir) return;
@@ -38,6 +48,9 @@ InspectionController::InspectionController(QObject* parent)
                 if (!wanted(Kind::Statistics, g)) return;
                 m_statistics = stats;
                 m_statisticsPath = path;
+                const auto sha = stats->provenance.find("checkpoint_sha256");
+                if (sha != stats->provenance.end() && !sha->second.empty())
+                    m_statisticsByCheckpoint[QString::fromStdString(sha->second)] = {stats, path};
                 Q_EMIT statisticsReady(stats, path);
             });
     connect(m_worker, &InspectionWorker::failed, this, [this](quint64 g, const QString& message) {
@@ -144,6 +157,13 @@ void InspectionController::setFastMode(bool on)
     InspectionWorker* w = m_worker;
     QMetaObject::invokeMethod(
         m_worker, [w, on] { w->setFastMode(on); }, Qt::QueuedConnection);
+}
+
+bool InspectionController::statisticsDescribeModel(const StatisticsFile& stats) const
+{
+    const auto sha = stats.provenance.find("checkpoint_sha256");
+    return !m_model.sha256.isEmpty() && sha != stats.provenance.end() &&
+           QString::fromStdString(sha->second) == m_model.sha256;
 }
 
 void InspectionController::loadStatistics(const QString& path)

@@ -36,8 +36,12 @@ public:
     /// The model loaded last (empty name before the first load succeeds).
     const ModelInfo& model() const { return m_model; }
     SnapshotPtr snapshot() const { return m_snapshot; }
+    /// The statistics file shown for the current model: the last one opened for it (matched by
+    /// checkpoint SHA-256), or one the user opened while this model was current. Null when none.
     StatisticsPtr statistics() const { return m_statistics; }
     QString statisticsPath() const { return m_statisticsPath; }
+    /// Whether `stats` was computed on the current model's checkpoint.
+    bool statisticsDescribeModel(const StatisticsFile& stats) const;
     bool busy() const { return m_busy; }
     /// A model load or an inspection is running or waiting (predictions for the pair table may still run).
     bool loadingOrInspecting() const
@@ -50,7 +54,10 @@ Q_SIGNALS:
     void modelLoaded(const outlierlens::ModelInfo& info);
     void snapshotReady(const outlierlens::SnapshotPtr& snapshot);
     void predictionsReady(int firstRow, const QVector<int>& labels);
+    /// A statistics file the user asked for was read (it becomes statistics()).
     void statisticsReady(const outlierlens::StatisticsPtr& statistics, const QString& path);
+    /// statistics() changed because another model was loaded (null: none for this model).
+    void statisticsChanged();
     void progress(qint64 done, qint64 total);
     /// A request failed; `message` names the file, tensor or input.
     void failed(const QString& message);
@@ -77,6 +84,8 @@ private:
     SnapshotPtr m_snapshot;
     StatisticsPtr m_statistics;
     QString m_statisticsPath;
+    /// Statistics files opened in this session, by the checkpoint they were computed on.
+    std::map<QString, std::pair<StatisticsPtr, QString>> m_statisticsByCheckpoint;
 };
 
 } // namespace outlierlens

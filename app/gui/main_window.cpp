@@ -455,7 +455,8 @@ void MainWindow::refreshCurrentPage()
         m_overview->setCurrent(m_layer, m_head);
     } else if (page == m_imageView && m_snapshot->model.family == QLatin1String("ViT")) {
         ImageViewData data = buildImageView(*m_snapshot, m_layer, m_head);
-        if (const StatisticsPtr stats = m_controller->statistics()) addDatasetPatches(data, *stats, m_layer);
+        const StatisticsPtr stats = m_controller->statistics();
+        if (stats && m_controller->statisticsDescribeModel(*stats)) addDatasetPatches(data, *stats, m_layer);
         m_imageView->setData(data);
     }
 }

@@ -11,6 +11,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
+#include <QSignalBlocker>
 #include <QVBoxLayout>
 
 namespace outlierlens {
@@ -50,24 +51,42 @@ OutliersPage::OutliersPage(InspectionController* controller, QWidget* parent)
         if (!path.isEmpty()) m_controller->loadStatistics(path);
     });
     connect(compute, &QPushButton::clicked, this, &OutliersPage::statisticsRequested);
-    connect(m_controller, &InspectionController::statisticsReady, this,
-            [this](const StatisticsPtr&, const QString& path) {
-                const QString label = tr("Statistics file: %1").arg(QFileInfo(path).fileName());
-                if (m_source->count() < 2)
-                    m_source->addItem(label);
-                else
-                    m_source->setItemText(1, label);
-                m_source->setCurrentIndex(1);
-                refresh(m_snapshot, m_layer);
-            });
+    connect(m_controller, &InspectionController::statisticsReady, this, [this] {
+        showStatisticsSource();
+        m_source->setCurrentIndex(1);
+        refresh(m_snapshot, m_layer);
+    });
+    connect(m_controller, &InspectionController::statisticsChanged, this, [this] {
+        showStatisticsSource();
+        refresh(m_snapshot, m_layer);
+    });
     connect(m_source, &QComboBox::currentIndexChanged, this, [this] { refresh(m_snapshot, m_layer); });
     connect(m_tensor, &QComboBox::currentIndexChanged, this, [this] { refresh(m_snapshot, m_layer); });
     connect(m_dashboard, &OutlierDashboard::dimensionClicked, this, &OutliersPage::dimensionClicked);
 }
 
+void OutliersPage::showStatisticsSource()
+{
+    const QSignalBlocker block(m_source);
+    if (!m_controller->statistics()) {
+        if (m_source->count() > 1) m_source->removeItem(1);
+        return;
+    }
+    const QString label = tr("Statistics file: %1").arg(QFileInfo(m_controller->statisticsPath()).fileName());
+    if (m_source->count() < 2)
+        m_source->addItem(label);
+    else
+        m_source->setItemText(1, label);
+}
+
 QString OutliersPage::tensor() const
 {
     return m_tensor->currentText();
+}
+
+QString OutliersPage::note() const
+{
+    return m_note->text();
 }
 
 const Figure* OutliersPage::figure() const
@@ -83,16 +102,26 @@ void OutliersPage::refresh(const SnapshotPtr& snapshot, int layer)
     if (m_source->currentIndex() == 1 && stats) {
         const bool analysed = std::any_of(stats->layers.begin(), stats->layers.end(),
                                           [&](const LayerStatisticsData& l) { return l.layer == layer; });
-        m_note->setText(analysed
-                            ? QString()
-                            : tr("Layer %1 was not analysed in this statistics file; pick another layer.")
-                                  .arg(layer + 1));
+        QStringList notes;
+        if (!m_controller->statisticsDescribeModel(*stats)) {
+            const auto name = stats->provenance.find("model_name");
+            notes << tr("This file was computed on another checkpoint (%1), not on the open model %2: its "
+                        "numbers do not describe this model.")
+                         .arg(name != stats->provenance.end() ? QString::fromStdString(name->second)
+                                                              : tr("unnamed model"),
+                              m_controller->model().name);
+        }
+        if (!analysed)
+            notes << tr("Layer %1 was not analysed in this statistics file; pick another layer.")
+                         .arg(layer + 1);
+        m_note->setText(notes.join(QLatin1Char(' ')));
         m_dashboard->setData(buildDashboard(*stats, m_controller->statisticsPath(), layer, tensor(),
                                             snapshot ? snapshot->dh() : stats->headDim));
         return;
     }
     if (!snapshot) {
         m_note->setText(tr("Run an input to see its outliers."));
+        m_dashboard->setData({}); // nothing of the model shown before
         return;
     }
     m_note->clear();

@@ -29,6 +29,10 @@ public:
     QString tensor() const;
     OutlierDashboard* dashboard() const { return m_dashboard; }
     const Figure* figure() const;
+    /// The source list ("Current input", and the statistics file of this model if any) and the note
+    /// above the dashboard (for tests).
+    QComboBox* sourceBox() const { return m_source; }
+    QString note() const;
 
 Q_SIGNALS:
     /// A hidden dimension (0-based) was clicked in the dashboard.
@@ -37,6 +41,9 @@ Q_SIGNALS:
     void statisticsRequested();
 
 private:
+    /// The source list offers the controller's statistics file for this model, or none.
+    void showStatisticsSource();
+
     InspectionController* m_controller;
     QComboBox* m_source = nullptr;
     QComboBox* m_tensor = nullptr;

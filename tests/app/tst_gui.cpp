@@ -30,6 +30,7 @@
 #include <QImageReader>
 #include <QLabel>
 #include <QMessageBox>
+#include <QProcess>
 #include <QPushButton>
 #include <QSettings>
 #include <QSignalSpy>
@@ -279,6 +280,68 @@ private Q_SLOTS:
         QCOMPARE(m_window->controller()->model().classNames.size(), 3);
         // The decoder's sample sequence did not follow to BERT, which starts on an MNLI pair.
         QVERIFY(!m_window->controller()->snapshot()->input.contains(backcopyInput.left(20)));
+    }
+
+    /// Issue #14.1: statistics of one model never show on another. Steps: statistics for
+    /// vit-fmnist-vanilla, switch to backcopy-vanilla (its dashboard, layers and tokens only), back to
+    /// the ViT (its file again), and a file opened on the wrong model says so.
+    void outliersPageShowsOnlyTheCurrentModelsStatistics()
+    {
+        const QString models = QStringLiteral(OUTLIERLENS_SOURCE_DIR "/sample_data/models/");
+        const QString vit = models + QStringLiteral("vit-fmnist-vanilla");
+        const QString decoder = models + QStringLiteral("backcopy-vanilla");
+        const QString statsPath = m_home.path() + QStringLiteral("/vit-stats.h5");
+        QProcess stats;
+        stats.start(QStringLiteral(OUTLIERLENS_BINARY_DIR "/app/outlierlens"),
+                    {QStringLiteral("stats"), QStringLiteral("--model"), vit, QStringLiteral("--data"),
+                     QStringLiteral("images:") + kImages + QStringLiteral(":4"), QStringLiteral("--out"),
+                     statsPath});
+        QVERIFY(stats.waitForFinished(120000));
+        QVERIFY2(stats.exitCode() == 0, stats.readAllStandardError().constData());
+
+        InspectionController* controller = m_window->controller();
+        OutliersPage* page = m_window->outliersPage();
+        const auto open = [&](const QString& dir) {
+            m_window->openModel(dir);
+            QTRY_VERIFY_WITH_TIMEOUT(controller->model().dir == dir && controller->snapshot() &&
+                                         controller->snapshot()->model.dir == dir &&
+                                         !controller->loadingOrInspecting(),
+                                     60000);
+        };
+        open(vit);
+        m_window->pages()->setCurrentWidget(page);
+        controller->loadStatistics(statsPath);
+        QTRY_VERIFY_WITH_TIMEOUT(controller->statistics() != nullptr, 30000);
+        QCOMPARE(page->sourceBox()->count(), 2);
+        QCOMPARE(page->sourceBox()->currentIndex(), 1);
+        QCOMPARE(page->dashboard()->data().maxInfNormPerLayer.size(), controller->model().layers);
+        QVERIFY2(page->note().isEmpty(), qPrintable(page->note()));
+
+        open(decoder);
+        QVERIFY(controller->statistics() == nullptr);
+        QCOMPARE(page->sourceBox()->count(), 1);
+        QTRY_COMPARE(page->dashboard()->data().maxInfNormPerLayer.size(), 3);
+        QVERIFY(page->dashboard()->data().sourceDescription.contains(QStringLiteral("current input")));
+        // Every token the chart names is a token of this input.
+        const QStringList tokens = controller->snapshot()->tokens;
+        for (const QString& shown : page->dashboard()->shownTokens()) {
+            const bool found = std::any_of(tokens.begin(), tokens.end(), [&](const QString& t) {
+                return shown == t || shown.startsWith(t.left(20)) ||
+                       shown.section(QLatin1Char(' '), 0, 0) == t;
+            });
+            QVERIFY2(found, qPrintable(shown));
+        }
+
+        // The ViT's file is the ViT's again; opened on the decoder, it says whose it is.
+        open(vit);
+        QVERIFY(controller->statistics() != nullptr);
+        QCOMPARE(controller->statisticsPath(), statsPath);
+        QCOMPARE(page->sourceBox()->count(), 2);
+        open(decoder);
+        controller->loadStatistics(statsPath);
+        QTRY_COMPARE_WITH_TIMEOUT(page->sourceBox()->currentIndex(), 1, 30000);
+        QVERIFY2(page->note().contains(QStringLiteral("another checkpoint")), qPrintable(page->note()));
+        page->sourceBox()->setCurrentIndex(0);
     }
 
     void colourMapsAreRememberedAndRedraw()
