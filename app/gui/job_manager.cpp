@@ -1,5 +1,7 @@
 #include "job_manager.h"
 
+#include "train/run_folder.h"
+
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -77,8 +79,15 @@ QString lastLine(const QString& path, const QString& startsWith = {})
     return {};
 }
 
-void updateTraining(JobInfo& j, bool alive)
+/// A training job's state from its run folder: running while a trainer holds the folder's lock
+/// (whoever started it; or while the process the app started is still starting up), else what
+/// status.json says.
+void updateTraining(JobInfo& j)
 {
+    const qint64 owner = runFolderOwner(j.folder.toStdString());
+    if (owner > 0) j.pid = owner;
+    const bool alive = owner > 0 || (j.state == QLatin1String("running") && processAlive(j.pid));
+    if (!alive && j.state != QLatin1String("running")) return; // stopped, failed, finished: as recorded
     QFile file(j.folder + QStringLiteral("/status.json"));
     if (file.open(QIODevice::ReadOnly)) {
         const QJsonObject s = QJsonDocument::fromJson(file.readAll()).object();
@@ -86,16 +95,21 @@ void updateTraining(JobInfo& j, bool alive)
         j.total = s["total"].toInteger();
         const QString state = s["state"].toString();
         j.message = s["message"].toString();
-        if (state == QLatin1String("running") || state == QLatin1String("starting"))
-            j.state = alive ? QStringLiteral("running") : QStringLiteral("stopped");
+        if (alive)
+            j.state = QStringLiteral("running"); // status.json may still hold the last run's end
+        else if (state == QLatin1String("running") || state == QLatin1String("starting"))
+            j.state = QStringLiteral("stopped");
         else
             j.state = state;
+        if (alive) j.message.clear();
         if (!alive && j.state == QLatin1String("stopped") && j.message.isEmpty())
             j.message = QStringLiteral(
                 "the process ended without finishing (killed?); resume continues from the last checkpoint");
     } else if (!alive) {
         j.state = QStringLiteral("failed");
         j.message = lastLine(j.logFile + QStringLiteral(".err"));
+    } else {
+        j.state = QStringLiteral("running");
     }
 }
 
@@ -264,19 +278,30 @@ void JobManager::cancel(const QString& id)
     Q_EMIT jobsChanged();
 }
 
-void JobManager::resume(const QString& id)
+QString JobManager::resume(const QString& id)
 {
-    for (JobInfo& j : m_jobs)
-        if (j.id == id && j.kind == QLatin1String("train") && j.state != QLatin1String("running") &&
-            j.state != QLatin1String("finished")) {
+    QString refusal;
+    for (JobInfo& j : m_jobs) {
+        if (j.id != id || j.kind != QLatin1String("train")) continue;
+        if (const qint64 owner = runFolderOwner(j.folder.toStdString())) {
+            // Someone is training in this folder already: show that run instead of starting another.
+            j.state = QStringLiteral("running");
+            j.pid = owner;
+            j.message.clear();
+            refusal = tr("%1 is being trained already (process %2): wait for it or cancel it.")
+                          .arg(QFileInfo(j.folder).fileName())
+                          .arg(owner);
+        } else if (j.state == QLatin1String("stopped") || j.state == QLatin1String("failed")) {
             j.arguments = {QStringLiteral("train"), QStringLiteral("--resume"), QStringLiteral("--output"),
                            j.folder};
             j.state = QStringLiteral("queued");
             j.message.clear();
         }
+    }
     save();
     startNext();
     Q_EMIT jobsChanged();
+    return refusal;
 }
 
 void JobManager::remove(const QString& id)
@@ -299,13 +324,12 @@ void JobManager::refresh()
 JobManager::Poll JobManager::poll(QList<JobInfo> jobs)
 {
     Poll result;
+    result.before = jobs;
     for (JobInfo& j : jobs) {
-        if (j.state == QLatin1String("running")) {
-            const bool alive = processAlive(j.pid);
-            if (j.kind == QLatin1String("train"))
-                updateTraining(j, alive);
-            else
-                updateStatistics(j, alive);
+        if (j.kind == QLatin1String("train")) {
+            if (j.state != QLatin1String("queued") && j.state != QLatin1String("finished")) updateTraining(j);
+        } else if (j.state == QLatin1String("running")) {
+            updateStatistics(j, processAlive(j.pid));
         }
         if (j.kind == QLatin1String("train") &&
             (j.state == QLatin1String("running") || !result.curves.contains(j.id)))
@@ -319,14 +343,21 @@ void JobManager::pollDone()
 {
     const Poll result = m_watcher.result();
     bool changed = false;
-    for (const JobInfo& updated : result.jobs)
-        for (JobInfo& j : m_jobs)
-            if (j.id == updated.id && j.state == QLatin1String("running")) {
-                const bool ended = updated.state != QLatin1String("running");
-                changed |= j.step != updated.step || ended || j.total != updated.total;
-                j = updated;
-                if (ended) Q_EMIT jobFinished(j.id);
-            }
+    for (int i = 0; i < result.jobs.size(); ++i) {
+        const JobInfo& before = result.before[i];
+        const JobInfo& updated = result.jobs[i];
+        for (JobInfo& j : m_jobs) {
+            // A job started, resumed or cancelled while the poll ran keeps what the app did since.
+            if (j.id != updated.id || j.state != before.state || j.pid != before.pid ||
+                j.arguments != before.arguments)
+                continue;
+            const bool ended = before.state == QLatin1String("running") && updated.state != before.state;
+            changed |= j.step != updated.step || j.state != updated.state || j.total != updated.total ||
+                       j.pid != updated.pid || j.message != updated.message;
+            j = updated;
+            if (ended) Q_EMIT jobFinished(j.id);
+        }
+    }
     for (auto it = result.curves.begin(); it != result.curves.end(); ++it)
         if (m_curves.value(it.key()).steps.size() != it.value().steps.size() ||
             !m_curves.contains(it.key())) {

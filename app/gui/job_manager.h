@@ -51,8 +51,10 @@ public:
     QString queueStatistics(const QString& title, const QStringList& arguments, const QString& output);
     /// SIGTERM: a training run saves a checkpoint and stops; a statistics run stops without output.
     void cancel(const QString& id);
-    /// Queues `outlierlens train --resume` for a stopped or interrupted run.
-    void resume(const QString& id);
+    /// Queues `outlierlens train --resume` for a stopped or interrupted run. Returns why not ("" when
+    /// queued): a trainer already writing the run folder (its lock, whoever started it) is never
+    /// joined by a second one.
+    QString resume(const QString& id);
     /// Forgets a job that is not running (its files stay).
     void remove(const QString& id);
 
@@ -70,6 +72,7 @@ Q_SIGNALS:
 private:
     struct Poll
     {
+        QList<JobInfo> before; ///< the jobs as the poll found them: updates apply only if unchanged since
         QList<JobInfo> jobs;
         QHash<QString, TrainingCurveData> curves;
     };

@@ -139,7 +139,10 @@ JobsPage::JobsPage(JobManager* jobs, QWidget* parent)
     connect(m_task, &QComboBox::currentIndexChanged, this, updateSizes);
     connect(m_start, &QPushButton::clicked, this, &JobsPage::startTraining);
     connect(m_cancel, &QPushButton::clicked, this, [this] { m_jobs->cancel(selectedId()); });
-    connect(m_resume, &QPushButton::clicked, this, [this] { m_jobs->resume(selectedId()); });
+    connect(m_resume, &QPushButton::clicked, this, [this] {
+        const QString refusal = m_jobs->resume(selectedId());
+        if (!refusal.isEmpty()) Q_EMIT failed(refusal);
+    });
     connect(m_remove, &QPushButton::clicked, this, [this] { m_jobs->remove(selectedId()); });
     connect(m_open, &QPushButton::clicked, this, [this] {
         const JobInfo* j = m_jobs->job(selectedId());
@@ -166,6 +169,15 @@ JobsPage::JobsPage(JobManager* jobs, QWidget* parent)
 const Figure* JobsPage::figure() const
 {
     return m_charts;
+}
+
+void JobsPage::selectJob(const QString& id)
+{
+    for (int r = 0; r < m_table->rowCount(); ++r)
+        if (m_table->item(r, 0) && m_table->item(r, 0)->data(Qt::UserRole).toString() == id) {
+            m_table->selectRow(r);
+            return;
+        }
 }
 
 QString JobsPage::selectedId() const
@@ -254,9 +266,9 @@ void JobsPage::startTraining()
             if (path->rfind("sample_data/", 0) == 0) *path = sampleDataFile(path->substr(12));
         if (c.task == TrainTask::MaskedLm && c.vocab.empty()) c.vocab = sampleDataFile("bert/vocab.txt");
         validateTrainConfig(c);
-        m_jobs->queueTraining(
+        selectJob(m_jobs->queueTraining(
             tr("%1, %2, %3").arg(tr(choice.label), m_size->currentText(), m_variant->currentText()),
-            QString::fromStdString(trainConfigToJson(c)), folder);
+            QString::fromStdString(trainConfigToJson(c)), folder));
         m_name->clear();
     } catch (const std::exception& e) {
         Q_EMIT failed(QString::fromStdString(e.what()));
@@ -270,8 +282,9 @@ void JobsPage::queueStatistics(const QString& model, const QString& data)
                         .arg(QFileInfo(model).fileName(),
                              QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")));
     QDir().mkpath(runsDir());
-    m_jobs->queueStatistics(tr("statistics of %1 over %2").arg(QFileInfo(model).fileName(), data),
-                            {QStringLiteral("--model"), model, QStringLiteral("--data"), data}, out);
+    selectJob(m_jobs->queueStatistics(tr("statistics of %1 over %2").arg(QFileInfo(model).fileName(), data),
+                                      {QStringLiteral("--model"), model, QStringLiteral("--data"), data},
+                                      out));
 }
 
 } // namespace outlierlens

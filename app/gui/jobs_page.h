@@ -29,7 +29,10 @@ public:
     /// Queues a statistics run over `data` (mnli:FILE[:N] or images:DIR[:N]) for `model`.
     void queueStatistics(const QString& model, const QString& data);
     QPushButton* startButton() const { return m_start; }
+    QPushButton* resumeButton() const { return m_resume; }
     QTableWidget* table() const { return m_table; }
+    /// Selects a job's row (a new job is selected, so its progress and curves show at once).
+    void selectJob(const QString& id);
 
 Q_SIGNALS:
     void openModel(const QString& dir);

@@ -13,6 +13,12 @@
 #include <fstream>
 #include <sstream>
 
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 namespace outlierlens {
 namespace fs = std::filesystem;
 
@@ -123,6 +129,66 @@ void RunFolder::pruneCheckpoints(int keep) const
     std::vector<std::string> all = checkpoints();
     for (std::size_t i = 0; keep >= 0 && i + std::size_t(keep) < all.size(); ++i)
         fs::remove_all(all[i]);
+}
+
+namespace {
+
+std::string lockPath(const std::string& dir)
+{
+    return (fs::path(dir) / "lock").string();
+}
+
+/// The pid written in an open lock file, 0 if none can be read.
+std::int64_t pidIn(int fd)
+{
+    char buffer[32] = {};
+    const ssize_t n = ::pread(fd, buffer, sizeof buffer - 1, 0);
+    return n > 0 ? std::strtoll(buffer, nullptr, 10) : 0;
+}
+
+} // namespace
+
+RunFolderLock::RunFolderLock(const std::string& dir)
+{
+    const std::string path = lockPath(dir);
+    m_fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (m_fd < 0) throw Error(path + ": cannot open the run's lock file: " + std::strerror(errno));
+    if (::flock(m_fd, LOCK_EX | LOCK_NB) != 0) {
+        const int error = errno;
+        const std::int64_t owner = pidIn(m_fd);
+        ::close(m_fd);
+        m_fd = -1;
+        if (error == EWOULDBLOCK)
+            throw Error(dir + ": another training process" +
+                        (owner > 0 ? " (pid " + std::to_string(owner) + ")" : std::string()) +
+                        " is writing this run folder; wait for it to end or stop it first");
+        throw Error(path + ": cannot lock the run folder: " + std::strerror(error));
+    }
+    const std::string pid = std::to_string(::getpid()) + "\n";
+    if (::ftruncate(m_fd, 0) != 0 || ::pwrite(m_fd, pid.data(), pid.size(), 0) != ssize_t(pid.size())) {
+        const int error = errno;
+        ::close(m_fd);
+        m_fd = -1;
+        throw Error(path + ": cannot write the run's lock file: " + std::strerror(error));
+    }
+}
+
+RunFolderLock::~RunFolderLock()
+{
+    if (m_fd >= 0) ::close(m_fd); // releases the flock; the file stays (removing it would race)
+}
+
+std::int64_t runFolderOwner(const std::string& dir)
+{
+    const int fd = ::open(lockPath(dir).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    std::int64_t owner = 0;
+    if (::flock(fd, LOCK_SH | LOCK_NB) != 0)
+        owner = std::max<std::int64_t>(pidIn(fd), 1);
+    else
+        ::flock(fd, LOCK_UN);
+    ::close(fd);
+    return owner;
 }
 
 } // namespace outlierlens

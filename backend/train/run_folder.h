@@ -50,6 +50,26 @@ private:
     std::string m_dir;
 };
 
+/// One writer per run folder: the training process holds an exclusive flock on <run>/lock (which
+/// also names its pid) for as long as it runs; the kernel releases it when the process ends, however
+/// it ends. A second trainer on the same folder is refused instead of interleaving with the first.
+class RunFolderLock
+{
+public:
+    /// Takes the lock, creating the folder's lock file. Throws Error naming the folder and the
+    /// owner's pid if another process holds it.
+    explicit RunFolderLock(const std::string& dir);
+    ~RunFolderLock();
+    RunFolderLock(const RunFolderLock&) = delete;
+    RunFolderLock& operator=(const RunFolderLock&) = delete;
+
+private:
+    int m_fd = -1;
+};
+
+/// The pid of the process that holds the run folder's lock (a trainer running on it), or 0.
+std::int64_t runFolderOwner(const std::string& dir);
+
 /// Writes `text` to `path` atomically (temporary file + rename). Throws Error.
 void writeTextFileAtomically(const std::string& path, const std::string& text);
 

@@ -112,6 +112,7 @@ TrainResult runTraining(const TrainConfig& config, bool resume, const std::atomi
     validateTrainConfig(config);
     RunFolder run(config.output);
     fs::create_directories(config.output);
+    const RunFolderLock lock(config.output); // before anything in the folder is read or written
     const std::vector<std::string> existing = run.checkpoints();
     if (!resume && (fs::exists(run.path("final")) || !existing.empty()))
         throw Error(config.output +

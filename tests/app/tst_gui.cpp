@@ -23,11 +23,14 @@
 #include "outliers_page.h"
 #include "text/decoder_tokenizer.h"
 #include "text/wordpiece.h"
+#include "train/run_folder.h"
 
 #include <QApplication>
 #include <QChartView>
 #include <QComboBox>
 #include <QImageReader>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QLabel>
 #include <QMessageBox>
 #include <QProcess>
@@ -53,6 +56,19 @@ namespace {
 const QString kModel = QString::fromStdString(fixture("bert/hf"));
 const QString kPairs = QStringLiteral(OUTLIERLENS_TEST_DATA "/text/mnli_sample.jsonl");
 const QString kImages = QStringLiteral(OUTLIERLENS_SOURCE_DIR "/sample_data/images");
+
+/// Live `outlierlens train` processes writing `folder`, from /proc.
+int trainersOn(const QString& folder)
+{
+    int count = 0;
+    for (const QString& pid : QDir(QStringLiteral("/proc")).entryList(QDir::Dirs)) {
+        QFile cmdline(QStringLiteral("/proc/%1/cmdline").arg(pid));
+        if (!pid.front().isDigit() || !cmdline.open(QIODevice::ReadOnly)) continue;
+        const QList<QByteArray> args = cmdline.readAll().split('\0');
+        if (args.contains("train") && args.contains(folder.toUtf8())) ++count;
+    }
+    return count;
+}
 
 } // namespace
 
@@ -242,6 +258,41 @@ private Q_SLOTS:
         QDir checkpoints(m_jobs->job(id)->folder + QStringLiteral("/checkpoints"));
         QVERIFY(!checkpoints.entryList(QDir::Dirs | QDir::NoDotAndDotDot).isEmpty());
         QVERIFY(!m_jobs->curves(id).steps.isEmpty());
+
+        // Issue #14.2: Resume, Resume again at once: one trainer on the folder, shown as running.
+        const QString folder = m_jobs->job(id)->folder;
+        const qint64 stoppedAt = m_jobs->job(id)->step;
+        page->selectJob(id);
+        QVERIFY(page->resumeButton()->isEnabled());
+        QTest::mouseClick(page->resumeButton(), Qt::LeftButton);
+        QVERIFY(!page->resumeButton()->isEnabled());
+        QTest::mouseClick(page->resumeButton(), Qt::LeftButton); // disabled: nothing happens
+        QCOMPARE(m_jobs->resume(id), QString());                 // already queued or running: no-op
+        QTRY_VERIFY_WITH_TIMEOUT(runFolderOwner(folder.toStdString()) > 0, 60000);
+        QVERIFY(!m_jobs->resume(id).isEmpty()); // the folder's owner refuses a second trainer
+        QTRY_VERIFY_WITH_TIMEOUT(m_jobs->job(id)->step > stoppedAt, 120000);
+        for (int i = 0; i < 3; ++i) { // several polls: the row stays what the folder says
+            QCOMPARE(m_jobs->job(id)->state, QStringLiteral("running"));
+            QCOMPARE(m_jobs->job(id)->pid, qint64(runFolderOwner(folder.toStdString())));
+            QCOMPARE(trainersOn(folder), 1);
+            QTest::qWait(1100);
+        }
+        m_jobs->cancel(id);
+        QTRY_COMPARE_WITH_TIMEOUT(m_jobs->job(id)->state, QStringLiteral("stopped"), 120000);
+        QCOMPARE(trainersOn(folder), 0);
+        // The metrics log has every logged step once, in order, through the stop.
+        QFile metrics(folder + QStringLiteral("/metrics.jsonl"));
+        QVERIFY(metrics.open(QIODevice::ReadOnly));
+        qint64 last = 0;
+        for (const QByteArray& line : metrics.readAll().split('\n')) {
+            const QJsonObject o = QJsonDocument::fromJson(line).object();
+            if (!o.contains(QStringLiteral("loss")) || o[QStringLiteral("type")] == QLatin1String("eval"))
+                continue;
+            const qint64 step = o[QStringLiteral("step")].toInteger();
+            QVERIFY2(step > last, qPrintable(QStringLiteral("step %1 after %2").arg(step).arg(last)));
+            last = step;
+        }
+        QVERIFY2(last > stoppedAt && last <= m_jobs->job(id)->step, qPrintable(QString::number(last)));
     }
 
     void demoModelsOpenWithTheirOwnInputs()

@@ -12,6 +12,7 @@
 #include "model/precision.h"
 #include "text/wordpiece.h"
 #include "train/data/mlm_data.h"
+#include "train/run_folder.h"
 
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -83,6 +84,12 @@ nlohmann::json status(const QString& runDir)
     } catch (const nlohmann::json::exception&) {
         return nlohmann::json::object();
     }
+}
+
+std::string readAll(const QString& path)
+{
+    std::ifstream in(path.toStdString(), std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 } // namespace
@@ -213,9 +220,18 @@ private Q_SLOTS:
         QTRY_VERIFY_WITH_TIMEOUT(status(run).value("step", 0) >= 3 || p.state() == QProcess::NotRunning,
                                  120000);
         QVERIFY(p.state() == QProcess::Running);
+        // One writer per run folder: a second trainer is refused, naming the first, and changes nothing.
+        const std::string metricsBefore = readAll(run + "/metrics.jsonl");
+        const Run second = runApp({"train", "--resume", "--output", run});
+        QCOMPARE(second.exitCode, 1);
+        QVERIFY2(second.err.contains(QStringLiteral("another training process (pid %1)").arg(p.processId())),
+                 qPrintable(second.err));
+        QVERIFY(readAll(run + "/metrics.jsonl").rfind(metricsBefore, 0) == 0); // only appended to
+        QCOMPARE(runFolderOwner(run.toStdString()), std::int64_t(p.processId()));
         p.terminate();
         QVERIFY(p.waitForFinished(60000));
         QCOMPARE(p.exitCode(), 130);
+        QCOMPARE(runFolderOwner(run.toStdString()), std::int64_t(0)); // released with the process
         const nlohmann::json s = status(run);
         QCOMPARE(s["state"].get<std::string>(), std::string("stopped"));
         QVERIFY(fs::exists((run + "/" + QString::fromStdString(s["last_checkpoint"].get<std::string>()) +
