@@ -30,6 +30,8 @@ public:
     void setCandidates(const QString& demoKind);
     /// Runs `input` on every chosen model (when the page is visible; otherwise on showing it).
     void setInput(const InputRequest& input);
+    /// The input the page shows (or will run when shown).
+    const InputRequest& input() const { return m_input; }
     void setSelection(int layer, int head);
     const Figure* figure() const;
 

@@ -117,7 +117,8 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
     });
     connect(m_input, &InputPanel::pairsLoaded, this, [this] {
         const ModelInfo& m = m_controller->model();
-        if (m.family == QLatin1String("BERT") && !m.synthetic && m_lastInput.kind == InputRequest::Kind::None)
+        if (m.family == QLatin1String("BERT") && !m.synthetic &&
+            m_lastInput.kind == InputRequest::Kind::None && m_requested.kind == InputRequest::Kind::None)
             m_input->selectPair(0);
         if (m.family == QLatin1String("BERT") && !m.classNames.isEmpty())
             m_controller->predictPairs(m_input->pairsModel()->premises(),
@@ -346,6 +347,8 @@ void MainWindow::modelLoaded(const ModelInfo& info)
     const QString familyKind = info.isDecoder()   ? QStringLiteral("backcopy")
                                : info.takesText() ? QStringLiteral("bert-mnli")
                                                   : QStringLiteral("vit-fmnist");
+    m_compare->setInput({}); // the new model's first input follows once it has run
+    m_teaching->setInput({});
     m_compare->setCandidates(kind.isEmpty() ? familyKind : kind);
     m_teaching->setCandidates(kind, info.dir);
     // Paper figures look at the last layers: start at the second-to-last layer, head 1.
@@ -395,16 +398,22 @@ void MainWindow::modelLoaded(const ModelInfo& info)
 
 void MainWindow::request(const InputRequest& input)
 {
-    m_lastInput = input;
+    m_requested = input;
     m_highlightTokens.clear();
+    // Compare and Teaching follow once this model has run the input: an input that fails (say, a
+    // file that is no image) is reported once, here, and every page stays on the last good input.
     input.sendTo(*m_controller);
-    m_compare->setInput(input);
-    m_teaching->setInput(input);
 }
 
 void MainWindow::snapshotReady(const SnapshotPtr& snapshot)
 {
     m_snapshot = snapshot;
+    if (m_requested.kind != InputRequest::Kind::None) {
+        m_lastInput = m_requested;
+        m_requested = {};
+        m_compare->setInput(m_lastInput);
+        m_teaching->setInput(m_lastInput);
+    }
     const bool bf16 = snapshot->precision == QLatin1String("bf16");
     m_precisionLabel->setText(bf16 ? tr("bf16 (fast mode)") : QString());
     m_precisionLabel->setToolTip(bf16 ? m_fastMode->toolTip() : QString());
@@ -488,6 +497,12 @@ void MainWindow::dimensionClicked(int dimension)
 void MainWindow::showError(const QString& message)
 {
     statusBar()->showMessage(message, 15000);
+    // One message once: the same error from several pages or models is not stacked.
+    for (QMessageBox* open : findChildren<QMessageBox*>(QStringLiteral("errorMessage")))
+        if (open->isVisible() && open->text() == message) {
+            open->raise();
+            return;
+        }
     // Not modal: the window stays usable while the message is shown.
     auto* box = new QMessageBox(QMessageBox::Warning, tr("OutlierLens"), message, QMessageBox::Ok, this);
     box->setObjectName(QStringLiteral("errorMessage"));

@@ -100,8 +100,9 @@ private:
     bool m_precisionNoticeShown = false; // the bf16 fallback is said once
     QProgressBar* m_busy = nullptr;
     SnapshotPtr m_snapshot;
-    InputRequest m_lastInput;
-    QString m_sampleShown; ///< the current model's sample input, when that is what the app ran
+    InputRequest m_lastInput; ///< the input the shown snapshot was computed from (the last that ran)
+    InputRequest m_requested; ///< the newest input asked for, until its snapshot arrives (or it fails)
+    QString m_sampleShown;    ///< the current model's sample input, when that is what the app ran
     QVector<int> m_highlightTokens;
     int m_layer = 0, m_head = 0;
     QString m_galleryDir;

@@ -27,6 +27,8 @@ public:
 
     void setCandidates(const QString& demoKind, const QString& currentModel);
     void setInput(const InputRequest& input);
+    /// The input the page shows (or will run when shown).
+    const InputRequest& input() const { return m_input; }
     void setSelection(int layer, int head);
     const Figure* figure() const;
 

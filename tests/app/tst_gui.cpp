@@ -7,8 +7,10 @@
 
 #include "analysis/recording_sink.h"
 #include "colormap.h"
+#include "compare_page.h"
 #include "head_view.h"
 #include "heatmap_view.h"
+#include "image_view.h"
 #include "input_panel.h"
 #include "inspection_controller.h"
 #include "job_manager.h"
@@ -21,6 +23,7 @@
 #include "model_catalog.h"
 #include "outlier_dashboard.h"
 #include "outliers_page.h"
+#include "teaching_page.h"
 #include "text/decoder_tokenizer.h"
 #include "text/wordpiece.h"
 #include "train/run_folder.h"
@@ -393,6 +396,46 @@ private Q_SLOTS:
         QTRY_COMPARE_WITH_TIMEOUT(page->sourceBox()->currentIndex(), 1, 30000);
         QVERIFY2(page->note().contains(QStringLiteral("another checkpoint")), qPrintable(page->note()));
         page->sourceBox()->setCurrentIndex(0);
+    }
+
+    /// Issue #14.3: a file that is no image, dropped on a ViT while the Compare page shows: one error
+    /// message, and every page stays on the last good image.
+    void badImageIsReportedOnceAndPagesKeepTheGoodInput()
+    {
+        const QString vit = QStringLiteral(OUTLIERLENS_SOURCE_DIR "/sample_data/models/vit-fmnist-vanilla");
+        InspectionController* controller = m_window->controller();
+        m_window->openModel(vit);
+        QTRY_VERIFY_WITH_TIMEOUT(controller->snapshot() && controller->snapshot()->model.dir == vit &&
+                                     !controller->loadingOrInspecting(),
+                                 60000);
+        const QString good = controller->snapshot()->input;
+        m_window->pages()->setCurrentWidget(m_window->comparePage());
+        QTRY_COMPARE_WITH_TIMEOUT(m_window->comparePage()->input().path, good, 30000);
+        const auto errorBoxes = [&] {
+            int shown = 0;
+            for (QMessageBox* box : m_window->findChildren<QMessageBox*>(QStringLiteral("errorMessage")))
+                shown += box->isVisible() ? 1 : 0;
+            return shown;
+        };
+        for (QMessageBox* box : m_window->findChildren<QMessageBox*>(QStringLiteral("errorMessage")))
+            box->close();
+        QTRY_COMPARE(errorBoxes(), 0);
+
+        const QString bad = m_home.path() + QStringLiteral("/not-an-image.png");
+        QFile file(bad);
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write("this is text, not a PNG\n");
+        file.close();
+        Q_EMIT m_window->imageView()->imageDropped(bad);
+        QTRY_COMPARE_WITH_TIMEOUT(errorBoxes(), 1, 30000);
+        QTest::qWait(3000); // the compared models would report the same error by now
+        QCOMPARE(errorBoxes(), 1);
+        QCOMPARE(controller->snapshot()->input, good);
+        QCOMPARE(m_window->comparePage()->input().path, good);
+        m_window->pages()->setCurrentWidget(m_window->teachingPage());
+        QCOMPARE(m_window->teachingPage()->input().path, good);
+        for (QMessageBox* box : m_window->findChildren<QMessageBox*>(QStringLiteral("errorMessage")))
+            box->close();
     }
 
     void colourMapsAreRememberedAndRedraw()
