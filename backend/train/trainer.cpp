@@ -44,7 +44,11 @@ std::string modelCard(const TrainConfig& config, const TrainingTask& task, std::
     if (seconds > 0)
         card += " in " + std::to_string(int(seconds / 60)) + " min on " + std::to_string(coreCount()) +
                 " CPU cores";
-    card += ".\nAttention: " + config.variant.describe() + ".\n\n";
+    card += ".\n"; // the attention variant, resolved (gamma from alpha), is in the title
+    if (config.clipWarmupSteps > 0)
+        card += "Clipped softmax faded in over the first " + std::to_string(config.clipWarmupSteps) +
+                " steps (clip_warmup_steps).\n";
+    card += "\n";
     if (!lastEval.is_null())
         card += "Last evaluation (step " + std::to_string(lastEval.value("step", std::int64_t(0))) +
                 "):\n\n```json\n" + lastEval.dump(2) + "\n```\n\n";

@@ -4,8 +4,10 @@
 //   max |x| >= 20 x median |x|, Pearson kurtosis >= 30 (means over the inputs), the max on BOS in >= 90%
 //   of the inputs, and the 6-sigma outliers in <= 4 hidden dimensions (median over the inputs: an odd
 //   input with one more dimension over 6 sigma is reported in the mean, not counted against it);
-// - gated attention (and clipped softmax, when it is shipped): next-token loss within 2% of vanilla's,
-//   and in the same layer and tensor max |x| <= 1/4 of vanilla's and kurtosis <= 10, no dead head.
+// - gated attention: next-token loss within 2% of vanilla's, and in the same layer and tensor max |x|
+//   <= 1/4 of vanilla's and kurtosis <= 10, no dead head;
+// - clipped softmax: the same loss and no dead head; its outlier figures are printed, not bounded (it
+//   does not remove the outlier here: docs/demo-models.md).
 // It prints the figures docs/demo-models.md quotes. If the models are retrained, this says whether
 // they still teach what the docs claim.
 
@@ -163,26 +165,33 @@ private Q_SLOTS:
         qInfo("vanilla outlier: layer %d %s", layer + 1, tensor.c_str());
         const LayerFigures& v = vanilla.tensors.at(tensor)[std::size_t(layer)];
 
+        // Gated attention removes the outlier. Clipped softmax does not, in this causal model (nor did
+        // it for the paper's OPT): docs/demo-models.md says so, and only what it claims is checked.
         int fixes = 0;
         for (const char* variant : {"gated", "clipped"}) {
             const std::string dir = kModels + "/backcopy-" + variant;
+            const bool removes = std::string(variant) == "gated";
             if (!std::filesystem::exists(dir + "/config.json")) continue;
-            ++fixes;
+            fixes += removes ? 1 : 0;
             const ModelFigures f = measure(dir);
             print(std::string("backcopy-") + variant, f);
             const LayerFigures& g = f.tensors.at(tensor)[std::size_t(layer)];
+            qInfo("%s vs vanilla at layer %d %s: max|x| %.1f vs %.1f (%.2f x), kurtosis %.1f vs %.1f",
+                  variant, layer + 1, tensor.c_str(), g.maxAbs, v.maxAbs, g.maxAbs / v.maxAbs, g.kurtosis,
+                  v.kurtosis);
             QVERIFY2(
                 f.loss <= vanilla.loss * 1.02,
                 qPrintable(QString("%1: loss %2 vs vanilla %3").arg(variant).arg(f.loss).arg(vanilla.loss)));
+            for (const auto& perHead : f.contextMax)
+                for (double m : perHead)
+                    QVERIFY2(m > 1e-3, qPrintable(QString("%1: a head whose output is zero").arg(variant)));
+            if (!removes) continue;
             QVERIFY2(
                 g.maxAbs <= v.maxAbs / 4,
                 qPrintable(QString("%1: max|x| %2 vs vanilla %3").arg(variant).arg(g.maxAbs).arg(v.maxAbs)));
             QVERIFY2(g.kurtosis <= 10, qPrintable(QString("%1: kurtosis %2").arg(variant).arg(g.kurtosis)));
-            for (const auto& perHead : f.contextMax)
-                for (double m : perHead)
-                    QVERIFY2(m > 1e-3, qPrintable(QString("%1: a head whose output is zero").arg(variant)));
         }
-        QVERIFY2(fixes >= 1, "neither backcopy-gated nor backcopy-clipped is bundled");
+        QVERIFY2(fixes >= 1, "backcopy-gated is not bundled");
     }
 };
 
