@@ -11,6 +11,7 @@
 #include "model/runtime.h"
 #include "paths.h"
 #include "text/imagenet.h"
+#include "text/wordpiece.h"
 
 #include <cstdio>
 
@@ -46,6 +47,10 @@ int inspectBertModel(Command& cmd, const std::string& modelDir)
         std::printf("note: left out %s\n", note.c_str());
 
     const BertInspection result = inspectBert(network, tokenizer, text, pair, maxLength);
+    if (const std::string cut = truncationNotice(
+            result.fullLength, std::int64_t(result.encoding.inputIds.size()), pair.has_value());
+        !cut.empty())
+        std::fprintf(stderr, "note: %s\n", cut.c_str());
     std::printf("tokens (%zu): %s\n", result.encoding.tokens.size(),
                 joinTokens(result.encoding.tokens).c_str());
     if (result.predicted >= 0) {
@@ -95,6 +100,10 @@ int inspectDecoderModel(Command& cmd, const std::string& modelDir, Precision pre
 
     const DecoderInspection result =
         inspectDecoder(network, *tokenizer, text, maxLength, !cmd.isSet("no-special-tokens"));
+    if (const std::string cut =
+            truncationNotice(result.fullLength, std::int64_t(result.encoding.inputIds.size()));
+        !cut.empty())
+        std::fprintf(stderr, "note: %s\n", cut.c_str());
     std::printf("tokens (%zu): %s\n", result.labels.size(), joinTokens(result.labels).c_str());
     if (!result.nextTokens.empty()) {
         std::printf("next token:");

@@ -77,6 +77,14 @@ InputPanel::InputPanel(QWidget* parent)
             Q_EMIT textRequested(m_premise->toPlainText(),
                                  m_decoder ? QString() : m_hypothesis->toPlainText());
     });
+    // Nothing to run without a text: the button says so instead of doing nothing.
+    const auto updateRun = [this] {
+        const bool any = !m_premise->toPlainText().trimmed().isEmpty();
+        m_runText->setEnabled(any);
+        m_runText->setToolTip(any ? QString() : tr("Type a text first"));
+    };
+    connect(m_premise, &QPlainTextEdit::textChanged, this, updateRun);
+    updateRun();
     m_openText = new QPushButton(tr("Open text file…"));
     m_openText->setToolTip(tr("Run the beginning of a UTF-8 text file (the app looks at up to 512 tokens; "
                               "'outlierlens inspect' takes the model's maximum length)"));

@@ -57,6 +57,7 @@ InspectionController::InspectionController(QObject* parent)
         for (const auto& [kind, generation] : m_wanted)
             if (generation == g) {
                 Q_EMIT failed(message);
+                if (kind == Kind::Model) Q_EMIT modelLoadFailed();
                 return;
             }
     });

@@ -61,6 +61,8 @@ Q_SIGNALS:
     void progress(qint64 done, qint64 total);
     /// A request failed; `message` names the file, tensor or input.
     void failed(const QString& message);
+    /// A loadModel() failed (after failed()): model() is still the previous model.
+    void modelLoadFailed();
     void busyChanged(bool busy);
 
 private:

@@ -14,6 +14,7 @@
 #include "model/vit_network.h"
 #include "paths.h"
 #include "text/imagenet.h"
+#include "text/wordpiece.h"
 #include "train/data/synthetic_data.h"
 
 #include <nlohmann/json.hpp>
@@ -269,6 +270,8 @@ void InspectionWorker::inspectText(quint64 generation, const QString& text, cons
         fillActivations(*s, r.activations);
         s->probabilities = QVector<double>(r.probabilities.begin(), r.probabilities.end());
         if (r.predicted >= 0) s->prediction << s->model.classNames.value(r.predicted);
+        s->inputNotice = QString::fromStdString(
+            truncationNotice(r.fullLength, std::int64_t(r.encoding.inputIds.size()), second.has_value()));
         Q_EMIT inspected(generation, s);
     } catch (const std::exception& e) {
         Q_EMIT failed(generation, QString::fromStdString(e.what()));
@@ -291,8 +294,10 @@ void InspectionWorker::inspectDecoderText(quint64 generation, const QString& tex
     s->generation = generation;
     s->model = m_model->info;
     s->input = text;
-    if (int(r.labels.size()) == limit)
-        s->input = QStringLiteral("%1 (first %2 tokens)").arg(text.left(2000)).arg(limit);
+    s->inputNotice =
+        QString::fromStdString(truncationNotice(r.fullLength, std::int64_t(r.encoding.inputIds.size())));
+    if (!s->inputNotice.isEmpty())
+        s->input = QStringLiteral("%1 (first %2 tokens)").arg(text.left(2000)).arg(r.labels.size());
     for (const auto& t : r.labels)
         s->tokens << QString::fromStdString(t);
     s->T = s->tokens.size();

@@ -98,6 +98,8 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
     connect(m_controller, &InspectionController::modelLoaded, this, &MainWindow::modelLoaded);
     connect(m_controller, &InspectionController::snapshotReady, this, &MainWindow::snapshotReady);
     connect(m_controller, &InspectionController::failed, this, &MainWindow::showError);
+    connect(m_controller, &InspectionController::modelLoadFailed, this,
+            [this] { m_modelLabel->setText(modelDescription(m_controller->model())); });
     connect(m_controller, &InspectionController::busyChanged, this, [this](bool busy) {
         m_busy->setRange(0, 0);
         m_busy->setVisible(busy);
@@ -304,6 +306,17 @@ void MainWindow::buildActions()
     });
 }
 
+QString MainWindow::modelDescription(const ModelInfo& info) const
+{
+    if (info.dir.isEmpty()) return tr("No model open");
+    return tr("%1: %2, %3 layers, %4 heads, hidden %5; %6")
+        .arg(info.name, info.head)
+        .arg(info.layers)
+        .arg(info.heads)
+        .arg(info.hidden)
+        .arg(info.variant);
+}
+
 void MainWindow::openModel(const QString& dir)
 {
     if (dir.isEmpty()) {
@@ -332,14 +345,11 @@ void MainWindow::modelLoaded(const ModelInfo& info)
         m_layerBox->setRange(1, info.layers);
         m_headBox->setRange(1, info.heads);
     }
-    m_modelLabel->setText(tr("%1: %2, %3 layers, %4 heads, hidden %5; %6")
-                              .arg(info.name, info.head)
-                              .arg(info.layers)
-                              .arg(info.heads)
-                              .arg(info.hidden)
-                              .arg(info.variant));
+    m_modelLabel->setText(modelDescription(info));
     m_modelLabel->setToolTip(info.card);
     m_snapshot.reset();
+    // The Image page is for models that take images: a text model does not invite a drop.
+    m_pages->setTabVisible(m_pages->indexOf(m_imageView), !info.takesText());
     m_input->setModelKind(info.family, info.synthetic, info.isDecoder());
     m_input->pairsModel()->clearPredictions();
     const QString kind = ModelCatalog::demoKindOf(info.dir);
@@ -417,6 +427,8 @@ void MainWindow::snapshotReady(const SnapshotPtr& snapshot)
     const bool bf16 = snapshot->precision == QLatin1String("bf16");
     m_precisionLabel->setText(bf16 ? tr("bf16 (fast mode)") : QString());
     m_precisionLabel->setToolTip(bf16 ? m_fastMode->toolTip() : QString());
+    if (!snapshot->inputNotice.isEmpty())
+        statusBar()->showMessage(tr("Input cut: %1.").arg(snapshot->inputNotice), 30000);
     if (!snapshot->precisionNotice.isEmpty() && !m_precisionNoticeShown) {
         m_precisionNoticeShown = true;
         statusBar()->showMessage(snapshot->precisionNotice, 15000);
@@ -462,7 +474,7 @@ void MainWindow::refreshCurrentPage()
     } else if (page == m_overview) {
         m_overview->setData(buildOverview(*m_snapshot));
         m_overview->setCurrent(m_layer, m_head);
-    } else if (page == m_imageView && m_snapshot->model.family == QLatin1String("ViT")) {
+    } else if (page == m_imageView && !m_snapshot->model.takesText()) {
         ImageViewData data = buildImageView(*m_snapshot, m_layer, m_head);
         const StatisticsPtr stats = m_controller->statistics();
         if (stats && m_controller->statisticsDescribeModel(*stats)) addDatasetPatches(data, *stats, m_layer);
@@ -489,8 +501,8 @@ void MainWindow::dimensionClicked(int dimension)
     const QVector<int> keep = m_highlightTokens;
     setSelection(std::min(m_layer + 1, m_snapshot->L() - 1), dimension / m_snapshot->dh());
     m_highlightTokens = keep;
-    m_pages->setCurrentWidget(
-        m_snapshot->model.family == QLatin1String("ViT") ? static_cast<QWidget*>(m_imageView) : m_headView);
+    m_pages->setCurrentWidget(m_snapshot->model.takesText() ? m_headView
+                                                            : static_cast<QWidget*>(m_imageView));
     refreshCurrentPage();
 }
 

@@ -51,6 +51,7 @@ public:
     JobsPage* jobsPage() const { return m_jobs; }
     SweepsPage* sweepsPage() const { return m_sweeps; }
     QSpinBox* layerBox() const { return m_layerBox; }
+    QLabel* modelLabel() const { return m_modelLabel; }
     QSpinBox* headBox() const { return m_headBox; }
     int layer() const { return m_layer; }
     int head() const { return m_head; }
@@ -71,6 +72,8 @@ protected:
 private:
     void buildActions();
     void modelLoaded(const ModelInfo& info);
+    /// "name: head, L layers, H heads, hidden d; variant" (the label above the pages).
+    QString modelDescription(const ModelInfo& info) const;
     void snapshotReady(const SnapshotPtr& snapshot);
     void refreshCurrentPage();
     void request(const InputRequest& input);

@@ -18,6 +18,9 @@ BertInspection inspectBert(BertNetwork& network, const BertTokenizer& tokenizer,
                           captureNames.empty() ? RecordingSink() : RecordingSink(captureNames),
                           {},
                           -1};
+    result.fullLength = std::int64_t(result.encoding.inputIds.size());
+    if (result.fullLength == limit) // cut, or exactly full: count the whole input
+        result.fullLength = std::int64_t(tokenizer.encode(text, pair, 0).inputIds.size());
     for (std::int64_t id : result.encoding.inputIds)
         if (id < 0 || id >= network.config().vocabSize)
             throw Error("token id " + std::to_string(id) + " is outside the model's vocabulary of " +

@@ -18,6 +18,8 @@ struct BertInspection
     RecordingSink activations;         ///< batched tensors, B = 1
     std::vector<double> probabilities; ///< softmax of the classifier logits (empty without a classifier)
     int predicted = -1;                ///< argmax class, -1 without a classifier
+    /// Tokens of the whole input before truncation (> encoding.inputIds.size() when it was cut).
+    std::int64_t fullLength = 0;
 };
 
 /// Tokenizes `text` (+ `pair`) like BertTokenizer (truncation to maxLength, 0 = the model's

@@ -39,6 +39,10 @@ DecoderInspection inspectDecoder(DecoderNetwork& network, const DecoderTokenizer
                              captureNames.empty() ? RecordingSink() : RecordingSink(captureNames),
                              {},
                              {}};
+    result.fullLength = std::int64_t(result.encoding.inputIds.size());
+    if (limit > 0 && result.fullLength == limit) // cut, or exactly full: count the whole text
+        result.fullLength =
+            std::int64_t(tokenizer.encode(text, std::nullopt, 0, addSpecialTokens).inputIds.size());
     if (result.encoding.inputIds.empty())
         throw Error("the text gives no tokens" +
                     std::string(addSpecialTokens ? "" : " (special tokens are off: nothing to run)"));

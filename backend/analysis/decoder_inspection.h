@@ -20,6 +20,8 @@ struct DecoderInspection
     std::vector<std::string> labels; ///< one readable label per token (bytes decoded, spaces shown)
     /// The most likely next tokens after the last position: (token id, probability), best first.
     std::vector<std::pair<std::int64_t, double>> nextTokens;
+    /// Tokens of the whole text before truncation (> encoding.inputIds.size() when it was cut).
+    std::int64_t fullLength = 0;
 };
 
 /// Tokenizes `text` as the model's tokenizer does (`addSpecialTokens`: OPT/LLaMA's BOS; GPT-2 adds

@@ -476,4 +476,13 @@ const std::string& BertTokenizer::idToToken(std::int64_t id) const
     return m_idToToken[static_cast<std::size_t>(id)];
 }
 
+std::string truncationNotice(std::int64_t fullTokens, std::int64_t keptTokens, bool pair)
+{
+    if (fullTokens <= keptTokens) return {};
+    return "the input has " + std::to_string(fullTokens) + " tokens; " +
+           (pair ? "it was cut to " + std::to_string(keptTokens) +
+                       " by removing tokens from the end of the longer sentence (the model's limit)"
+                 : "only the first " + std::to_string(keptTokens) + " are used (the model's limit)");
+}
+
 } // namespace outlierlens

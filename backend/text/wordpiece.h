@@ -24,6 +24,10 @@ struct Encoding
     std::vector<std::string> tokens;         ///< wordpiece strings, e.g. "[CLS]", "hello", "##ing"
 };
 
+/// "" when nothing was cut, else the sentence a user reads: "the input has 602 tokens; only the first
+/// 512 are used (the model's limit)"; for sentence pairs, where the longer segment loses its end.
+std::string truncationNotice(std::int64_t fullTokens, std::int64_t keptTokens, bool pair = false);
+
 /// The settings of tokenizer_config.json that change tokenization (names as in Hugging Face).
 struct BertTokenizerOptions
 {

@@ -229,6 +229,10 @@ private Q_SLOTS:
                               "--pair", "the and in the and in", "--max-length", "8"});
         QVERIFY2(r.exitCode == 0, qPrintable(r.err));
         QVERIFY2(r.out.contains("tokens (8):"), qPrintable(r.out));
+        // Said, not silent: [CLS] + 8 + [SEP] + 6 + [SEP] = 17 tokens before the cut.
+        QVERIFY2(r.err.contains("note: the input has 17 tokens; it was cut to 8"), qPrintable(r.err));
+        const Run whole = runApp({"inspect", "--model", fx("bert/hf"), "--text", "the to of a"});
+        QVERIFY2(!whole.err.contains("note: the input has"), qPrintable(whole.err));
     }
 
     void badCheckpointsFailWithOneLine_data()

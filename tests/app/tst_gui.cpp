@@ -36,6 +36,7 @@
 #include <QJsonObject>
 #include <QLabel>
 #include <QMessageBox>
+#include <QPlainTextEdit>
 #include <QProcess>
 #include <QPushButton>
 #include <QSettings>
@@ -239,10 +240,51 @@ private Q_SLOTS:
             (box = m_window->findChild<QMessageBox*>(QStringLiteral("errorMessage"))) != nullptr, 30000);
         QVERIFY2(box->text().contains(QStringLiteral("model.safetensors")), qPrintable(box->text()));
         box->close();
+        // The label above the pages names the model still open, not "Loading …".
+        QTRY_VERIFY(
+            m_window->modelLabel()->text().startsWith(QFileInfo(kModel).fileName() + QLatin1Char(':')));
         // The previous model is still loaded and still answers.
         QCOMPARE(m_window->controller()->model().dir, kModel);
         m_window->inputPanel()->selectPair(1);
         waitForInput(m_window->inputPanel()->pairsModel()->premises()[1]);
+    }
+
+    /// Issue #14.7: a long text is cut with a word, Run without text says why it is off, and the Image
+    /// page is offered only to models that take images.
+    void silentBehaviourSpeaksUp()
+    {
+        openBertOnText();
+        QStringList words;
+        for (int i = 0; i < 600; ++i)
+            words << QStringLiteral("word");
+        m_window->inputPanel()->runText(words.join(QLatin1Char(' ')));
+        waitForInput(QStringLiteral("word word"));
+        const SnapshotPtr s = m_window->controller()->snapshot();
+        const int limit = s->T;
+        QVERIFY2(
+            s->inputNotice.contains(QStringLiteral("the input has 602 tokens; only the first %1").arg(limit)),
+            qPrintable(s->inputNotice));
+        QVERIFY2(m_window->statusBar()->currentMessage().startsWith(QStringLiteral("Input cut:")),
+                 qPrintable(m_window->statusBar()->currentMessage()));
+
+        auto* premise = m_window->inputPanel()->findChild<QPlainTextEdit*>();
+        QPushButton* run = nullptr;
+        for (QPushButton* b : m_window->inputPanel()->findChildren<QPushButton*>())
+            if (b->text().startsWith(QStringLiteral("Run"))) run = b;
+        QVERIFY(premise && run);
+        premise->setPlainText(QStringLiteral("   "));
+        QVERIFY(!run->isEnabled());
+        QCOMPARE(run->toolTip(), QStringLiteral("Type a text first"));
+        premise->setPlainText(QStringLiteral("A sentence."));
+        QVERIFY(run->isEnabled());
+
+        const int imageTab = m_window->pages()->indexOf(m_window->imageView());
+        QVERIFY(!m_window->pages()->isTabVisible(imageTab)); // BERT takes no images
+        const QString vit = QStringLiteral(OUTLIERLENS_SOURCE_DIR "/sample_data/models/vit-fmnist-gated");
+        m_window->openModel(vit);
+        QTRY_COMPARE_WITH_TIMEOUT(m_window->controller()->model().dir, vit, 60000);
+        QVERIFY(m_window->pages()->isTabVisible(imageTab));
+        openBertOnText();
     }
 
     void startAndCancelATrainingJob()
