@@ -33,9 +33,9 @@ const Subcommand kSubcommands[] = {
      outlierlens::cli::runInspect},
     {"tokenize", "show how the model's tokenizer splits a text (one JSON line)",
      outlierlens::cli::runTokenize},
-    {"stats", "outlier statistics over a whole data set (MNLI pairs or images) to HDF5",
+    {"stats", "outlier statistics over a whole data set (MNLI pairs, text or images) to HDF5",
      outlierlens::cli::runStats},
-    {"train", "train a BERT or ViT (vanilla, clipped softmax, gated attention); JSON progress",
+    {"train", "train a BERT, ViT or decoder (vanilla, clipped softmax, gated attention); JSON progress",
      outlierlens::cli::runTrain},
     {"sweep", "a grid of training runs and a summary table (the paper's Figures 6 and 7)",
      outlierlens::cli::runSweep},
@@ -74,6 +74,10 @@ int runGui(int argc, char* argv[])
          QStringLiteral("list")},
         {QStringLiteral("prefix"), QStringLiteral("File name prefix for --screenshots."),
          QStringLiteral("text")},
+        {QStringLiteral("window-size"),
+         QStringLiteral("Window size for --screenshots, WIDTHxHEIGHT (default 1500x920; the input dock keeps "
+                        "about a third)."),
+         QStringLiteral("WxH"), QStringLiteral("1500x920")},
         {QStringLiteral("bench-gui"),
          QStringLiteral("Measure GUI stalls and head redraw times (one JSON line), then quit.")},
         {QStringLiteral("bench-image"), QStringLiteral("--bench-gui: run this image (ViT) instead of text."),
@@ -117,9 +121,17 @@ int runGui(int argc, char* argv[])
             parser.isSet(QStringLiteral("pages"))
                 ? parser.value(QStringLiteral("pages"))
                 : QStringLiteral("Head,Overview,Outliers,Image,Compare,Teaching,Sweeps,Jobs");
+        const QStringList wh = parser.value(QStringLiteral("window-size")).split(QLatin1Char('x'));
+        const QSize size(wh.value(0).toInt(), wh.value(1).toInt());
+        if (wh.size() != 2 || size.width() < 400 || size.height() < 300) {
+            std::fprintf(
+                stderr, "outlierlens: --window-size: expected WIDTHxHEIGHT of at least 400x300, found '%s'\n",
+                qPrintable(parser.value(QStringLiteral("window-size"))));
+            return outlierlens::cli::UsageError;
+        }
         auto* tour = new outlierlens::ScreenshotTour(&window, parser.value(QStringLiteral("screenshots")),
                                                      pages.split(QLatin1Char(',')),
-                                                     parser.value(QStringLiteral("prefix")));
+                                                     parser.value(QStringLiteral("prefix")), size);
         tour->start();
     }
     return app.exec();

@@ -12,12 +12,16 @@
 #include <QLineEdit>
 #include <QPushButton>
 #include <QSignalBlocker>
+#include <QSettings>
 #include <QSpinBox>
 #include <QVBoxLayout>
 
 #include <cmath>
 
 namespace outlierlens {
+namespace {
+constexpr char kLastFolderKey[] = "export/lastFolder";
+}
 
 ExportDialog::ExportDialog(const Figure& figure, QWidget* parent)
     : QDialog(parent)
@@ -33,7 +37,10 @@ ExportDialog::ExportDialog(const Figure& figure, QWidget* parent)
     auto* browseButton = new QPushButton(tr("Browse\u2026"), this);
     pathRow->addWidget(m_path, 1);
     pathRow->addWidget(browseButton);
-    form->addRow(tr("&File:"), pathRow);
+    // A label with a mnemonic needs a buddy widget, which a row holding a layout does not get.
+    auto* fileLabel = new QLabel(tr("&File:"), this);
+    fileLabel->setBuddy(m_path);
+    form->addRow(fileLabel, pathRow);
 
     m_format = new QComboBox(this);
     m_format->addItem(tr("PNG image"), int(ExportFormat::Png));
@@ -55,7 +62,9 @@ ExportDialog::ExportDialog(const Figure& figure, QWidget* parent)
     sizeRow->addWidget(new QLabel(QStringLiteral("\u00d7"), this));
     sizeRow->addWidget(m_height);
     sizeRow->addStretch(1);
-    form->addRow(tr("&Size:"), sizeRow);
+    auto* sizeLabel = new QLabel(tr("&Size:"), this);
+    sizeLabel->setBuddy(m_width);
+    form->addRow(sizeLabel, sizeRow);
 
     m_dpi = new QSpinBox(this);
     m_dpi->setRange(72, 1200);
@@ -93,7 +102,10 @@ ExportDialog::ExportDialog(const Figure& figure, QWidget* parent)
     connect(buttons, &QDialogButtonBox::accepted, this, &ExportDialog::accept);
     connect(buttons, &QDialogButtonBox::rejected, this, &ExportDialog::reject);
 
-    setPath(QDir::home().filePath(figure.figureName() + QStringLiteral(".png")));
+    // The folder of the last export (remembered across sessions), else the home folder.
+    const QString folder = QSettings().value(QLatin1String(kLastFolderKey), QDir::homePath()).toString();
+    setPath(QDir(QDir(folder).exists() ? folder : QDir::homePath())
+                .filePath(figure.figureName() + QStringLiteral(".png")));
     updatePhysicalSize();
 }
 
@@ -212,7 +224,10 @@ bool ExportDialog::exportNow()
                     exportFigure(m_figure, path(), format(), figureSize(), dpi(), &error) &&
                     (!writesCsv() || exportFigureCsv(m_figure, csvPath(), &error));
     if (path().isEmpty()) error = tr("Choose a file name.");
-    if (ok) return true;
+    if (ok) {
+        QSettings().setValue(QLatin1String(kLastFolderKey), QFileInfo(path()).absolutePath());
+        return true;
+    }
     m_error->setText(error);
     m_error->show();
     return false;

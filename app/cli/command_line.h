@@ -63,6 +63,10 @@ struct UsageException
     std::string message;
 };
 
+/// One CSV field (RFC 4180): quoted, with quotes doubled, when it holds a comma, quote, line break or
+/// edge space; as is otherwise. The commands' CSV files use it for every text field.
+std::string csvField(const std::string& text);
+
 /// Set by SIGINT/SIGTERM; long commands check it between batches.
 std::atomic<bool>& interruptFlag();
 /// Installs handlers that set interruptFlag() and, on a second signal, remove temp files and exit.

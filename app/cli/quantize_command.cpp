@@ -66,7 +66,7 @@ std::string toCsv(const QuantExperiment& e, const QuantResult& r)
         << "model,data,bits_w,bits_a,estimator,calib_batches,seeds,metric,fp,quantized_mean,quantized_std,"
            "max_inf_norm,"
            "avg_kurtosis\n"
-        << '"' << e.modelDir << "\",\"" << e.data << "\"," << e.quant.weightBits << ','
+        << csvField(e.modelDir) << ',' << csvField(e.data) << ',' << e.quant.weightBits << ','
         << e.quant.activationBits << ',' << toString(e.quant.estimator) << ',' << e.calibBatches << ','
         << e.seeds << ',' << r.metricName << ',' << r.floatMetric << ',' << r.quantMean << ',' << r.quantStd
         << ',' << r.maxInfNorm << ',' << r.avgKurtosis << '\n';

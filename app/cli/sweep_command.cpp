@@ -217,14 +217,14 @@ int runSweep(const QStringList& args)
         writeTextFileAtomically((fs::path(output) / "summary.json").string(), rows.dump(2) + "\n");
         std::string csv = "name,state,step,metric_name,metric,relative_metric,max_inf_norm,avg_kurtosis\n";
         for (const auto& row : rows) {
-            char line[512];
-            std::snprintf(line, sizeof line, "%s,%s,%lld,%s,%.6g,%.6g,%.6g,%.6g\n",
-                          row["name"].get<std::string>().c_str(), row["state"].get<std::string>().c_str(),
-                          static_cast<long long>(row["step"].get<std::int64_t>()),
-                          row["metric_name"].get<std::string>().c_str(), row["metric"].get<double>(),
+            char numbers[256];
+            std::snprintf(numbers, sizeof numbers, "%.6g,%.6g,%.6g,%.6g\n", row["metric"].get<double>(),
                           row["relative_metric"].get<double>(), row["max_inf_norm"].get<double>(),
                           row["avg_kurtosis"].get<double>());
-            csv += line;
+            // Names such as "alpha=2,seq_length=32" hold commas: quoted, or the columns shift.
+            csv += csvField(row["name"].get<std::string>()) + ',' + csvField(row["state"].get<std::string>()) +
+                   ',' + std::to_string(row["step"].get<std::int64_t>()) + ',' +
+                   csvField(row["metric_name"].get<std::string>()) + ',' + numbers;
         }
         writeTextFileAtomically((fs::path(output) / "summary.csv").string(), csv);
         std::printf("%s", csv.c_str());

@@ -124,7 +124,8 @@ int runTrain(const QStringList& args)
             std::fprintf(stderr, "outlierlens train: %s\n", result.message.c_str());
             return Ok;
         case TrainOutcome::Stopped:
-            std::fprintf(stderr, "outlierlens train: %s\n", result.message.c_str());
+            std::fprintf(stderr, "outlierlens train: %s (outlierlens train --resume --output %s)\n",
+                         result.message.c_str(), config.output.c_str());
             return Interrupted;
         case TrainOutcome::Diverged:
             return cmd.fail(result.message);

@@ -13,21 +13,23 @@
 
 namespace outlierlens {
 
-ScreenshotTour::ScreenshotTour(MainWindow* window, QString folder, QStringList pages, QString prefix)
+ScreenshotTour::ScreenshotTour(MainWindow* window, QString folder, QStringList pages, QString prefix,
+                               QSize windowSize)
     : QObject(window)
     , m_window(window)
     , m_folder(std::move(folder))
     , m_pages(std::move(pages))
     , m_prefix(std::move(prefix))
+    , m_windowSize(windowSize)
 {}
 
 void ScreenshotTour::start()
 {
     // The same window for every screenshot, whatever layout the settings remember.
     m_window->showNormal();
-    m_window->resize(1500, 920);
+    m_window->resize(m_windowSize);
     if (auto* dock = m_window->findChild<QDockWidget*>(QStringLiteral("inputDock")))
-        m_window->resizeDocks({dock}, {470}, Qt::Horizontal);
+        m_window->resizeDocks({dock}, {m_windowSize.width() * 470 / 1500}, Qt::Horizontal);
     QDir().mkpath(m_folder);
     QTimer::singleShot(500, this, &ScreenshotTour::next);
 }

@@ -2,6 +2,7 @@
 // GUI thread.
 
 #include <QObject>
+#include <QSize>
 #include <QStringList>
 
 namespace outlierlens {
@@ -15,7 +16,8 @@ class ScreenshotTour : public QObject
 {
     Q_OBJECT
 public:
-    ScreenshotTour(MainWindow* window, QString folder, QStringList pages, QString prefix);
+    ScreenshotTour(MainWindow* window, QString folder, QStringList pages, QString prefix,
+                   QSize windowSize = QSize(1500, 920));
     void start();
 
 private:
@@ -26,6 +28,7 @@ private:
     QString m_folder;
     QStringList m_pages;
     QString m_prefix;
+    QSize m_windowSize;
     int m_index = 0;
     int m_waited = 0;
 };

@@ -201,7 +201,7 @@ TrainResult runTraining(const TrainConfig& config, bool resume, const std::atomi
         if (stop) {
             checkpoint(step);
             result.outcome = TrainOutcome::Stopped;
-            result.message = "stopped at step " + std::to_string(step) + "; continue with --resume";
+            result.message = "stopped at step " + std::to_string(step) + ", checkpoint saved; resuming continues from it";
             break;
         }
         const std::uint64_t stepSeed = mixSeed(config.seed, std::uint64_t(step));

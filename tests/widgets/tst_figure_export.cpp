@@ -10,8 +10,11 @@
 #include <QDir>
 #include <QFile>
 #include <QImageReader>
+#include <QLabel>
 #include <QRegularExpression>
+#include <QSettings>
 #include <QSpinBox>
+#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -39,6 +42,7 @@ class TestFigureExport : public QObject
 {
     Q_OBJECT
 private Q_SLOTS:
+    void initTestCase();
     void init();
     void pngHasSizeDpiAndText();
     void svgHasTitleAndDescription();
@@ -56,6 +60,15 @@ private:
     std::unique_ptr<QTemporaryDir> m_dir;
     std::unique_ptr<HeadView> m_view;
 };
+
+void TestFigureExport::initTestCase()
+{
+    // The export dialog remembers its folder in QSettings: keep the user's own settings out of it.
+    QStandardPaths::setTestModeEnabled(true);
+    QCoreApplication::setOrganizationName(QStringLiteral("OutlierLensTest"));
+    QCoreApplication::setApplicationName(QStringLiteral("tst_figure_export"));
+    QSettings().clear();
+}
 
 void TestFigureExport::init()
 {
@@ -262,6 +275,13 @@ void TestFigureExport::dialog()
     QVERIFY(!dialog.exportNow());
     QVERIFY2(dialog.errorText().contains(QDir::toNativeSeparators(path("missing-folder/fig.png"))),
              qPrintable(dialog.errorText()));
+
+    // The next dialog starts in the folder of the last export; labels are mnemonics, not "&File:".
+    ExportDialog next(*m_view);
+    QCOMPARE(QFileInfo(next.path()).absolutePath(), QFileInfo(path("fig.png")).absolutePath());
+    for (QLabel* label : next.findChildren<QLabel*>())
+        if (label->text().contains(QLatin1Char('&')))
+            QVERIFY2(label->buddy() != nullptr, qPrintable(label->text()));
 }
 
 QTEST_MAIN(TestFigureExport)
