@@ -6,6 +6,7 @@
 #include <QFontMetricsF>
 #include <QLabel>
 #include <QPainter>
+#include <QResizeEvent>
 #include <QSplitter>
 #include <QVBoxLayout>
 
@@ -29,7 +30,7 @@ CompareView::CompareView(QWidget* parent)
     layout->addWidget(m_title);
     m_splitter = new QSplitter(Qt::Horizontal, this);
     m_splitter->setChildrenCollapsible(false);
-    layout->addWidget(m_splitter);
+    layout->addWidget(m_splitter, 1); // the title keeps its height, the models take the rest
 }
 
 void CompareView::setEntries(const QVector<CompareEntry>& entries)
@@ -46,6 +47,9 @@ void CompareView::setEntries(const QVector<CompareEntry>& entries)
     m_captions.clear();
     for (int i = 0; i < m_entries.size(); ++i) {
         auto* column = new QWidget(m_splitter);
+        // The columns take what the view has; their panels' size hints must not widen the window.
+        column->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Ignored);
+        column->setMinimumSize(1, 1);
         auto* layout = new QVBoxLayout(column);
         layout->setContentsMargins(2, 2, 2, 2);
         auto* captionLabel = new QLabel(column);
@@ -55,9 +59,11 @@ void CompareView::setEntries(const QVector<CompareEntry>& entries)
             lines << metric.toHtmlEscaped();
         captionLabel->setText(lines.join(QStringLiteral("<br>")));
         captionLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+        captionLabel->setWordWrap(true); // a narrow column wraps its caption instead of cutting it
         layout->addWidget(captionLabel);
         auto* head = new HeadView(column);
         head->setTitleVisible(false);
+        head->setValuePanelsVisible(m_valuePanels);
         head->setData(m_entries[i].head);
         layout->addWidget(head, 1);
         m_splitter->addWidget(column);
@@ -88,6 +94,21 @@ void CompareView::setEntries(const QVector<CompareEntry>& entries)
     }
     m_title->setText(title());
     applyOrientation();
+    m_splitter->setSizes(QList<int>(m_splitter->count(), 1 << 20)); // equal shares
+}
+
+void CompareView::setValuePanelsVisible(bool visible)
+{
+    m_valuePanels = visible;
+    for (HeadView* head : m_heads)
+        head->setValuePanelsVisible(visible);
+    applyOrientation();
+}
+
+void CompareView::resizeEvent(QResizeEvent* event)
+{
+    QWidget::resizeEvent(event);
+    if (m_arrangement == Arrangement::Automatic) applyOrientation();
 }
 
 void CompareView::setArrangement(Arrangement arrangement)
@@ -98,7 +119,11 @@ void CompareView::setArrangement(Arrangement arrangement)
 
 void CompareView::applyOrientation()
 {
-    m_splitter->setOrientation(orientation());
+    const Qt::Orientation o = orientation();
+    if (m_splitter->orientation() == o) return;
+    m_splitter->setOrientation(o);
+    // Equal shares along the new direction.
+    m_splitter->setSizes(QList<int>(m_splitter->count(), 1 << 20));
 }
 
 Qt::Orientation CompareView::orientation() const
@@ -106,7 +131,14 @@ Qt::Orientation CompareView::orientation() const
     if (m_arrangement != Arrangement::Automatic)
         return m_arrangement == Arrangement::SideBySide ? Qt::Horizontal : Qt::Vertical;
     if (m_heads.isEmpty()) return Qt::Horizontal;
-    // The shape closer to a 16:10 landscape page wins, at the heads' own preferred cell size.
+    // On screen: the arrangement with the larger cells in the room the view has.
+    if (width() >= 200 && height() >= 200) {
+        const QSizeF room = size();
+        return figureCellSizeFor(room, Qt::Horizontal) >= figureCellSizeFor(room, Qt::Vertical)
+                   ? Qt::Horizontal
+                   : Qt::Vertical;
+    }
+    // Not laid out yet: the shape closer to a 16:10 landscape page wins, at the heads' preferred cell size.
     const HeadView* first = m_heads.first();
     const double s = first->figureCellSizeFor(first->preferredFigureSize());
     const auto badness = [&](Qt::Orientation o) {

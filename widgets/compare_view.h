@@ -27,6 +27,9 @@ struct CompareEntry
 /// metrics), under one title "Layer L, head H" (1-based). Side by side or stacked: a head's panels are wide
 /// when T is small (T x d_head values), so Automatic puts them side by side only when that gives a
 /// reasonable shape. Zoom and vertical scrolling are shared by all entries.
+/// On screen, Automatic takes the arrangement that gives the larger cells in the view's own size
+/// (and follows its resizing); the view never asks for more room than it has, so it does not push
+/// the window's docks aside.
 class CompareView : public QWidget, public Figure
 {
     Q_OBJECT
@@ -38,6 +41,9 @@ public:
     void setEntries(const QVector<CompareEntry>& entries);
     const QVector<CompareEntry>& entries() const { return m_entries; }
     void setArrangement(Arrangement arrangement);
+    /// V and P.V next to each model's probabilities (off by default: the probabilities get the room).
+    void setValuePanelsVisible(bool visible);
+    bool valuePanelsVisible() const { return m_valuePanels; }
     Arrangement arrangement() const { return m_arrangement; }
     /// Qt::Horizontal: side by side; Qt::Vertical: stacked (what Automatic chose for the current data).
     Qt::Orientation orientation() const;
@@ -54,11 +60,15 @@ public:
     QString figureCsv() const override;
     Provenance figureProvenance() const override;
     QString figureName() const override;
+    /// The heads' common cell size when the whole comparison fits `size` in `orientation`.
+    double figureCellSizeFor(const QSizeF& size, Qt::Orientation orientation) const;
+
+protected:
+    void resizeEvent(QResizeEvent* event) override;
 
 private:
     double captionHeight() const;
     double figureTitleHeight() const;
-    double figureCellSizeFor(const QSizeF& size, Qt::Orientation orientation) const;
     QSizeF figureExtent(double cellSize, Qt::Orientation orientation) const;
     void applyOrientation();
 
@@ -67,6 +77,7 @@ private:
     QVector<QLabel*> m_captions;
     QLabel* m_title = nullptr;
     QSplitter* m_splitter = nullptr;
+    bool m_valuePanels = false;
     Arrangement m_arrangement = Arrangement::Automatic;
     bool m_syncing = false;
 };

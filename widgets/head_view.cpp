@@ -135,7 +135,11 @@ void HeadView::setData(const HeadViewData& data)
         gate.valueTitle = tr("gate probability \u03c0");
     }
     m_panels[GatePanel]->setData(gate, ColorScale::Sequential);
-    m_panels[GatePanel]->setVisible(hasGatePanel());
+    for (int i = 0; i < 4; ++i)
+        m_panels[i]->setVisible(panelShown(i));
+    // Without V and P.V (the compact form), the gate strip reads off the probabilities' colour bar: the
+    // same colour map over [0, 1].
+    m_panels[GatePanel]->setColorBarVisible(m_valuePanelsVisible);
 
     HeatmapView* probabilities = m_panels[ProbabilitiesPanel];
     probabilities->setTitle(m_data.clippedSoftmax ? tr("attention probabilities (clipped softmax)")
@@ -170,11 +174,24 @@ void HeadView::setTitleVisible(bool visible)
     m_title->setVisible(visible);
 }
 
+bool HeadView::panelShown(int panel) const
+{
+    if (panel == GatePanel) return hasGatePanel();
+    return panel == ProbabilitiesPanel || m_valuePanelsVisible;
+}
+
+void HeadView::setValuePanelsVisible(bool visible)
+{
+    if (m_valuePanelsVisible == visible) return;
+    m_valuePanelsVisible = visible;
+    setData(m_data); // panels, labels and the fit follow
+}
+
 QVector<HeatmapView*> HeadView::visiblePanels() const
 {
     QVector<HeatmapView*> panels;
     for (int i = 0; i < 4; ++i)
-        if (i != GatePanel || hasGatePanel()) panels.append(m_panels[i]);
+        if (panelShown(i)) panels.append(m_panels[i]);
     return panels;
 }
 
@@ -219,8 +236,7 @@ double HeadView::cellsWidth(double rowHeight) const
 {
     double width = 0;
     for (int i = 0; i < 4; ++i)
-        if (i != GatePanel || hasGatePanel())
-            width += m_panels[i]->data().cols * panelCell(i, rowHeight).width();
+        if (panelShown(i)) width += m_panels[i]->data().cols * panelCell(i, rowHeight).width();
     return width;
 }
 
@@ -248,7 +264,7 @@ void HeadView::applyCellSize(double cellSize, int scroll)
     m_cell = cellSize;
     m_syncing = true;
     for (int i = 0; i < 4; ++i) {
-        if (i == GatePanel && !hasGatePanel()) continue;
+        if (!panelShown(i)) continue;
         const QSizeF cell = panelCell(i, cellSize);
         m_panels[i]->setCellDimensions(cell);
         m_panels[i]->setFixedWidth(m_panels[i]->sizeForCellDimensions(cell).width());
@@ -387,7 +403,7 @@ void HeadView::paintFigureWithCellSize(QPainter& painter, const QPointF& topLeft
         top = std::max(top, view->figureMargins().top());
     double x = topLeft.x();
     for (int i = 0; i < 4; ++i) {
-        if (i == GatePanel && !hasGatePanel()) continue;
+        if (!panelShown(i)) continue;
         const HeatmapView* view = m_panels[i];
         const QMargins m = view->figureMargins();
         const QSizeF cell = panelCell(i, cellSize);
@@ -421,7 +437,7 @@ QString HeadView::figureCsv() const
 {
     QString csv = QStringLiteral("panel,row,col,row_label,col_label,value\n");
     for (int i = 0; i < 4; ++i) {
-        if (i == GatePanel && !hasGatePanel()) continue;
+        if (!panelShown(i)) continue;
         const QString prefix = QLatin1String(panelName(i)) + QLatin1Char(',');
         const QString body = m_panels[i]->figureCsv();
         // Drop the panel's own header line, prefix every row with the panel name.

@@ -42,6 +42,10 @@ public:
     /// Shows the title above the panels and in the figure (default); CompareView shows it once instead.
     void setTitleVisible(bool visible);
     bool hasGatePanel() const { return !m_data.gate.isEmpty(); }
+    /// Shows V and P.V next to the probabilities (default); CompareView may show the probabilities alone,
+    /// and then the gate strip has no colour bar of its own (it uses the probabilities' [0, 1] map).
+    void setValuePanelsVisible(bool visible);
+    bool valuePanelsVisible() const { return m_valuePanelsVisible; }
     HeatmapView* panel(Panel panel) const { return m_panels[panel]; }
     /// Marks tokens (0-based positions) in every panel: rows everywhere, key columns in the probabilities.
     void setHighlightedTokens(const QVector<int>& tokens);
@@ -87,6 +91,8 @@ protected:
 
 private:
     QVector<HeatmapView*> visiblePanels() const;
+    /// The gate when the data has one; V and P.V unless hidden; the probabilities always.
+    bool panelShown(int panel) const;
     void onPanelZoomed(HeatmapView* source);
     void onPanelScrolled(HeatmapView* source, int value);
     void syncTopMargins();
@@ -107,6 +113,7 @@ private:
     double m_cell = 12;
     bool m_fit = true;
     bool m_titleVisible = true;
+    bool m_valuePanelsVisible = true;
     bool m_syncing = false;
 };
 

@@ -75,43 +75,60 @@ TeachingView::Kind TeachingView::kind() const
     return m_data.clipped ? Kind::Clipped : Kind::Vanilla;
 }
 
+QString TeachingView::outlierSentence() const
+{
+    const TeachingData& d = m_data;
+    const QString key = quoted(d.largestProbabilityKey);
+    if (d.keyOutliers < 0)
+        return tr("Layer 1 reads the embeddings: no earlier layer can have written an outlier.");
+    const QString where = tr("layer %1's %2").arg(d.layer).arg(d.outlierTensor);
+    if (d.keyOutliers > 0)
+        return tr("%1 carries %2 values over %3 in %4 (max |x| %5): those are the outliers.")
+            .arg(key)
+            .arg(d.keyOutliers)
+            .arg(d.outlierRule, where, displayNumber(d.keyInputMax));
+    return tr("No outlier at %1: nothing over %2 in %3 there (max |x| %4).")
+        .arg(key, d.outlierRule, where, displayNumber(d.keyInputMax));
+}
+
 QString TeachingView::caption() const
 {
     const TeachingData& d = m_data;
     if (!m_hasData)
         return tr("Choose a token, a layer and a head to see the live numbers.") + QLatin1Char('\n') +
                tr("Red boxes show where outliers come from, green ones where a fix acts.");
+    const QString key = quoted(d.largestProbabilityKey);
+    const QString largest = tr("largest p = %1 on %2").arg(displayNumber(d.largestProbability), key);
     switch (kind()) {
-    case Kind::Gated:
-        if (d.gate >= 0 && d.gate < 0.5)
-            return tr("The gate closes: \u03c0 = %1, so the head adds almost nothing to this token.")
-                       .arg(displayNumber(d.gate)) +
-                   QLatin1Char('\n') +
-                   tr("No huge softmax inputs needed: they stay within %1 and FFN outputs reach %2.")
-                       .arg(range(d.softmaxInputMin, d.softmaxInputMax), displayNumber(d.ffnOutputMax));
-        return tr("The gate is open: \u03c0 = %1, so the head updates this token.")
-                   .arg(displayNumber(d.gate)) +
-               QLatin1Char('\n') +
-               tr("To do nothing it would close the gate, not push its softmax inputs (now %1).")
-                   .arg(range(d.softmaxInputMin, d.softmaxInputMax));
+    case Kind::Gated: {
+        const QString gate = displayNumber(d.gate);
+        const QString state =
+            d.gate < kGateClosed
+                ? tr("The gate is closed (\u03c0 = %1 < %2): the head adds almost nothing to this token")
+                      .arg(gate, displayNumber(kGateClosed))
+            : d.gate > kGateOpen ? tr("The gate is open (\u03c0 = %1 > %2): the head updates this token")
+                                       .arg(gate, displayNumber(kGateOpen))
+                                 : tr("The gate is half open (\u03c0 = %1, between %2 and %3)")
+                                       .arg(gate, displayNumber(kGateClosed), displayNumber(kGateOpen));
+        return state + tr("; %1.").arg(largest) + QLatin1Char('\n') + outlierSentence();
+    }
     case Kind::Clipped:
-        return tr("Clipped softmax gives exact zeros: no huge inputs needed.") + QLatin1Char('\n') +
-               tr("Softmax inputs stay within %1 and FFN outputs reach %2.")
-                   .arg(range(d.softmaxInputMin, d.softmaxInputMax), displayNumber(d.ffnOutputMax));
+        return tr("Clipped softmax: %1 of this query's %2 probabilities are exactly 0; %3.")
+                   .arg(d.exactZeros)
+                   .arg(d.visibleKeys)
+                   .arg(largest) +
+               QLatin1Char('\n') + outlierSentence();
     case Kind::Vanilla:
         break;
     }
-    if (d.largestProbability < 0.5)
-        return tr("Here the head spreads its attention (largest p = %1 on %2): it is not doing nothing,")
-                   .arg(displayNumber(d.largestProbability), quoted(d.largestProbabilityKey)) +
-               QLatin1Char('\n') +
-               tr("so its softmax inputs stay within %1 and the previous FFN's outputs reach %2.")
-                   .arg(range(d.softmaxInputMin, d.softmaxInputMax), displayNumber(d.ffnOutputMax));
-    return tr("To do nothing, the head pushes the softmax input range to %1 (p = %2 on %3),")
-               .arg(range(d.softmaxInputMin, d.softmaxInputMax), displayNumber(d.largestProbability),
-                    quoted(d.largestProbabilityKey)) +
-           QLatin1Char('\n') +
-           tr("which needs FFN outputs of %1: those are the outliers.").arg(displayNumber(d.ffnOutputMax));
+    if (d.largestProbability < kSink)
+        return tr("Here the head spreads its attention (%1 < %2): it is not doing nothing.")
+                   .arg(largest, displayNumber(kSink)) +
+               QLatin1Char('\n') + outlierSentence();
+    return tr("To do nothing, the head puts p = %1 on %2 (at least %3: a sink) and adds |P\u00b7V| = %4.")
+               .arg(displayNumber(d.largestProbability), key, displayNumber(kSink),
+                    displayNumber(d.contextNorm)) +
+           QLatin1Char('\n') + outlierSentence();
 }
 
 QVector<TeachingView::Box> TeachingView::boxes() const
@@ -121,10 +138,13 @@ QVector<TeachingView::Box> TeachingView::boxes() const
     const bool vanilla = k == Kind::Vanilla;
     const auto live = [&](const QString& text) { return m_hasData ? text : kNone; };
     QVector<Box> out;
-    out.append({tr("previous FFN"),
-                d.layer >= 1 ? tr("layer %1, max |output|").arg(d.layer) : tr("max |output|"),
-                {live(displayNumber(d.ffnOutputMax))},
-                vanilla ? 1 : 0});
+    // Where the outlier sits: the previous layer's output at the key the head attends to most.
+    out.append({tr("previous layer"),
+                d.keyOutliers >= 0
+                    ? tr("layer %1, max |x| at %2").arg(d.layer).arg(quoted(d.largestProbabilityKey))
+                    : tr("max |x| at the key"),
+                {live(d.keyOutliers >= 0 ? displayNumber(d.keyInputMax) : kNone)},
+                d.keyOutliers > 0 ? 1 : 0});
     if (d.preLayerNorm) {
         // Pre-LN: the FFN output joins the residual stream, which a LayerNorm normalises for Q, K, V.
         out.append(
@@ -144,7 +164,7 @@ QVector<TeachingView::Box> TeachingView::boxes() const
                 {live(range(d.softmaxInputMin, d.softmaxInputMax)),
                  live(displayNumber(d.largestProbability) + QStringLiteral(" \u2192 ") +
                       quoted(d.largestProbabilityKey))},
-                vanilla ? 1 : (k == Kind::Clipped ? 2 : 0)});
+                vanilla && d.largestProbability >= kSink ? 1 : (k == Kind::Clipped ? 2 : 0)});
     out.append({tr("P \u00b7 V"), tr("|P\u00b7V| of this token"), {live(displayNumber(d.contextNorm))}, 0});
     if (k == Kind::Gated)
         out.append({tr("gate \u03c0"),
@@ -361,6 +381,13 @@ QString TeachingView::figureCsv() const
     text("largest_probability_key", d.largestProbabilityKey);
     number("context_norm", d.contextNorm);
     if (d.gated) number("gate", d.gate);
+    if (d.keyOutliers >= 0) {
+        text("outlier_rule", d.outlierRule + QLatin1Char(' ') + d.outlierTensor);
+        number("key_outliers", d.keyOutliers);
+        number("key_input_max", d.keyInputMax);
+        number("token_outliers", d.tokenOutliers);
+    }
+    if (d.clipped) number("exact_zero_probabilities", d.exactZeros);
     return csv;
 }
 

@@ -27,7 +27,13 @@ public:
     const TeachingData& data() const { return m_data; }
     /// Gated if data().gated, else clipped if data().clipped, else vanilla.
     Kind kind() const;
-    /// The two caption lines, separated by '\n'.
+    /// Thresholds the caption states: a key with at least kSink of the attention is a sink; a gate
+    /// below kGateClosed is closed, above kGateOpen open.
+    static constexpr double kSink = 0.5;
+    static constexpr double kGateClosed = 0.1;
+    static constexpr double kGateOpen = 0.5;
+    /// The two caption lines, separated by '\n', derived from the numbers with the thresholds above
+    /// and the data's outlier rule: what the head does, then whether its key carries outliers.
     QString caption() const;
     /// The box titles in drawing order ("gate \u03c0" only for gated models).
     QStringList boxTitles() const;
@@ -49,6 +55,8 @@ protected:
 private:
     struct Box;
     QVector<Box> boxes() const;
+    /// The caption's second line: outliers (or none) at the key the head attends to most.
+    QString outlierSentence() const;
 
     TeachingData m_data;
     bool m_hasData = false;

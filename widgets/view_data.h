@@ -140,6 +140,16 @@ struct TeachingData
     QString largestProbabilityKey;
     double contextNorm = 0; ///< |P.V| of this head at this token (L2)
     double gate = -1;       ///< pi at this token; < 0 for ungated models
+    /// What the head reads from the previous layer (`outlierTensor` of layer `layer`, 1-based: the
+    /// layer before this one), judged by `outlierRule`: outlier values at the key that receives the
+    /// largest probability and at this token; -1 when the layer reads the embeddings.
+    QString outlierTensor;  ///< "out" (decoders, ViT) or "ffn_out" (BERT)
+    QString outlierRule;    ///< e.g. "6σ"
+    int keyOutliers = -1;   ///< outlier values at the key with the largest probability
+    double keyInputMax = 0; ///< max |x| of that key's row
+    int tokenOutliers = -1; ///< outlier values at this token
+    int exactZeros = 0;     ///< this query's probabilities over its visible keys that are exactly 0
+    int visibleKeys = 0;    ///< keys this query sees (all, or up to itself when causal)
     bool clipped = false;
     bool gated = false;
     Provenance provenance;

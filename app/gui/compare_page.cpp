@@ -5,6 +5,7 @@
 #include "model_catalog.h"
 #include "view_builders.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -13,21 +14,55 @@
 namespace outlierlens {
 namespace {
 
-/// Max inf norm and kurtosis of the FFN output of `layer` for one snapshot: the numbers shown under
-/// each compared model.
-QStringList metricsLines(const InspectionSnapshot& s, int layer)
+/// The caption under each compared model, numbers that tell the story at a glance: the outliers in
+/// what the chosen layer reads (the previous layer's output: the FFN output for BERT, the block output
+/// for ViT and decoders, as in the papers' figures), and where the chosen head puts its attention.
+QStringList metricsLines(const InspectionSnapshot& s, int layer, int head)
 {
-    const OutlierDashboardData d = buildDashboard(s, layer, QStringLiteral("ffn_out"));
-    double outliers = 0;
-    for (double v : d.perDimension.values)
-        outliers += v;
-    return {s.model.variant,
-            QStringLiteral("FFN output, layer %1: max |x| %2, kurtosis %3, %4 outlier values")
-                .arg(layer + 1)
-                .arg(d.maxInfNormPerLayer.value(layer), 0, 'g', 4)
-                .arg(d.kurtosisPerLayer.value(layer), 0, 'g', 4)
-                .arg(outliers),
-            s.prediction.isEmpty() ? QString() : QStringLiteral("prediction: ") + s.prediction.first()};
+    QStringList lines{s.model.variant};
+    if (layer > 0) {
+        const QString tensor =
+            s.model.takesText() && !s.model.isDecoder() ? QStringLiteral("ffn_out") : QStringLiteral("out");
+        const OutlierDashboardData d = buildDashboard(s, layer - 1, tensor);
+        double values = 0;
+        int dims = 0;
+        for (double v : d.perDimension.values) {
+            values += v;
+            dims += v > 0 ? 1 : 0;
+        }
+        lines << QStringLiteral(
+                     "read by layer %1: layer %2 %3, max |x| %4, kurtosis %5, %6 outliers in %7 dims")
+                     .arg(layer + 1)
+                     .arg(layer)
+                     .arg(tensor)
+                     .arg(d.maxInfNormPerLayer.value(layer - 1), 0, 'f', 1)
+                     .arg(d.kurtosisPerLayer.value(layer - 1), 0, 'f', 1)
+                     .arg(values)
+                     .arg(dims);
+    } else {
+        lines << QStringLiteral("layer 1 reads the embeddings");
+    }
+    // The key the head favours, averaged over the queries (a sink when it takes most of it).
+    const float* p = s.probsOf(layer, head);
+    int best = 0;
+    double bestMean = -1;
+    for (int k = 0; k < s.T; ++k) {
+        double sum = 0;
+        for (int q = 0; q < s.T; ++q)
+            sum += p[std::size_t(q) * s.T + k];
+        if (sum / s.T > bestMean) {
+            bestMean = sum / s.T;
+            best = k;
+        }
+    }
+    if (s.T > 0)
+        lines << QStringLiteral("head %1: %2 of its attention on token %3 ‘%4’ (mean over queries)")
+                     .arg(head + 1)
+                     .arg(bestMean, 0, 'f', 2)
+                     .arg(best)
+                     .arg(s.tokens.value(best));
+    if (!s.prediction.isEmpty()) lines << QStringLiteral("prediction: ") + s.prediction.first();
+    return lines;
 }
 
 } // namespace
@@ -38,11 +73,18 @@ ComparePage::ComparePage(QWidget* parent)
     auto* pickers = new QHBoxLayout;
     for (int i = 0; i < 3; ++i) {
         m_pickers[std::size_t(i)] = new QComboBox;
+        // Long model names must not widen the window (and squeeze the input dock): they elide.
+        m_pickers[std::size_t(i)]->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+        m_pickers[std::size_t(i)]->setMinimumContentsLength(10);
         pickers->addWidget(new QLabel(tr("Model %1:").arg(i + 1)));
         pickers->addWidget(m_pickers[std::size_t(i)], 1);
         connect(m_pickers[std::size_t(i)], &QComboBox::activated, this, [this, i] { modelChosen(i); });
     }
     m_view = new CompareView;
+    auto* values = new QCheckBox(tr("&V and P·V"));
+    values->setToolTip(tr("Show each head's values and their product next to its probabilities"));
+    connect(values, &QCheckBox::toggled, m_view, &CompareView::setValuePanelsVisible);
+    pickers->addWidget(values);
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(pickers);
     layout->addWidget(m_view, 1);
@@ -132,7 +174,7 @@ void ComparePage::rebuild()
     for (std::size_t i = 0; i < 3; ++i) {
         const SnapshotPtr& s = m_snapshots[i];
         if (!s || m_layer >= s->L() || m_head >= s->H()) continue;
-        entries << CompareEntry{m_pickers[i]->currentText(), metricsLines(*s, m_layer),
+        entries << CompareEntry{m_pickers[i]->currentText(), metricsLines(*s, m_layer, m_head),
                                 buildHeadView(*s, m_layer, m_head)};
     }
     m_view->setEntries(entries);

@@ -31,6 +31,7 @@ public:
     const InputRequest& input() const { return m_input; }
     void setSelection(int layer, int head);
     const Figure* figure() const;
+    TeachingView* view() const { return m_view; }
 
 Q_SIGNALS:
     void failed(const QString& message);

@@ -404,6 +404,27 @@ TeachingData buildTeaching(const InspectionSnapshot& s, int token, int layer, in
         squares += double(context[j]) * context[j];
     t.contextNorm = std::sqrt(squares);
     if (const float* g = s.gatesOf(layer, head)) t.gate = g[token];
+    t.visibleKeys = keys;
+    t.exactZeros = int(std::count(probs, probs + keys, 0.0f));
+    // Outliers in what the head reads, by the paper's 6-sigma rule over the previous layer's [T x d]
+    // tensor (the FFN output for BERT, the block output for ViT and decoders, as in the figures).
+    constexpr double kSigmas = 6.0;
+    t.outlierRule = QStringLiteral("%1σ").arg(kSigmas);
+    t.outlierTensor =
+        s.model.takesText() && !s.model.isDecoder() ? QStringLiteral("ffn_out") : QStringLiteral("out");
+    if (layer > 0) {
+        const std::size_t n = std::size_t(s.T) * d;
+        const float* x = s.perLayer(t.outlierTensor).constData() + std::size_t(layer - 1) * n;
+        const std::vector<bool> mask = sigmaMask(x, n, kSigmas);
+        const auto rowCount = [&](int row) {
+            return int(std::count(mask.begin() + std::ptrdiff_t(row) * d,
+                                  mask.begin() + std::ptrdiff_t(row + 1) * d, true));
+        };
+        t.keyOutliers = rowCount(best);
+        t.tokenOutliers = rowCount(token);
+        for (int j = 0; j < d; ++j)
+            t.keyInputMax = std::max(t.keyInputMax, double(std::abs(x[std::size_t(best) * d + j])));
+    }
     t.provenance = provenanceOf(s, QStringLiteral("token %1 (%2), layer %3, head %4")
                                        .arg(token)
                                        .arg(t.token)

@@ -24,6 +24,7 @@
 #include "outlier_dashboard.h"
 #include "outliers_page.h"
 #include "teaching_page.h"
+#include "teaching_view.h"
 #include "text/decoder_tokenizer.h"
 #include "text/wordpiece.h"
 #include "train/run_folder.h"
@@ -478,6 +479,28 @@ private Q_SLOTS:
         QCOMPARE(m_window->teachingPage()->input().path, good);
         for (QMessageBox* box : m_window->findChildren<QMessageBox*>(QStringLiteral("errorMessage")))
             box->close();
+    }
+
+    /// Issue #14.5: the Teaching page's caption follows from the numbers: the vanilla decoder's sink
+    /// carries the outliers, the gated one's attention lands on a token without any.
+    void teachingCaptionsFollowTheNumbers()
+    {
+        const QString models = QStringLiteral(OUTLIERLENS_SOURCE_DIR "/sample_data/models/");
+        m_window->pages()->setCurrentWidget(m_window->teachingPage());
+        const struct
+        {
+            QString model, says;
+        } cases[] = {{QStringLiteral("backcopy-vanilla"), QStringLiteral("those are the outliers")},
+                     {QStringLiteral("backcopy-gated"), QStringLiteral("No outlier at")}};
+        for (const auto& c : cases) {
+            m_window->openModel(models + c.model);
+            QTRY_VERIFY_WITH_TIMEOUT(
+                m_window->teachingPage()->view()->data().provenance.model.endsWith(c.model) &&
+                    m_window->teachingPage()->view()->data().layer == 1,
+                60000);
+            const QString caption = m_window->teachingPage()->view()->caption();
+            QVERIFY2(caption.contains(c.says), qPrintable(caption));
+        }
     }
 
     void colourMapsAreRememberedAndRedraw()

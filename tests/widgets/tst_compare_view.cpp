@@ -36,6 +36,7 @@ class TestCompareView : public QObject
 private Q_SLOTS:
     void columnsWithCaptions();
     void arrangement();
+    void onScreenUsesTheRoom();
     void zoomIsShared();
     void csvAndProvenance();
 };
@@ -70,8 +71,9 @@ void TestCompareView::columnsWithCaptions()
 void TestCompareView::arrangement()
 {
     CompareView view;
+    view.setValuePanelsVisible(true);
     view.setEntries(threeModels(13, 64));
-    // 13 tokens x 64 dimensions: each head is wide, so automatic stacks them.
+    // 13 tokens x 64 dimensions, V and P.V shown: each head is wide, so automatic stacks them.
     QCOMPARE(view.arrangement(), CompareView::Arrangement::Automatic);
     QCOMPARE(view.orientation(), Qt::Vertical);
     view.setArrangement(CompareView::Arrangement::SideBySide);
@@ -82,6 +84,36 @@ void TestCompareView::arrangement()
     const QSize stacked = view.preferredFigureSize();
     QVERIFY(sideBySide.width() > stacked.width());
     QVERIFY(sideBySide.height() < stacked.height());
+}
+
+void TestCompareView::onScreenUsesTheRoom()
+{
+    // Issue #14.4: on a 1280x800 window the page has about 770 x 650 px. Three 64-token heads take the
+    // arrangement with the larger cells, share the width equally, and ask for no width of their own.
+    CompareView view;
+    view.setEntries(threeModels(64, 64));
+    QVERIFY(!view.valuePanelsVisible()); // the probabilities get the room by default
+    view.resize(770, 650);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    const Qt::Orientation chosen = view.orientation();
+    const Qt::Orientation other = chosen == Qt::Horizontal ? Qt::Vertical : Qt::Horizontal;
+    QVERIFY(view.figureCellSizeFor(view.size(), chosen) >= view.figureCellSizeFor(view.size(), other));
+    QCOMPARE(chosen, Qt::Horizontal);
+    for (int i = 0; i < 3; ++i) {
+        const int width = view.headView(i)->parentWidget()->width();
+        QVERIFY2(width >= 770 / 3 - 20, qPrintable(QString::number(width)));
+        // The probabilities panel is drawn whole, not cut behind a scroll bar.
+        HeatmapView* probabilities = view.headView(i)->panel(HeadView::ProbabilitiesPanel);
+        QVERIFY(probabilities->isVisible());
+        QVERIFY2(probabilities->geometry().right() <= view.headView(i)->width(),
+                 qPrintable(QString::number(probabilities->geometry().right())));
+    }
+    // Long captions wrap inside their column; the view does not widen the window (or squeeze a dock).
+    QVERIFY2(view.minimumSizeHint().width() < 200,
+             qPrintable(QString::number(view.minimumSizeHint().width())));
+    view.setValuePanelsVisible(true);
+    QVERIFY(view.headView(0)->panel(HeadView::ValuesPanel)->isVisible());
 }
 
 void TestCompareView::zoomIsShared()
@@ -108,8 +140,10 @@ void TestCompareView::csvAndProvenance()
     view.setEntries(threeModels(7, 4));
     const QStringList lines = view.figureCsv().split(QLatin1Char('\n'), Qt::SkipEmptyParts);
     QCOMPARE(lines.first(), QStringLiteral("model,panel,row,col,row_label,col_label,value"));
+    QCOMPARE(lines.size(), 1 + 3 * 7 * 7 + 7); // the probabilities, + the gate column of the gated model
+    view.setValuePanelsVisible(true);
     const int perHead = 7 * 7 + 2 * 7 * 4;
-    QCOMPARE(lines.size(), 1 + 3 * perHead + 7); // + the gate column of the gated model
+    QCOMPARE(view.figureCsv().split(QLatin1Char('\n'), Qt::SkipEmptyParts).size(), 1 + 3 * perHead + 7);
     QVERIFY(lines[1].startsWith(QStringLiteral("vanilla,probabilities,0,0,[CLS],[CLS],")));
     QVERIFY(
         lines.contains(QStringLiteral("\"clipped softmax, gamma -0.025\",probabilities,0,1,[CLS],the,0")));

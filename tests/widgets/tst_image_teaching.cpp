@@ -74,6 +74,13 @@ TeachingData teachingData(const QString& kind)
     d.clipped = kind == QLatin1String("clipped");
     d.gated = kind == QLatin1String("gated");
     d.gate = d.gated ? 0.002 : -1;
+    d.outlierRule = QStringLiteral("6\u03c3");
+    d.outlierTensor = QStringLiteral("ffn_out");
+    d.keyOutliers = 3;
+    d.keyInputMax = 120;
+    d.tokenOutliers = 3;
+    d.visibleKeys = 40;
+    d.exactZeros = d.clipped ? 37 : 0;
     return d;
 }
 
@@ -367,6 +374,7 @@ void TestImageTeaching::teachingGateBoxOnlyWhenGated()
 
 void TestImageTeaching::teachingCaptionPerKind()
 {
+    // Issue #14.5: captions follow from the numbers, with the thresholds they state.
     TeachingView view;
     QCOMPARE(view.caption().count(QLatin1Char('\n')), 1);
 
@@ -374,26 +382,47 @@ void TestImageTeaching::teachingCaptionPerKind()
     QCOMPARE(view.kind(), TeachingView::Kind::Vanilla);
     const QString vanilla = view.caption();
     QCOMPARE(vanilla.count(QLatin1Char('\n')), 1);
-    QVERIFY2(vanilla.contains(QStringLiteral("softmax input range to \u221230 \u2026 45")),
+    QVERIFY2(vanilla.contains(QStringLiteral("puts p = 0.998 on \u201c[SEP]\u201d (at least 0.5: a sink)")),
              qPrintable(vanilla));
-    QVERIFY2(vanilla.contains(QStringLiteral("FFN outputs of 120")), qPrintable(vanilla));
+    QVERIFY2(
+        vanilla.contains(QStringLiteral("carries 3 values over 6\u03c3 in layer 10's ffn_out (max |x| 120): "
+                                        "those are the outliers")),
+        qPrintable(vanilla));
+    // The key carries no outlier: the caption says so instead of calling a number an outlier.
+    TeachingData clean = teachingData(QStringLiteral("vanilla"));
+    clean.keyOutliers = 0;
+    clean.keyInputMax = 1.38;
+    view.setData(clean);
+    QVERIFY2(view.caption().contains(QStringLiteral("No outlier at \u201c[SEP]\u201d: nothing over 6\u03c3")),
+             qPrintable(view.caption()));
+    QVERIFY2(!view.caption().contains(QStringLiteral("those are the outliers")), qPrintable(view.caption()));
     // A head that spreads its attention is not said to do nothing.
     TeachingData spread = teachingData(QStringLiteral("vanilla"));
     spread.largestProbability = 0.2;
     view.setData(spread);
     QVERIFY2(view.caption().contains(QStringLiteral("it is not doing nothing")), qPrintable(view.caption()));
     QCOMPARE(view.caption().count(QLatin1Char('\n')), 1);
-    view.setData(teachingData(QStringLiteral("vanilla")));
+    // Layer 1 reads the embeddings: no earlier layer.
+    TeachingData first = teachingData(QStringLiteral("vanilla"));
+    first.keyOutliers = -1;
+    view.setData(first);
+    QVERIFY2(view.caption().contains(QStringLiteral("reads the embeddings")), qPrintable(view.caption()));
 
     view.setData(teachingData(QStringLiteral("clipped")));
     QCOMPARE(view.kind(), TeachingView::Kind::Clipped);
     const QString clipped = view.caption();
-    QVERIFY2(clipped.contains(QStringLiteral("exact zeros: no huge inputs needed")), qPrintable(clipped));
+    QVERIFY2(clipped.contains(QStringLiteral("37 of this query's 40 probabilities are exactly 0")),
+             qPrintable(clipped));
 
     view.setData(teachingData(QStringLiteral("gated")));
     QCOMPARE(view.kind(), TeachingView::Kind::Gated);
     const QString gated = view.caption();
-    QVERIFY2(gated.contains(QStringLiteral("gate closes: \u03c0 = 0.002")), qPrintable(gated));
+    QVERIFY2(gated.contains(QStringLiteral("gate is closed (\u03c0 = 0.002 < 0.1)")), qPrintable(gated));
+    TeachingData initial = teachingData(QStringLiteral("gated"));
+    initial.gate = 0.257; // the initial gate value is not "closed"
+    view.setData(initial);
+    QVERIFY2(view.caption().contains(QStringLiteral("half open (\u03c0 = 0.257, between 0.1 and 0.5)")),
+             qPrintable(view.caption()));
 
     QVERIFY(vanilla != clipped && clipped != gated && vanilla != gated);
 }
