@@ -102,6 +102,15 @@ void updateTraining(JobInfo& j)
         else
             j.state = state;
         if (alive) j.message.clear();
+        // The trainer's progress lines carry its estimate ({"elapsed":..,"eta":..,...}: keys sorted).
+        j.secondsLeft = -1;
+        if (alive) {
+            const QJsonObject progress =
+                QJsonDocument::fromJson(lastLine(j.logFile, QStringLiteral("{\"elapsed\"")).toUtf8())
+                    .object();
+            if (progress.contains(QStringLiteral("eta")))
+                j.secondsLeft = progress[QStringLiteral("eta")].toDouble();
+        }
         if (!alive && j.state == QLatin1String("stopped") && j.message.isEmpty())
             j.message = QStringLiteral(
                 "the process ended without finishing (killed?); resume continues from the last checkpoint");
@@ -122,6 +131,11 @@ void updateStatistics(JobInfo& j, bool alive)
         j.step = m.captured(1).toLongLong();
         j.total = m.captured(2).toLongLong();
     }
+    // "stats: 40/1000 pairs (4%), 11.8/s, ...": the rest at the current rate.
+    const auto rate = QRegularExpression(QStringLiteral(", ([0-9.]+)/s")).match(progress);
+    j.secondsLeft = alive && rate.hasMatch() && rate.captured(1).toDouble() > 0
+                        ? double(j.total - j.step) / rate.captured(1).toDouble()
+                        : -1;
     if (alive) {
         j.state = QStringLiteral("running");
     } else if (QFileInfo::exists(j.output)) {

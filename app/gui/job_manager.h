@@ -29,6 +29,8 @@ struct JobInfo
     QString state = QStringLiteral("queued"); ///< queued, running, finished, stopped, diverged, failed
     qint64 step = 0, total = 0;
     QString message;
+    double secondsLeft =
+        -1; ///< running jobs: the program's own estimate (training) or from its rate; -1 unknown
 };
 
 class JobManager : public QObject

@@ -1,5 +1,7 @@
 #include "jobs_page.h"
 
+#include <cmath>
+
 #include "common/error.h"
 #include "job_manager.h"
 #include "paths.h"
@@ -180,6 +182,14 @@ void JobsPage::selectJob(const QString& id)
         }
 }
 
+QString JobsPage::durationText(double seconds)
+{
+    if (seconds < 90) return tr("%1 s").arg(std::max(1, int(std::lround(seconds))));
+    if (seconds < 90 * 60) return tr("%1 min").arg(std::lround(seconds / 60));
+    const long minutes = std::lround(seconds / 60);
+    return tr("%1 h %2 min").arg(minutes / 60).arg(minutes % 60);
+}
+
 QString JobsPage::selectedId() const
 {
     const auto rows = m_table->selectionModel()->selectedRows();
@@ -193,9 +203,11 @@ void JobsPage::refreshTable()
     m_table->setRowCount(int(jobs.size()));
     for (int r = 0; r < jobs.size(); ++r) {
         const JobInfo& j = jobs[r];
-        const QString progress =
+        QString progress =
             j.total > 0 ? QStringLiteral("%1 / %2 (%3%)").arg(j.step).arg(j.total).arg(100 * j.step / j.total)
                         : QString();
+        if (j.state == QLatin1String("running") && j.secondsLeft >= 0)
+            progress += tr(", about %1 left").arg(durationText(j.secondsLeft));
         const QStringList cells = {j.title, j.kind, j.state, progress, j.message};
         for (int c = 0; c < cells.size(); ++c) {
             auto* item = new QTableWidgetItem(cells[c]);

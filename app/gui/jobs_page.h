@@ -31,6 +31,8 @@ public:
     QPushButton* startButton() const { return m_start; }
     QPushButton* resumeButton() const { return m_resume; }
     QTableWidget* table() const { return m_table; }
+    /// "40 s", "12 min", "2 h 5 min": a time estimate as the job list shows it.
+    static QString durationText(double seconds);
     /// Selects a job's row (a new job is selected, so its progress and curves show at once).
     void selectJob(const QString& id);
 

@@ -47,6 +47,7 @@
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTableView>
+#include <QTableWidget>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -298,6 +299,13 @@ private Q_SLOTS:
         const QString id = m_jobs->jobs().first().id;
         QTRY_VERIFY_WITH_TIMEOUT(
             m_jobs->job(id)->state == QLatin1String("running") && m_jobs->job(id)->step > 0, 120000);
+        // The new job is selected, and its row says how long it has left (issue #14.9).
+        QTRY_VERIFY_WITH_TIMEOUT(m_jobs->job(id)->secondsLeft >= 0, 60000);
+        QVERIFY(!page->table()->selectedItems().isEmpty());
+        QTRY_VERIFY(page->table()->item(0, 3)->text().contains(QStringLiteral("left")));
+        QCOMPARE(JobsPage::durationText(40), QStringLiteral("40 s"));
+        QCOMPARE(JobsPage::durationText(725), QStringLiteral("12 min"));
+        QCOMPARE(JobsPage::durationText(7500), QStringLiteral("2 h 5 min"));
         m_jobs->cancel(id);
         QTRY_COMPARE_WITH_TIMEOUT(m_jobs->job(id)->state, QStringLiteral("stopped"), 120000);
         // Stopping saved a checkpoint the run can resume from.
