@@ -24,6 +24,12 @@ const nlohmann::json* field(const nlohmann::json& obj, const std::string& key, c
 
 } // namespace
 
+void checkDepth(int depth, const std::string& what)
+{
+    if (depth > kMaxDepth)
+        throw Error(what + ": JSON nested deeper than " + std::to_string(kMaxDepth) + " levels");
+}
+
 nlohmann::json parseFile(const std::string& path)
 {
     std::ifstream in(path, std::ios::binary);
@@ -36,7 +42,10 @@ nlohmann::json parseFile(const std::string& path)
 nlohmann::json parseText(const std::string& text, const std::string& what)
 {
     try {
-        return nlohmann::json::parse(text);
+        return nlohmann::json::parse(text, [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+            checkDepth(depth, what);
+            return true;
+        });
     } catch (const nlohmann::json::parse_error& e) {
         throw Error(what + ": malformed JSON at byte " + std::to_string(e.byte));
     }

@@ -9,6 +9,13 @@
 
 namespace outlierlens::jsonutil {
 
+/// JSON nested deeper than this is refused: real configs, tokenizers and headers nest a few levels,
+/// and printing or walking a value nested 100,000 deep overflows the stack.
+constexpr int kMaxDepth = 256;
+/// For nlohmann::json::parse callbacks: throws Error("<what>: JSON nested deeper than 256 levels")
+/// for an element beyond kMaxDepth. Every JSON read from outside checks it (parseText does).
+void checkDepth(int depth, const std::string& what);
+
 /// Parses a whole JSON file. Errors name the file and the byte offset of a syntax error.
 nlohmann::json parseFile(const std::string& path);
 /// Parses JSON text; `what` names its origin in error messages.

@@ -2,6 +2,7 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/json_util.h"
 
 #include <nlohmann/json.hpp>
 
@@ -229,7 +230,9 @@ std::vector<Entry> parseHeader(const std::string& path, const InputFile& file,
     // Track top-level keys while parsing: nlohmann keeps only the last of duplicate keys.
     std::set<std::string> seen;
     std::string duplicate;
+    const std::string what = path + ": safetensors header";
     const auto callback = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+        jsonutil::checkDepth(depth, what);
         if (depth == 1 && event == nlohmann::json::parse_event_t::key && parsed.is_string()) {
             const std::string& key = parsed.get_ref<const std::string&>();
             if (!seen.insert(key).second && duplicate.empty()) duplicate = key;

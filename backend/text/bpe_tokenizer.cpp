@@ -1,6 +1,7 @@
 #include "text/bpe_tokenizer.h"
 
 #include "common/error.h"
+#include "common/json_util.h"
 #include "text/truncation.h"
 #include "text/utf8.h"
 
@@ -230,7 +231,10 @@ void ByteLevelBpeTokenizer::loadVocab(const std::string& path)
     const std::string text = readWholeFile(path, "vocabulary file");
     nlohmann::json vocab; // not ordered_json: its inserts are linear, quadratic for 50k tokens
     try {
-        vocab = nlohmann::json::parse(text);
+        vocab = nlohmann::json::parse(text, [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+            jsonutil::checkDepth(depth, path);
+            return true;
+        });
     } catch (const nlohmann::json::parse_error& e) {
         throw Error(path + ": not valid JSON at byte " + std::to_string(e.byte) +
                     " (expected an object mapping tokens to ids)");

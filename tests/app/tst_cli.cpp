@@ -12,6 +12,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -282,6 +283,46 @@ private Q_SLOTS:
         QVERIFY2(r.err.contains(mustMention), qPrintable(r.err));
         QVERIFY(!QFile::exists(dump));
         QCOMPARE(QDir(dir.path()).entryList({"*.tmp*"}).size(), 0);
+    }
+
+    /// Issue #15.1: JSON nested 100,000 deep crashed the program (stack overflow printing or walking
+    /// it). Config, safetensors header and MNLI lines now give one line naming the file.
+    void deeplyNestedJsonIsRefused()
+    {
+        const QByteArray deep = QByteArray(100000, '[') + QByteArray(100000, ']');
+        QTemporaryDir dir;
+        makeModel(dir.path(), readFile(fixture("bert/hf/model.safetensors")));
+        QByteArray config = readFile(fixture("bert/hf/config.json"));
+        const QRegularExpression vocab(QStringLiteral("\"vocab_size\"\\s*:\\s*\\d+"));
+        const QString replaced =
+            QString::fromUtf8(config).replace(vocab, QStringLiteral("\"vocab_size\": ") + deep);
+        QVERIFY(replaced.size() > config.size());
+        QFile file(dir.path() + "/config.json");
+        QVERIFY(file.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        file.write(replaced.toUtf8());
+        file.close();
+        Run r = runApp({"inspect", "--model", dir.path(), "--text", "the"});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("config.json: JSON nested deeper than 256 levels"), qPrintable(r.err));
+
+        // A safetensors header: 8-byte length, then the JSON.
+        QTemporaryDir headerDir;
+        const QByteArray header = QByteArray("{\"a\": ") + deep + "}";
+        makeModel(headerDir.path(), le64(quint64(header.size())) + header);
+        r = runApp({"inspect", "--model", headerDir.path(), "--text", "the"});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("safetensors header: JSON nested deeper than 256 levels"), qPrintable(r.err));
+
+        // One MNLI line.
+        QFile pairs(dir.path() + "/pairs.jsonl");
+        QVERIFY(pairs.open(QIODevice::WriteOnly));
+        pairs.write("{\"premise\": \"a\", \"hypothesis\": " + deep + "}\n");
+        pairs.close();
+        r = runApp({"stats", "--model", fx("bert/hf"), "--data", "mnli:" + pairs.fileName(), "--out",
+                    dir.path() + "/s.h5"});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("pairs.jsonl") && r.err.contains("nested deeper than 256"),
+                 qPrintable(r.err));
     }
 
     void usageErrors_data()
