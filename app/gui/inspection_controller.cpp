@@ -58,6 +58,7 @@ InspectionController::InspectionController(QObject* parent)
             if (generation == g) {
                 Q_EMIT failed(message);
                 if (kind == Kind::Model) Q_EMIT modelLoadFailed();
+                if (kind == Kind::Inspect) Q_EMIT inspectFailed();
                 return;
             }
     });

@@ -63,6 +63,8 @@ Q_SIGNALS:
     void failed(const QString& message);
     /// A loadModel() failed (after failed()): model() is still the previous model.
     void modelLoadFailed();
+    /// An inspection failed (after failed()): snapshot() is still the previous input's.
+    void inspectFailed();
     void busyChanged(bool busy);
 
 private:

@@ -100,6 +100,8 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
     connect(m_controller, &InspectionController::failed, this, &MainWindow::showError);
     connect(m_controller, &InspectionController::modelLoadFailed, this,
             [this] { m_modelLabel->setText(modelDescription(m_controller->model())); });
+    // A failed input is forgotten: the next snapshot (a rerun of the last good input) is not its.
+    connect(m_controller, &InspectionController::inspectFailed, this, [this] { m_requested = {}; });
     connect(m_controller, &InspectionController::busyChanged, this, [this](bool busy) {
         m_busy->setRange(0, 0);
         m_busy->setVisible(busy);

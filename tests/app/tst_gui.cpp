@@ -485,6 +485,11 @@ private Q_SLOTS:
         QCOMPARE(m_window->comparePage()->input().path, good);
         m_window->pages()->setCurrentWidget(m_window->teachingPage());
         QCOMPARE(m_window->teachingPage()->input().path, good);
+        // A rerun of the good input (fast mode) is not taken for the failed one.
+        toggleFastMode(true);
+        QCOMPARE(m_window->comparePage()->input().path, good);
+        QCOMPARE(controller->snapshot()->input, good);
+        toggleFastMode(false);
         for (QMessageBox* box : m_window->findChildren<QMessageBox*>(QStringLiteral("errorMessage")))
             box->close();
     }
