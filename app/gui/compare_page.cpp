@@ -21,8 +21,7 @@ QStringList metricsLines(const InspectionSnapshot& s, int layer, int head)
 {
     QStringList lines{s.model.variant};
     if (layer > 0) {
-        const QString tensor =
-            s.model.takesText() && !s.model.isDecoder() ? QStringLiteral("ffn_out") : QStringLiteral("out");
+        const QString tensor = outlierTensorRead(s.model);
         const OutlierDashboardData d = buildDashboard(s, layer - 1, tensor);
         double values = 0;
         int dims = 0;

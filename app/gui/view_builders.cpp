@@ -368,6 +368,11 @@ void addDatasetPatches(ImageViewData& view, const StatisticsFile& stats, int lay
         }
 }
 
+QString outlierTensorRead(const ModelInfo& model)
+{
+    return model.takesText() && !model.isDecoder() ? QStringLiteral("ffn_out") : QStringLiteral("out");
+}
+
 TeachingData buildTeaching(const InspectionSnapshot& s, int token, int layer, int head)
 {
     TeachingData t;
@@ -410,8 +415,7 @@ TeachingData buildTeaching(const InspectionSnapshot& s, int token, int layer, in
     // tensor (the FFN output for BERT, the block output for ViT and decoders, as in the figures).
     constexpr double kSigmas = 6.0;
     t.outlierRule = QStringLiteral("%1σ").arg(kSigmas);
-    t.outlierTensor =
-        s.model.takesText() && !s.model.isDecoder() ? QStringLiteral("ffn_out") : QStringLiteral("out");
+    t.outlierTensor = outlierTensorRead(s.model);
     if (layer > 0) {
         const std::size_t n = std::size_t(s.T) * d;
         const float* x = s.perLayer(t.outlierTensor).constData() + std::size_t(layer - 1) * n;

@@ -40,6 +40,10 @@ ImageViewData buildImageView(const InspectionSnapshot& s, int layer, int head, d
 /// Adds the data set's outlier counts per patch for `layer` (block outputs) from a statistics file.
 void addDatasetPatches(ImageViewData& view, const StatisticsFile& stats, int layer);
 
+/// The [T x d] tensor whose outliers a layer's heads read, as in the papers' figures: the FFN output
+/// of BERT-style encoders, the block output of ViT and decoders (used for the previous layer).
+QString outlierTensorRead(const ModelInfo& model);
+
 /// The teaching diagram's live numbers for query token `token` of `layer` and `head`.
 TeachingData buildTeaching(const InspectionSnapshot& s, int token, int layer, int head);
 
