@@ -30,6 +30,15 @@ void checkDepth(int depth, const std::string& what)
         throw Error(what + ": JSON nested deeper than " + std::to_string(kMaxDepth) + " levels");
 }
 
+nlohmann::json parseWithDepthLimit(std::string_view text, const std::string& what)
+{
+    return nlohmann::json::parse(text.begin(), text.end(),
+                                 [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+                                     checkDepth(depth, what);
+                                     return true;
+                                 });
+}
+
 nlohmann::json parseFile(const std::string& path)
 {
     std::ifstream in(path, std::ios::binary);
@@ -42,10 +51,7 @@ nlohmann::json parseFile(const std::string& path)
 nlohmann::json parseText(const std::string& text, const std::string& what)
 {
     try {
-        return nlohmann::json::parse(text, [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
-            checkDepth(depth, what);
-            return true;
-        });
+        return parseWithDepthLimit(text, what);
     } catch (const nlohmann::json::parse_error& e) {
         throw Error(what + ": malformed JSON at byte " + std::to_string(e.byte));
     }

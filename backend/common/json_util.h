@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace outlierlens::jsonutil {
 
@@ -15,6 +16,10 @@ constexpr int kMaxDepth = 256;
 /// For nlohmann::json::parse callbacks: throws Error("<what>: JSON nested deeper than 256 levels")
 /// for an element beyond kMaxDepth. Every JSON read from outside checks it (parseText does).
 void checkDepth(int depth, const std::string& what);
+
+/// nlohmann::json::parse with the depth check; syntax errors stay nlohmann::json::parse_error, so a
+/// caller can word them for its format.
+nlohmann::json parseWithDepthLimit(std::string_view text, const std::string& what);
 
 /// Parses a whole JSON file. Errors name the file and the byte offset of a syntax error.
 nlohmann::json parseFile(const std::string& path);

@@ -231,10 +231,7 @@ void ByteLevelBpeTokenizer::loadVocab(const std::string& path)
     const std::string text = readWholeFile(path, "vocabulary file");
     nlohmann::json vocab; // not ordered_json: its inserts are linear, quadratic for 50k tokens
     try {
-        vocab = nlohmann::json::parse(text, [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
-            jsonutil::checkDepth(depth, path);
-            return true;
-        });
+        vocab = jsonutil::parseWithDepthLimit(text, path);
     } catch (const nlohmann::json::parse_error& e) {
         throw Error(path + ": not valid JSON at byte " + std::to_string(e.byte) +
                     " (expected an object mapping tokens to ids)");

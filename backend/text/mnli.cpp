@@ -110,11 +110,7 @@ std::vector<NliPair> readJsonl(const std::string& path, std::string_view text, s
         const std::string at = where(path, number);
         nlohmann::json obj;
         try {
-            obj = nlohmann::json::parse(line.begin(), line.end(),
-                                        [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
-                                            jsonutil::checkDepth(depth, at);
-                                            return true;
-                                        });
+            obj = jsonutil::parseWithDepthLimit(line, at);
         } catch (const nlohmann::json::parse_error& e) {
             throw Error(at + ": malformed JSON at column " + std::to_string(e.byte) +
                         " (expected one {\"premise\", \"hypothesis\", \"label\"} object per line)");
