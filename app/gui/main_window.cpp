@@ -121,10 +121,11 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
     });
     connect(m_input, &InputPanel::pairsLoaded, this, [this] {
         const ModelInfo& m = m_controller->model();
-        if (m.family == QLatin1String("BERT") && !m.synthetic &&
-            m_lastInput.kind == InputRequest::Kind::None && m_requested.kind == InputRequest::Kind::None)
+        const bool pairModel = m.takesText() && !m.isDecoder() && !m.synthetic; // reads sentence pairs
+        if (pairModel && m_lastInput.kind == InputRequest::Kind::None &&
+            m_requested.kind == InputRequest::Kind::None)
             m_input->selectPair(0);
-        if (m.family == QLatin1String("BERT") && !m.classNames.isEmpty())
+        if (m.takesText() && !m.isDecoder() && !m.classNames.isEmpty())
             m_controller->predictPairs(m_input->pairsModel()->premises(),
                                        m_input->pairsModel()->hypotheses());
     });
@@ -141,15 +142,14 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
         const ModelInfo& m = m_controller->model();
         if (m.dir.isEmpty()) return;
         bool ok = false;
-        const QString data = m.isDecoder()
-                                 ? QStringLiteral("text:") +
-                                       QString::fromStdString(sampleDataFile("text/wiki_en_valid.txt")) +
-                                       QStringLiteral(":100")
-                             : m.family == QLatin1String("BERT")
-                                 ? QStringLiteral("mnli:") +
-                                       QString::fromStdString(sampleDataFile("mnli/mnli_dev_matched.jsonl")) +
-                                       QStringLiteral(":1000")
-                                 : QStringLiteral("images:") + m_galleryDir;
+        const QString data =
+            m.isDecoder()
+                ? QStringLiteral("text:") + QString::fromStdString(sampleDataFile("text/wiki_en_valid.txt")) +
+                      QStringLiteral(":100")
+            : m.takesText() ? QStringLiteral("mnli:") +
+                                  QString::fromStdString(sampleDataFile("mnli/mnli_dev_matched.jsonl")) +
+                                  QStringLiteral(":1000")
+                            : QStringLiteral("images:") + m_galleryDir;
         const QString chosen =
             QInputDialog::getText(this, tr("Statistics over a data set"),
                                   tr("Data (mnli:FILE[:N], images:DIR[:N] or text:FILE[:N] chunks):"),
