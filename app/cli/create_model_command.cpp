@@ -4,6 +4,7 @@
 #include "cli/command_line.h"
 
 #include "common/error.h"
+#include "common/input_file.h"
 #include "model/bert_network.h"
 #include "model/decoder_network.h"
 #include "text/decoder_tokenizer.h"
@@ -131,7 +132,7 @@ int runCreateModel(const QStringList& args)
 
         std::int64_t lines = 0;
         {
-            std::ifstream in(vocab);
+            std::ifstream in = openInputFile(vocab);
             if (!in) throw Error(vocab + ": cannot open vocabulary");
             std::string line;
             while (std::getline(in, line))

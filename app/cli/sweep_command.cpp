@@ -64,7 +64,7 @@ nlohmann::json lastEvaluation(const std::string& runDir)
     nlohmann::json last;
     while (std::getline(in, line)) {
         try {
-            const nlohmann::json j = nlohmann::json::parse(line);
+            const nlohmann::json j = jsonutil::parseWithDepthLimit(line, runDir + "/metrics.jsonl");
             if (j.value("type", "") == "eval") last = j;
         } catch (const nlohmann::json::exception&) {
         }
@@ -222,8 +222,9 @@ int runSweep(const QStringList& args)
                           row["relative_metric"].get<double>(), row["max_inf_norm"].get<double>(),
                           row["avg_kurtosis"].get<double>());
             // Names such as "alpha=2,seq_length=32" hold commas: quoted, or the columns shift.
-            csv += csvField(row["name"].get<std::string>()) + ',' + csvField(row["state"].get<std::string>()) +
-                   ',' + std::to_string(row["step"].get<std::int64_t>()) + ',' +
+            csv += csvField(row["name"].get<std::string>()) + ',' +
+                   csvField(row["state"].get<std::string>()) + ',' +
+                   std::to_string(row["step"].get<std::int64_t>()) + ',' +
                    csvField(row["metric_name"].get<std::string>()) + ',' + numbers;
         }
         writeTextFileAtomically((fs::path(output) / "summary.csv").string(), csv);

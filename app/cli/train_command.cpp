@@ -3,6 +3,7 @@
 #include "cli/command_line.h"
 
 #include "common/error.h"
+#include "common/input_file.h"
 #include "common/json_util.h"
 #include "paths.h"
 #include "train/core/train_config.h"
@@ -12,19 +13,13 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 namespace outlierlens::cli {
 namespace {
 
 std::string readText(const std::string& path)
 {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(path + ": cannot open");
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
+    return readWholeFile(path, "the training config");
 }
 
 /// Fills paths the user may leave out with the sample data the app ships, and resolves the

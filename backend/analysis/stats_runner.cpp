@@ -5,6 +5,7 @@
 #include "analysis/recording_sink.h"
 #include "analysis/vit_inspection.h"
 #include "common/error.h"
+#include "common/input_file.h"
 #include "io/hdf5_store.h"
 #include "io/image.h"
 #include "model/bert_network.h"
@@ -511,7 +512,7 @@ StatsRunResult runImages(const StatsRunOptions& o, const std::atomic<bool>& canc
 std::vector<std::int64_t> tokenizeFileStart(const std::string& path, const DecoderTokenizer& tokenizer,
                                             std::size_t chunks, std::size_t tokens)
 {
-    std::ifstream in(path, std::ios::binary);
+    std::ifstream in = openInputFile(path);
     if (!in) throw Error(path + ": cannot open the text file");
     in.seekg(0, std::ios::end);
     const auto size = std::size_t(std::max<std::streamoff>(0, in.tellg()));

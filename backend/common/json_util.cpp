@@ -1,14 +1,15 @@
 #include "common/json_util.h"
 
 #include "common/error.h"
+#include "common/input_file.h"
 
 #include <nlohmann/json.hpp>
 
-#include <fstream>
-#include <sstream>
-
 namespace outlierlens::jsonutil {
 namespace {
+
+// config.json is a few KB; the largest tokenizer.json files are tens of MB.
+constexpr std::uint64_t kMaxJsonBytes = 256ull << 20;
 
 const nlohmann::json* field(const nlohmann::json& obj, const std::string& key, const std::string& where,
                             bool required)
@@ -24,28 +25,71 @@ const nlohmann::json* field(const nlohmann::json& obj, const std::string& key, c
 
 } // namespace
 
-void checkDepth(int depth, const std::string& what)
-{
-    if (depth > kMaxDepth)
-        throw Error(what + ": JSON nested deeper than " + std::to_string(kMaxDepth) + " levels");
-}
+namespace {
 
-nlohmann::json parseWithDepthLimit(std::string_view text, const std::string& what)
+// nlohmann's DOM builder with a nesting limit and a look at the top-level keys.
+class LimitedDomParser : public nlohmann::detail::json_sax_dom_parser<nlohmann::json>
 {
-    return nlohmann::json::parse(text.begin(), text.end(),
-                                 [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
-                                     checkDepth(depth, what);
-                                     return true;
-                                 });
+public:
+    using Base = nlohmann::detail::json_sax_dom_parser<nlohmann::json>;
+    LimitedDomParser(nlohmann::json& result, const std::string& what, const TopLevelKeyFn& onTopLevelKey)
+        : Base(result)
+        , m_what(what)
+        , m_onTopLevelKey(onTopLevelKey)
+    {}
+
+    bool start_object(std::size_t n)
+    {
+        enter();
+        return Base::start_object(n);
+    }
+    bool end_object()
+    {
+        --m_depth;
+        return Base::end_object();
+    }
+    bool start_array(std::size_t n)
+    {
+        enter();
+        return Base::start_array(n);
+    }
+    bool end_array()
+    {
+        --m_depth;
+        return Base::end_array();
+    }
+    bool key(std::string& k)
+    {
+        if (m_depth == 1 && m_onTopLevelKey) m_onTopLevelKey(k);
+        return Base::key(k);
+    }
+
+private:
+    void enter()
+    {
+        if (++m_depth > kMaxDepth)
+            throw Error(m_what + ": JSON nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    }
+
+    const std::string& m_what;
+    const TopLevelKeyFn& m_onTopLevelKey;
+    int m_depth = 0;
+};
+
+} // namespace
+
+nlohmann::json parseWithDepthLimit(std::string_view text, const std::string& what,
+                                   const TopLevelKeyFn& onTopLevelKey)
+{
+    nlohmann::json result;
+    LimitedDomParser parser(result, what, onTopLevelKey);
+    nlohmann::json::sax_parse(text.begin(), text.end(), &parser);
+    return result;
 }
 
 nlohmann::json parseFile(const std::string& path)
 {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(path + ": cannot open file");
-    std::ostringstream text;
-    text << in.rdbuf();
-    return parseText(text.str(), path);
+    return parseText(readWholeFile(path, "JSON file", kMaxJsonBytes), path);
 }
 
 nlohmann::json parseText(const std::string& text, const std::string& what)

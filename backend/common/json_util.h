@@ -4,6 +4,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,13 +14,17 @@ namespace outlierlens::jsonutil {
 /// JSON nested deeper than this is refused: real configs, tokenizers and headers nest a few levels,
 /// and printing or walking a value nested 100,000 deep overflows the stack.
 constexpr int kMaxDepth = 256;
-/// For nlohmann::json::parse callbacks: throws Error("<what>: JSON nested deeper than 256 levels")
-/// for an element beyond kMaxDepth. Every JSON read from outside checks it (parseText does).
-void checkDepth(int depth, const std::string& what);
 
-/// nlohmann::json::parse with the depth check; syntax errors stay nlohmann::json::parse_error, so a
-/// caller can word them for its format.
-nlohmann::json parseWithDepthLimit(std::string_view text, const std::string& what);
+/// Called with each key of the top-level object as it is parsed, duplicates included (the parsed
+/// value keeps only the last of two equal keys).
+using TopLevelKeyFn = std::function<void(const std::string& key)>;
+
+/// Parses JSON text refusing nesting beyond kMaxDepth (Error "<what>: JSON nested deeper than 256
+/// levels"), in time linear in the text (nlohmann's callback parser rescans an object's members at
+/// the end of each nested object: quadratic in the entry count). Every JSON read from outside goes
+/// through it. Syntax errors stay nlohmann::json::parse_error, so a caller can word them for its format.
+nlohmann::json parseWithDepthLimit(std::string_view text, const std::string& what,
+                                   const TopLevelKeyFn& onTopLevelKey = {});
 
 /// Parses a whole JSON file. Errors name the file and the byte offset of a syntax error.
 nlohmann::json parseFile(const std::string& path);

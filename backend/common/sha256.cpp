@@ -1,6 +1,7 @@
 #include "common/sha256.h"
 
 #include "common/error.h"
+#include "common/input_file.h"
 
 #include <cstdio>
 #include <cstring>
@@ -111,7 +112,7 @@ std::string Sha256::hexDigest()
 
 std::string sha256File(const std::string& path)
 {
-    std::ifstream in(path, std::ios::binary);
+    std::ifstream in = openInputFile(path);
     if (!in) throw Error(path + ": cannot open file for hashing");
     Sha256 hash;
     std::vector<char> buffer(1 << 20);

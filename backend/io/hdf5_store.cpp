@@ -2,6 +2,7 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/input_file.h"
 
 #include <hdf5.h>
 
@@ -296,6 +297,7 @@ Hdf5Reader::Hdf5Reader(const std::string& path)
 {
     silenceHdf5Errors();
     if (!std::filesystem::exists(path)) throw Error(path + ": no such file");
+    refuseSpecialFile(path);
     if (H5Fis_hdf5(path.c_str()) <= 0) throw Error(path + ": not an HDF5 file");
     m_handle = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
     if (m_handle < 0) throw Error(path + ": cannot open HDF5 file");

@@ -2,6 +2,7 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/input_file.h"
 #include "common/json_util.h"
 
 #include <nlohmann/json.hpp>
@@ -59,7 +60,9 @@ public:
     explicit InputFile(const std::string& path)
         : m_path(path)
     {
-        m_fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        refuseSpecialFile(path); // names what the path is instead
+        // O_NONBLOCK: opening a FIFO would otherwise wait for a writer; it changes nothing for a file.
+        m_fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
         if (m_fd < 0) throw Error(path + ": cannot open file: " + std::strerror(errno));
         struct stat st = {};
         if (::fstat(m_fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -230,18 +233,12 @@ std::vector<Entry> parseHeader(const std::string& path, const InputFile& file,
     // Track top-level keys while parsing: nlohmann keeps only the last of duplicate keys.
     std::set<std::string> seen;
     std::string duplicate;
-    const std::string what = path + ": safetensors header";
-    const auto callback = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-        jsonutil::checkDepth(depth, what);
-        if (depth == 1 && event == nlohmann::json::parse_event_t::key && parsed.is_string()) {
-            const std::string& key = parsed.get_ref<const std::string&>();
-            if (!seen.insert(key).second && duplicate.empty()) duplicate = key;
-        }
-        return true;
+    const auto onKey = [&](const std::string& key) {
+        if (!seen.insert(key).second && duplicate.empty()) duplicate = key;
     };
     nlohmann::json header;
     try {
-        header = nlohmann::json::parse(headerText, callback);
+        header = jsonutil::parseWithDepthLimit(headerText, path + ": safetensors header", onKey);
     } catch (const nlohmann::json::exception& e) {
         const auto* pe = dynamic_cast<const nlohmann::json::parse_error*>(&e);
         throw Error(path + ": malformed safetensors header JSON" +
@@ -269,14 +266,27 @@ std::vector<Entry> parseHeader(const std::string& path, const InputFile& file,
         entries.push_back(parseEntry(path, name, info, dataSize));
     }
 
-    // Overlapping ranges would let a small file claim many copies of its data in memory.
+    // The tensors must tile the data region exactly, as Hugging Face's reader requires: overlapping
+    // ranges would let a small file claim many copies of its data, and a gap or a tail means bytes
+    // were inserted or the offsets point at the wrong data.
     std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
         return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
     });
-    for (std::size_t i = 1; i < entries.size(); ++i)
-        if (entries[i].begin < entries[i - 1].end)
+    std::uint64_t covered = 0;
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+        if (entries[i].begin < covered)
             throw Error(path + ": data of tensors '" + printable(entries[i - 1].name) + "' and '" +
                         printable(entries[i].name) + "' overlap");
+        if (entries[i].begin > covered)
+            throw Error(path + ": " + std::to_string(entries[i].begin - covered) +
+                        " data bytes before tensor '" + printable(entries[i].name) +
+                        "' belong to no tensor (bytes inserted, or wrong offsets)");
+        covered = entries[i].end;
+    }
+    if (covered != dataSize)
+        throw Error(path + ": the tensors cover " + std::to_string(covered) + " of the " +
+                    std::to_string(dataSize) +
+                    " data bytes; the rest belongs to no tensor (bytes inserted?)");
 
     return entries;
 }

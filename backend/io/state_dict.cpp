@@ -1,6 +1,7 @@
 #include "io/state_dict.h"
 
 #include "common/error.h"
+#include "common/input_file.h"
 #include "io/safetensors.h"
 #include "io/torch_bin.h"
 
@@ -27,7 +28,7 @@ std::string findWeightsFile(const std::string& modelDir)
 
 StateDict readStateDict(const std::string& path)
 {
-    std::ifstream in(path, std::ios::binary);
+    std::ifstream in = openInputFile(path);
     if (!in) throw Error(path + ": cannot open file");
     unsigned char head[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
     in.read(reinterpret_cast<char*>(head), sizeof(head));
@@ -38,6 +39,10 @@ StateDict readStateDict(const std::string& path)
     // safetensors: an 8-byte little-endian header length, then the JSON header's '{'. A legacy
     // torch.save file starts with a pickle (0x80 protocol byte); readTorchBin explains it.
     if (got == 9 && head[8] != '{' && head[0] == 0x80) return readTorchBin(path);
+    // By name: an empty or text "pytorch_model.bin" is told it is no torch.save archive, not that it
+    // is too short for a safetensors header.
+    const std::string ext = fs::path(path).extension().string();
+    if (ext == ".bin" || ext == ".pt" || ext == ".pth") return readTorchBin(path);
     return readSafetensors(path);
 }
 

@@ -1,14 +1,15 @@
 #include "io/torch_bin.h"
 
 #include "common/error.h"
+#include "common/input_file.h"
 #include "io/pickle.h"
 
 #include <caffe2/serialize/inline_container.h>
 #include <torch/types.h>
+#include <zlib.h>
 
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <vector>
@@ -38,6 +39,7 @@ constexpr std::uint64_t kExpansionAllowance = 64ull << 20;
 struct ZipEntry
 {
     std::uint16_t method = 0;
+    std::uint32_t crc32 = 0;
     std::uint64_t compressedSize = 0;
     std::uint64_t size = 0;
 };
@@ -53,6 +55,22 @@ struct ZipDirectory
         return it == entries.end() ? nullptr : &it->second;
     }
 };
+
+// LibTorch's zip reader is built without CRC checks, so an edited record would load as if intact.
+void checkCrc(const ZipEntry& entry, const void* data, std::size_t n, const std::string& path,
+              const std::string& record)
+{
+    uLong crc = crc32(0L, Z_NULL, 0);
+    const auto* bytes = static_cast<const Bytef*>(data);
+    for (std::size_t done = 0; done < n;) {
+        const uInt chunk = uInt(std::min<std::size_t>(n - done, 1u << 30));
+        crc = crc32(crc, bytes + done, chunk);
+        done += chunk;
+    }
+    if (std::uint32_t(crc) != entry.crc32)
+        throw Error(path + ": zip record " + printableText(record) +
+                    " fails its CRC-32 check (the file was altered or damaged)");
+}
 
 std::uint64_t le(const std::string& bytes, std::size_t pos, std::size_t n)
 {
@@ -116,6 +134,7 @@ ZipDirectory readZipDirectory(std::ifstream& in, std::uint64_t fileSize, const s
             throw Error(path + ": zip central directory entry " + std::to_string(i) + " is malformed");
         ZipEntry e;
         e.method = std::uint16_t(le(cd, pos + 10, 2));
+        e.crc32 = std::uint32_t(le(cd, pos + 16, 4));
         e.compressedSize = le(cd, pos + 20, 4);
         e.size = le(cd, pos + 24, 4);
         const std::size_t nameLen = std::size_t(le(cd, pos + 28, 2));
@@ -153,6 +172,17 @@ ZipDirectory readZipDirectory(std::ifstream& in, std::uint64_t fileSize, const s
             (e.method == 8 && e.size / kMaxInflation > fileSize))
             throw Error(path + ": zip record " + printableText(name) + " claims an implausible size of " +
                         std::to_string(e.size) + " bytes");
+        // The local header before the data must name the same record: a central directory that
+        // points one name at another record's data would otherwise load the wrong tensor.
+        const std::string local = readAt(in, localOffset, 30, fileSize, path, "local header");
+        const std::size_t localNameLen = std::size_t(le(local, 26, 2));
+        const std::uint64_t dataOffset = localOffset + 30 + localNameLen + le(local, 28, 2);
+        if (local.compare(0, 4, "PK\x03\x04") != 0 || localNameLen != nameLen ||
+            readAt(in, localOffset + 30, localNameLen, fileSize, path, "local header") != name)
+            throw Error(path + ": zip record " + printableText(name) +
+                        ": the central directory points at data of another record or at no record");
+        if (dataOffset > fileSize || e.compressedSize > fileSize - dataOffset)
+            throw Error(path + ": zip record " + printableText(name) + " lies outside the file (truncated?)");
         if (i == 0) dir.archiveName = name.substr(0, name.find('/'));
         if (!dir.entries.emplace(name, e).second)
             throw Error(path + ": zip record " + printableText(name) + " appears twice");
@@ -294,6 +324,7 @@ private:
         const std::size_t nbytes = std::get<1>(data);
         if (nbytes != expected)
             throw Error(m_path + ": storage record " + printableText(record) + " has an inconsistent size");
+        checkCrc(*entry, std::get<0>(data).get(), nbytes, m_path, record);
         const torch::ScalarType rawType = dtype == torch::kBool ? torch::kByte : dtype;
         c10::Storage raw(c10::Storage::use_byte_size_t(), nbytes, std::move(std::get<0>(data)), nullptr,
                          false);
@@ -419,10 +450,8 @@ void checkSignature(std::ifstream& in, std::uint64_t fileSize, const std::string
 
 StateDict readTorchBin(const std::string& path, bool keepFloatDtype)
 {
-    std::ifstream in(path, std::ios::binary);
+    std::ifstream in = openInputFile(path);
     if (!in) throw Error(path + ": cannot open file: " + std::strerror(errno));
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec)) throw Error(path + ": not a regular file");
     in.seekg(0, std::ios::end);
     const std::streamoff end = in.tellg();
     if (end < 0) throw Error(path + ": cannot determine the file size");
@@ -437,6 +466,7 @@ StateDict readTorchBin(const std::string& path, bool keepFloatDtype)
         if (const ZipEntry* order = zip.find("byteorder")) {
             if (order->size > 16) throw Error(path + ": byteorder record is too large");
             auto record = reader.getRecord("byteorder");
+            checkCrc(*order, std::get<0>(record).get(), std::get<1>(record), path, "byteorder");
             const std::string value(static_cast<const char*>(std::get<0>(record).get()), std::get<1>(record));
             if (value != "little")
                 throw Error(path + ": byte order '" + value + "' is not supported (expected little)");
@@ -447,6 +477,7 @@ StateDict readTorchBin(const std::string& path, bool keepFloatDtype)
         if (pickleEntry->size > kMaxPickleBytes)
             throw Error(path + ": data.pkl of " + std::to_string(pickleEntry->size) + " bytes is too large");
         auto pickle = reader.getRecord("data.pkl");
+        checkCrc(*pickleEntry, std::get<0>(pickle).get(), std::get<1>(pickle), path, "data.pkl");
 
         StateDictBuilder builder(path, reader, zip, fileSize, keepFloatDtype);
         Unpickler unpickler(static_cast<const char*>(std::get<0>(pickle).get()), std::get<1>(pickle),

@@ -2,6 +2,7 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/input_file.h"
 #include "common/json_util.h"
 #include "common/sha256.h"
 #include "io/safetensors.h"
@@ -133,7 +134,7 @@ StateDict mapDecoderKeys(StateDict tensors, const DecoderConfig& config, const d
 /// One weight file, floating tensors in their storage dtype (safetensors memory-mapped).
 StateDict readWeights(const std::string& path)
 {
-    std::ifstream in(path, std::ios::binary);
+    std::ifstream in = openInputFile(path);
     if (!in) throw Error(path + ": cannot open file");
     char head[2] = {0, 0};
     in.read(head, 2);

@@ -1,6 +1,7 @@
 #include "text/bpe_tokenizer.h"
 
 #include "common/error.h"
+#include "common/input_file.h"
 #include "common/json_util.h"
 #include "text/truncation.h"
 #include "text/utf8.h"
@@ -10,9 +11,7 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 namespace outlierlens {
 namespace {
@@ -21,16 +20,6 @@ namespace fs = std::filesystem;
 
 // Ids beyond this are rejected: a vocabulary file is untrusted input and the id table is dense.
 constexpr std::int64_t kMaxTokenId = 50'000'000;
-
-std::string readWholeFile(const std::string& path, const char* what)
-{
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(path + ": cannot open " + what);
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    if (in.bad()) throw Error(path + ": cannot read " + what);
-    return buffer.str();
-}
 
 // ---- GPT-2's pre-tokenizer ------------------------------------------------------------------------
 // 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ as the Python `regex`

@@ -1,6 +1,7 @@
 #include "text/imagenet.h"
 
 #include "common/error.h"
+#include "common/input_file.h"
 #include "common/json_util.h"
 
 #include <nlohmann/json.hpp>
@@ -12,7 +13,7 @@ namespace outlierlens {
 ImageNetClasses ImageNetClasses::fromFiles(const std::string& namesPath, const std::string& indexJsonPath)
 {
     ImageNetClasses classes;
-    std::ifstream in(namesPath);
+    std::ifstream in = openInputFile(namesPath);
     if (!in) throw Error(namesPath + ": cannot open the class list");
     std::string line;
     while (std::getline(in, line)) {

@@ -1,6 +1,7 @@
 #include "text/mnli.h"
 
 #include "common/error.h"
+#include "common/input_file.h"
 #include "common/json_util.h"
 #include "text/utf8.h"
 
@@ -8,8 +9,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <fstream>
-#include <sstream>
 #include <string_view>
 
 namespace outlierlens {
@@ -152,12 +151,7 @@ const std::vector<std::string>& nliLabelNames()
 
 std::vector<NliPair> readNliPairs(const std::string& path, std::size_t limit)
 {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(path + ": cannot open MNLI file");
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    if (in.bad()) throw Error(path + ": cannot read MNLI file");
-    const std::string data = buffer.str();
+    const std::string data = readWholeFile(path, "MNLI file");
     std::string_view text(data);
     if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3); // UTF-8 byte order mark
     const std::size_t first = text.find_first_not_of(" \t\r\n");

@@ -5,6 +5,7 @@
 #include "text/sentencepiece_model.h"
 
 #include "common/error.h"
+#include "common/input_file.h"
 #include "common/json_util.h"
 #include "text/truncation.h"
 #include "text/utf8.h"
@@ -15,10 +16,8 @@
 #include <cctype>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <queue>
-#include <sstream>
 
 namespace outlierlens {
 using namespace spm;
@@ -143,12 +142,7 @@ private:
 
 void SentencePieceTokenizer::parseModel(const std::string& path)
 {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(path + ": cannot open SentencePiece model");
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    if (in.bad()) throw Error(path + ": cannot read SentencePiece model");
-    const std::string data = buffer.str();
+    const std::string data = readWholeFile(path, "SentencePiece model");
     if (data.empty()) throw Error(path + ": empty file, expected a SentencePiece model");
 
     ProtoReader model(path, data.data(), data.size());

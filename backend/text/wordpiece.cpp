@@ -1,6 +1,7 @@
 #include "text/wordpiece.h"
 
 #include "common/error.h"
+#include "common/input_file.h"
 #include "common/json_util.h"
 #include "text/truncation.h"
 #include "text/utf8.h"
@@ -11,8 +12,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 namespace outlierlens {
 namespace {
@@ -128,12 +127,7 @@ BertTokenizer BertTokenizer::fromVocabFile(const std::string& vocabPath, bool lo
 
 BertTokenizer BertTokenizer::fromVocabFile(const std::string& vocabPath, const BertTokenizerOptions& options)
 {
-    std::ifstream in(vocabPath, std::ios::binary);
-    if (!in) throw Error(vocabPath + ": cannot open vocabulary file");
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    const std::string data = buffer.str();
-    if (in.bad()) throw Error(vocabPath + ": cannot read vocabulary file");
+    const std::string data = readWholeFile(vocabPath, "vocabulary file");
     if (data.empty()) throw Error(vocabPath + ": empty vocabulary file, expected one token per line");
 
     BertTokenizer tok;

@@ -91,7 +91,7 @@ void RunFolder::truncateMetricsAfter(std::int64_t step) const
     while (std::getline(in, line)) {
         if (line.empty()) continue;
         try {
-            const nlohmann::json j = nlohmann::json::parse(line);
+            const nlohmann::json j = jsonutil::parseWithDepthLimit(line, path("metrics.jsonl"));
             if (j.value("step", std::int64_t(0)) > step) continue;
         } catch (const nlohmann::json::exception&) {
             continue; // a torn last line of a killed run

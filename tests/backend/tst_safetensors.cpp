@@ -3,6 +3,7 @@
 
 #include "common/error.h"
 #include "io/safetensors.h"
+#include "io/state_dict.h"
 
 #include <nlohmann/json.hpp>
 #include <torch/types.h>
@@ -15,6 +16,7 @@
 #include <cmath>
 #include <fstream>
 #include <string>
+#include <sys/stat.h>
 
 using outlierlens::StateDict;
 
@@ -197,6 +199,18 @@ private Q_SLOTS:
                     R"("b":{"dtype":"F32","shape":[3],"data_offsets":[4,16]}})",
                     kSixteenBytes)
             << "overlap";
+        // Hugging Face's reader refuses both: bytes that belong to no tensor mean an edited file.
+        QTest::newRow("gap before a tensor")
+            << file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                    R"("b":{"dtype":"F32","shape":[1],"data_offsets":[12,16]}})",
+                    kSixteenBytes)
+            << "4 data bytes before tensor 'b' belong to no tensor";
+        QTest::newRow("bytes after the last tensor")
+            << file(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,12]}})", kSixteenBytes)
+            << "the tensors cover 12 of the 16 data bytes";
+        QTest::newRow("data not at the start")
+            << file(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[4,16]}})", kSixteenBytes)
+            << "4 data bytes before tensor 'a'";
         QTest::newRow("control characters in a name")
             << file(R"({"a\nb\u0000":{"dtype":"Q7","shape":[4],"data_offsets":[0,16]}})", kSixteenBytes)
             << "tensor 'a\\x0ab\\x00'";
@@ -224,6 +238,45 @@ private Q_SLOTS:
             QVERIFY2(message.contains(expected), qPrintable(message));
             QVERIFY2(!message.contains('\n'), qPrintable(message));
         }
+    }
+
+    // 200,000 entries took minutes when each nested object made the parser rescan its parent (a
+    // quadratic hang); read in linear time it takes about a second, far inside the test's timeout.
+    void headerOfManyEntriesIsReadInLinearTime()
+    {
+        QByteArray header = "{";
+        const int n = 200000;
+        for (int i = 0; i < n; ++i)
+            header += "\"t" + QByteArray::number(i) +
+                      "\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]},";
+        header += R"("a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})";
+        const QString path = m_dir.path() + "/many.safetensors";
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        f.write(file(header, kSixteenBytes));
+        f.close();
+        const StateDict read = outlierlens::readSafetensors(path.toStdString());
+        QCOMPARE(read.size(), std::size_t(n + 1));
+        QCOMPARE(read.at("a").numel(), 4);
+    }
+
+    // A FIFO would block the open until a writer came; it is refused at once, by every reader.
+    void fifoIsRefusedWithoutWaiting()
+    {
+        const QString path = m_dir.path() + "/model.safetensors";
+        QFile::remove(path);
+        QCOMPARE(::mkfifo(path.toLocal8Bit().constData(), 0600), 0);
+        for (const auto& read : {+[](const std::string& p) { outlierlens::readSafetensors(p); },
+                                 +[](const std::string& p) { outlierlens::mapSafetensors(p); },
+                                 +[](const std::string& p) { outlierlens::readStateDict(p); }}) {
+            try {
+                read(path.toStdString());
+                QFAIL("no error");
+            } catch (const outlierlens::Error& e) {
+                QCOMPARE(QString::fromUtf8(e.what()), path + ": not a regular file (a FIFO)");
+            }
+        }
+        QFile::remove(path);
     }
 
     void roundTripFloat32()

@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "io/safetensors.h"
+#include "io/state_dict.h"
 #include "io/torch_bin.h"
 
 #include <caffe2/serialize/inline_container.h>
@@ -344,6 +345,27 @@ private Q_SLOTS:
                                              tensor("0", 4, 0, {4}, {1}) + "s")},
                         {"data/0", fourFloats}})
             << "appears twice";
+
+        // LibTorch's zip reader skips CRC checks: an edited byte of tensor data must not load.
+        QByteArray altered =
+            archive({{"data.pkl", stateDict(tensor("0", 4, 0, {4}, {1}))}, {"data/0", fourFloats}});
+        const qsizetype at = altered.indexOf(QByteArray(fourFloats.data(), 16));
+        QVERIFY(at > 0);
+        altered[at + 5] = char(altered[at + 5] ^ 0x40);
+        QTest::newRow("altered tensor data") << altered << "zip record data/0 fails its CRC-32 check";
+        // The central directory names data/0 where the local header says data/1 and the other way round:
+        // each name would load the other tensor's bytes.
+        QByteArray swapped =
+            archive({{"data.pkl", program("}" + str("a") + tensor("0", 4, 0, {4}, {1}) + "s" + str("b") +
+                                          tensor("1", 4, 0, {4}, {1}) + "s")},
+                     {"data/0", fourFloats},
+                     {"data/1", floats({5, 6, 7, 8})}});
+        const qsizetype cd0 = swapped.lastIndexOf("archive/data/0"),
+                        cd1 = swapped.lastIndexOf("archive/data/1");
+        QVERIFY(cd0 > swapped.indexOf("archive/data/1") && cd1 > cd0);
+        std::swap(swapped[cd0 + 13], swapped[cd1 + 13]);
+        QTest::newRow("central directory swaps two records")
+            << swapped << "the central directory points at data of another record";
     }
 
     void badArchive()
@@ -351,6 +373,28 @@ private Q_SLOTS:
         QFETCH(QByteArray, bytes);
         QFETCH(QString, expected);
         expectError(write("bad.bin", bytes), expected);
+    }
+
+    // Decided by the name where the bytes say nothing: not "too short for a safetensors header".
+    void binThatIsNoArchiveIsCalledThat_data()
+    {
+        QTest::addColumn<QByteArray>("bytes");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("empty") << QByteArray() << "file is empty (expected a PyTorch zip checkpoint)";
+        QTest::newRow("text") << QByteArray("version https://git-lfs.github.com/spec/v1\n")
+                              << "not a PyTorch checkpoint (expected a zip archive";
+    }
+    void binThatIsNoArchiveIsCalledThat()
+    {
+        QFETCH(QByteArray, bytes);
+        QFETCH(QString, expected);
+        const std::string path = write("pytorch_model.bin", bytes);
+        try {
+            outlierlens::readStateDict(path);
+            QFAIL("no error");
+        } catch (const outlierlens::Error& e) {
+            QVERIFY2(QString::fromUtf8(e.what()).contains(expected), e.what());
+        }
     }
 
     void missingFile()

@@ -1,15 +1,14 @@
 #include "train/data/text_lines.h"
 
 #include "common/error.h"
+#include "common/input_file.h"
 
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 #include <thread>
 
 namespace outlierlens {
@@ -84,12 +83,7 @@ void encodeChunk(const std::string& text, const LineEncoder& encodeLine, const s
 
 std::string readTextFile(const std::string& path)
 {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(path + ": cannot open the text file (missing or unreadable)");
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    if (in.bad()) throw Error(path + ": read error");
-    return buffer.str();
+    return readWholeFile(path, "the text file");
 }
 
 std::vector<std::int64_t> tokenizeLines(const std::string& text, const std::string& path,
