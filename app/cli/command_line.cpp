@@ -3,6 +3,7 @@
 #include "common/atomic_file.h"
 #include "model/config.h"
 
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <unistd.h>
@@ -73,8 +74,8 @@ double Command::doubleValue(const QString& option, double fallback) const
     if (!m_parser.isSet(option)) return fallback;
     bool ok = false;
     const double v = m_parser.value(option).toDouble(&ok);
-    if (!ok)
-        throw UsageException{"--" + option.toStdString() + " must be a number, found '" +
+    if (!ok || !std::isfinite(v)) // no option means nan or inf: they would print nan as a result
+        throw UsageException{"--" + option.toStdString() + " must be a finite number, found '" +
                              m_parser.value(option).toStdString() + "'"};
     return v;
 }

@@ -26,6 +26,14 @@ std::string joinTokens(const std::vector<std::string>& tokens)
     return out;
 }
 
+/// NaN or Inf in the output ends the command with an error, after the dump (which shows where they
+/// arose): never a prediction printed from them.
+int finish(const std::string& modelDir, const std::string& outputNotice)
+{
+    if (!outputNotice.empty()) throw Error(modelDir + ": " + outputNotice);
+    return Ok;
+}
+
 int inspectBertModel(Command& cmd, const std::string& modelDir)
 {
     const std::string text = cmd.required("text");
@@ -58,7 +66,7 @@ int inspectBertModel(Command& cmd, const std::string& modelDir)
         for (std::size_t i = 0; i < result.probabilities.size(); ++i)
             std::printf("%s%s %.4f", i ? ", " : "", c.id2label[i].c_str(), result.probabilities[i]);
         std::printf(")\n");
-    } else if (network.head() == BertHead::MaskedLM) {
+    } else if (network.head() == BertHead::MaskedLM && result.outputNotice.empty()) {
         const torch::Tensor logits = result.activations.at("logits")[0];
         for (std::size_t i = 0; i < result.encoding.inputIds.size(); ++i) {
             if (result.encoding.inputIds[i] != tokenizer.maskId()) continue;
@@ -80,7 +88,7 @@ int inspectBertModel(Command& cmd, const std::string& modelDir)
                             c.id2label);
         std::printf("dump: %s (%zu activations)\n", dumpPath.c_str(), result.activations.tensors().size());
     }
-    return Ok;
+    return finish(modelDir, result.outputNotice);
 }
 
 int inspectDecoderModel(Command& cmd, const std::string& modelDir, Precision precision)
@@ -120,7 +128,7 @@ int inspectDecoderModel(Command& cmd, const std::string& modelDir, Precision pre
                             result.encoding.tokens, {modelDir, network.checkpointSha256(), text});
         std::printf("dump: %s (%zu activations)\n", dumpPath.c_str(), result.activations.tensors().size());
     }
-    return Ok;
+    return finish(modelDir, result.outputNotice);
 }
 
 /// Class names for a ViT: its own id2label, else ImageNet's for 1000 classes, else "class N".
@@ -165,7 +173,7 @@ int inspectVitModel(Command& cmd, const std::string& modelDir)
                             {c.gridSize(), c.gridSize()});
         std::printf("dump: %s (%zu activations)\n", dumpPath.c_str(), result.activations.tensors().size());
     }
-    return Ok;
+    return finish(modelDir, result.outputNotice);
 }
 
 } // namespace

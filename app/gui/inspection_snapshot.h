@@ -66,6 +66,7 @@ struct InspectionSnapshot
     QString precision = QStringLiteral("fp32"); ///< what the forward pass computed in: "fp32" or "bf16"
     QString precisionNotice; ///< fast mode asked for but not possible here: the one sentence why
     QString inputNotice;     ///< the input was cut to the model's limit: truncationNotice()
+    QString outputNotice;    ///< NaN or Inf in the model's output (no prediction): nonFiniteOutputNotice()
 
     QVector<double> probabilities; ///< class probabilities (classifier) or empty
     QStringList prediction;        ///< human-readable top predictions, best first

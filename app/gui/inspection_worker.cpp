@@ -270,6 +270,7 @@ void InspectionWorker::inspectText(quint64 generation, const QString& text, cons
         fillActivations(*s, r.activations);
         s->probabilities = QVector<double>(r.probabilities.begin(), r.probabilities.end());
         if (r.predicted >= 0) s->prediction << s->model.classNames.value(r.predicted);
+        s->outputNotice = QString::fromStdString(r.outputNotice);
         s->inputNotice = QString::fromStdString(
             truncationNotice(r.fullLength, std::int64_t(r.encoding.inputIds.size()), second.has_value()));
         Q_EMIT inspected(generation, s);
@@ -302,6 +303,7 @@ void InspectionWorker::inspectDecoderText(quint64 generation, const QString& tex
         s->tokens << QString::fromStdString(t);
     s->T = s->tokens.size();
     fillActivations(*s, r.activations);
+    s->outputNotice = QString::fromStdString(r.outputNotice);
     for (const auto& [id, p] : r.nextTokens)
         s->prediction << QStringLiteral("%1 (%2)")
                              .arg(QString::fromStdString(decoderTokenLabel(*m_model->decoderTokenizer, id)))
@@ -330,6 +332,7 @@ void InspectionWorker::inspectImage(quint64 generation, const QString& path, con
                        .copy();
         fillActivations(*s, r.activations);
         s->probabilities = QVector<double>(r.probabilities.begin(), r.probabilities.end());
+        s->outputNotice = QString::fromStdString(r.outputNotice);
         for (int k : r.top)
             s->prediction << QStringLiteral("%1 (%2)")
                                  .arg(s->model.classNames.value(k, QStringLiteral("class %1").arg(k)))

@@ -435,11 +435,18 @@ void MainWindow::snapshotReady(const SnapshotPtr& snapshot)
         m_precisionNoticeShown = true;
         statusBar()->showMessage(snapshot->precisionNotice, 15000);
     }
+    // NaN or Inf output: said in red where the prediction would be, never a label made from it.
+    const bool broken = !snapshot->outputNotice.isEmpty();
+    m_predictionLabel->setStyleSheet(broken ? QStringLiteral("color: #b00020; font-weight: bold")
+                                            : QString());
+    m_predictionLabel->setToolTip(broken ? snapshot->outputNotice : QString());
     m_predictionLabel->setText(
-        snapshot->prediction.isEmpty()
+        broken ? tr("No prediction: NaN or Inf in the output")
+        : snapshot->prediction.isEmpty()
             ? QString()
             : (snapshot->model.isDecoder() ? tr("Next token: %1") : tr("Prediction: %1"))
                   .arg(snapshot->prediction.join(QStringLiteral(", "))));
+    if (broken) statusBar()->showMessage(tr("Warning: %1.").arg(snapshot->outputNotice), 60000);
     refreshCurrentPage();
 }
 

@@ -52,6 +52,7 @@ public:
     SweepsPage* sweepsPage() const { return m_sweeps; }
     QSpinBox* layerBox() const { return m_layerBox; }
     QLabel* modelLabel() const { return m_modelLabel; }
+    QLabel* predictionLabel() const { return m_predictionLabel; }
     QSpinBox* headBox() const { return m_headBox; }
     int layer() const { return m_layer; }
     int head() const { return m_head; }

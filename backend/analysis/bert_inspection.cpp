@@ -1,5 +1,6 @@
 #include "analysis/bert_inspection.h"
 
+#include "analysis/metrics.h"
 #include "common/error.h"
 
 #include <torch/torch.h>
@@ -34,7 +35,8 @@ BertInspection inspectBert(BertNetwork& network, const BertTokenizer& tokenizer,
 
     c10::InferenceMode guard;
     const BertForward out = network.forward(ids, types, mask, &result.activations);
-    if (network.head() == BertHead::SequenceClassification) {
+    if (out.logits.defined()) result.outputNotice = nonFiniteOutputNotice(out.logits);
+    if (network.head() == BertHead::SequenceClassification && result.outputNotice.empty()) {
         const torch::Tensor probs = torch::softmax(out.logits[0].to(torch::kDouble), -1).contiguous();
         result.probabilities.assign(probs.data_ptr<double>(), probs.data_ptr<double>() + probs.numel());
         result.predicted = int(probs.argmax().item<std::int64_t>());

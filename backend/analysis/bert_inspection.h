@@ -17,7 +17,9 @@ struct BertInspection
     Encoding encoding;                 ///< the tokenizer's output (no padding)
     RecordingSink activations;         ///< batched tensors, B = 1
     std::vector<double> probabilities; ///< softmax of the classifier logits (empty without a classifier)
-    int predicted = -1;                ///< argmax class, -1 without a classifier
+    int predicted = -1;                ///< argmax class, -1 without a classifier or with outputNotice
+    /// nonFiniteOutputNotice() of the logits: non-empty means no prediction was made.
+    std::string outputNotice{};
     /// Tokens of the whole input before truncation (> encoding.inputIds.size() when it was cut).
     std::int64_t fullLength = 0;
 };

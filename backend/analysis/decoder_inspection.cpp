@@ -1,5 +1,6 @@
 #include "analysis/decoder_inspection.h"
 
+#include "analysis/metrics.h"
 #include "common/error.h"
 
 #include <torch/torch.h>
@@ -58,7 +59,8 @@ DecoderInspection inspectDecoder(DecoderNetwork& network, const DecoderTokenizer
     c10::InferenceMode guard;
     const DecoderForward out =
         network.forward(ids, torch::ones({1, T}, torch::kLong), &result.activations, topNext > 0);
-    if (topNext > 0 && out.logits.defined()) {
+    if (out.logits.defined()) result.outputNotice = nonFiniteOutputNotice(out.logits[0][T - 1]);
+    if (topNext > 0 && out.logits.defined() && result.outputNotice.empty()) {
         const torch::Tensor probs = torch::softmax(out.logits[0][T - 1].to(torch::kDouble), -1);
         const auto top = probs.topk(std::min<std::int64_t>(topNext, probs.size(0)));
         for (std::int64_t k = 0; k < std::get<0>(top).size(0); ++k)

@@ -22,6 +22,8 @@ struct DecoderInspection
     std::vector<std::pair<std::int64_t, double>> nextTokens;
     /// Tokens of the whole text before truncation (> encoding.inputIds.size() when it was cut).
     std::int64_t fullLength = 0;
+    /// nonFiniteOutputNotice() of the last position's logits: non-empty means no next tokens.
+    std::string outputNotice{};
 };
 
 /// Tokenizes `text` as the model's tokenizer does (`addSpecialTokens`: OPT/LLaMA's BOS; GPT-2 adds

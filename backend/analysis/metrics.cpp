@@ -78,6 +78,16 @@ torch::Tensor outlierMask(const torch::Tensor& x, const OutlierCriterion& criter
     return dev.abs() > criterion.k * std;
 }
 
+std::string nonFiniteOutputNotice(const torch::Tensor& output)
+{
+    const torch::Tensor x = output.detach();
+    if (!x.is_floating_point() || x.isfinite().all().item<bool>()) return {};
+    const std::int64_t nan = x.isnan().sum().item<std::int64_t>();
+    return "the model's output holds " + std::to_string(nan) + " NaN and " +
+           std::to_string(x.isinf().sum().item<std::int64_t>()) + " infinite values (of " +
+           std::to_string(x.numel()) + "): no prediction from it (are the weights finite?)";
+}
+
 double maxInfNorm(const torch::Tensor& x)
 {
     if (x.numel() == 0) throw Error("max inf norm of an empty tensor " + shapeText(x));

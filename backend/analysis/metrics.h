@@ -38,6 +38,11 @@ struct OutlierCriterion
 /// values, or a constant tensor, give no outliers (never NaN).
 torch::Tensor outlierMask(const torch::Tensor& x, const OutlierCriterion& criterion);
 
+/// "" when every value of a model's output is finite; else one line such as "the model's output holds
+/// 3 NaN and 0 infinite values (of 3): no prediction from it (are the weights finite?)". NaN or Inf
+/// logits are never turned into a prediction: inspect and stats stop with it, the GUI shows it.
+std::string nonFiniteOutputNotice(const torch::Tensor& output);
+
 /// max |x| over every value of x (any shape, e.g. one sample's [T, d]); same units as x. Throws
 /// Error for an empty tensor.
 double maxInfNorm(const torch::Tensor& x);

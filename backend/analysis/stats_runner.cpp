@@ -2,6 +2,7 @@
 
 #include "analysis/dataset_statistics.h"
 #include "analysis/decoder_inspection.h"
+#include "analysis/metrics.h"
 #include "analysis/recording_sink.h"
 #include "analysis/vit_inspection.h"
 #include "common/error.h"
@@ -397,6 +398,8 @@ StatsRunResult runText(const StatsRunOptions& o, const std::atomic<bool>& cancel
             }
             sink.finish();
             if (classifier) {
+                if (const std::string notice = nonFiniteOutputNotice(sink.at("logits")); !notice.empty())
+                    throw Error(o.modelDir + ": " + notice);
                 for (std::int64_t r = 0; r < B; ++r) {
                     const int gold = labelId(pairs[start + order[b0 + std::size_t(r)]].label);
                     if (gold >= 0) {
@@ -482,6 +485,9 @@ StatsRunResult runImages(const StatsRunOptions& o, const std::atomic<bool>& canc
                 network.forward(torch::stack(pixels), &sink);
             }
             sink.finish();
+            if (sink.contains("logits"))
+                if (const std::string notice = nonFiniteOutputNotice(sink.at("logits")); !notice.empty())
+                    throw Error(o.modelDir + ": " + notice);
             for (std::size_t r = 0; r < pixels.size(); ++r) {
                 if (labels[r] >= 0 && sink.contains("logits")) {
                     ++labelled;

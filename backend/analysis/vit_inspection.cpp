@@ -1,5 +1,6 @@
 #include "analysis/vit_inspection.h"
 
+#include "analysis/metrics.h"
 #include "common/error.h"
 
 #include <torch/torch.h>
@@ -38,7 +39,8 @@ VitInspection inspectVit(VitNetwork& network, const ImagePreprocessing& preproce
     result.pixels = preprocessImage(image, preprocessing).unsqueeze(0);
     c10::InferenceMode guard;
     const VitOutputs out = network.forward(result.pixels, &result.activations);
-    if (out.logits.defined()) {
+    if (out.logits.defined()) result.outputNotice = nonFiniteOutputNotice(out.logits);
+    if (out.logits.defined() && result.outputNotice.empty()) {
         const torch::Tensor probs = torch::softmax(out.logits[0].to(torch::kDouble), -1).contiguous();
         result.probabilities.assign(probs.data_ptr<double>(), probs.data_ptr<double>() + probs.numel());
         const auto top = probs.topk(std::min<std::int64_t>(5, probs.numel()));

@@ -19,6 +19,8 @@ struct VitInspection
     RecordingSink activations;         ///< batched tensors, B = 1
     std::vector<double> probabilities; ///< softmax of the logits (empty without a head)
     std::vector<int> top;              ///< classes by decreasing probability (up to 5)
+    /// nonFiniteOutputNotice() of the logits: non-empty means no prediction was made.
+    std::string outputNotice{};
 };
 
 /// Token labels of a ViT input: "[CLS]" then "patch r,c" (0-based row, column) in row-major order.

@@ -126,12 +126,16 @@ void AttentionVariant::validate(const std::string& where) const
     if (softmax == SoftmaxKind::Clipped) {
         if (alpha && maxSeqLength <= 0)
             throw Error(where + ": clipped softmax with alpha needs max_seq_length (the training length T)");
-        if (alpha && *alpha < 0)
-            throw Error(where + ": clipped softmax alpha must be >= 0, found " + formatNumber(*alpha));
-        if (effectiveGamma() > 0)
-            throw Error(where + ": clipped softmax gamma must be <= 0, found " +
+        // Written so that nan fails too; inf would turn every probability into inf or nan.
+        if (alpha && !(*alpha >= 0 && std::isfinite(*alpha)))
+            throw Error(where + ": clipped softmax alpha must be >= 0 and finite, found " +
+                        formatNumber(*alpha));
+        if (!(effectiveGamma() <= 0 && std::isfinite(effectiveGamma())))
+            throw Error(where + ": clipped softmax gamma must be <= 0 and finite, found " +
                         formatNumber(effectiveGamma()));
-        if (zeta < 1) throw Error(where + ": clipped softmax zeta must be >= 1, found " + formatNumber(zeta));
+        if (!(zeta >= 1 && std::isfinite(zeta)))
+            throw Error(where + ": clipped softmax zeta must be >= 1 and finite, found " +
+                        formatNumber(zeta));
     }
     if (gate == GateKind::Mlp && nHid <= 0) throw Error(where + ": the mlp gate needs n_hid > 0");
     if (softmax == SoftmaxKind::Sigmoid && bias != BiasKind::None)

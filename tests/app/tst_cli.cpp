@@ -5,6 +5,7 @@
 #include "../common/tensor_compare.h"
 
 #include "io/hdf5_store.h"
+#include "io/safetensors.h"
 #include "model/capture.h"
 #include "model/precision.h"
 
@@ -15,6 +16,8 @@
 #include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include <cmath>
 
 #include <filesystem>
 #include <fstream>
@@ -325,6 +328,33 @@ private Q_SLOTS:
                  qPrintable(r.err));
     }
 
+    /// Issue #15.4: a checkpoint of NaN weights printed "entailment (entailment -nan, ...)" with exit 0.
+    void nonFiniteOutputIsAnErrorNotAPrediction()
+    {
+        QTemporaryDir dir;
+        StateDict weights = readSafetensors(fixture("bert/hf/model.safetensors"));
+        weights.at("bert.embeddings.LayerNorm.weight").fill_(std::nan(""));
+        makeModel(dir.path(), {});
+        writeSafetensors((dir.path() + "/model.safetensors").toStdString(), weights);
+        const QString dump = dir.path() + "/nan.h5";
+        Run r = runApp({"inspect", "--model", dir.path(), "--text", "the cat", "--dump", dump});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("the model's output holds 3 NaN and 0 infinite values (of 3): no prediction"),
+                 qPrintable(r.err));
+        QVERIFY2(!r.out.contains("prediction:"), qPrintable(r.out));
+        QVERIFY2(QFile::exists(dump), "the dump shows where the NaN arose"); // written before the error
+
+        QFile pairs(dir.path() + "/pairs.tsv");
+        QVERIFY(pairs.open(QIODevice::WriteOnly));
+        pairs.write("index\tsentence1\tsentence2\tgold_label\n0\tA cat.\tAn animal.\tentailment\n");
+        pairs.close();
+        const QString stats = dir.path() + "/stats.h5";
+        r = runApp({"stats", "--model", dir.path(), "--data", "mnli:" + pairs.fileName(), "--out", stats});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("NaN") && r.err.contains(dir.path()), qPrintable(r.err));
+        QVERIFY(!QFile::exists(stats));
+    }
+
     void usageErrors_data()
     {
         QTest::addColumn<QStringList>("args");
@@ -338,6 +368,28 @@ private Q_SLOTS:
         QTest::newRow("bad variant") << QStringList{"inspect", "--model", fx("bert/hf"), "--text",
                                                     "a",       "--gamma", "0.5"}
                                      << 1;
+        // No option takes nan or inf: they would flow into a result printed as a number.
+        for (const char* option : {"--gamma", "--zeta", "--alpha"})
+            for (const char* value : {"nan", "-inf", "inf"})
+                QTest::newRow(qPrintable(QStringLiteral("%1 %2").arg(option, value)))
+                    << QStringList{"inspect",   "--model", fx("bert/hf"), "--text", "a",
+                                   "--softmax", "clipped", option,        value}
+                    << 2;
+        QTest::newRow("create-model --gamma nan")
+            << QStringList{"create-model", "--vocab", fx("bert/hf/vocab.txt"),
+                           "--softmax",    "clipped", "--gamma",
+                           "nan",          "--out",   "/tmp/never-written"}
+            << 2;
+        QTest::newRow("stats --k nan") << QStringList{"stats",
+                                                      "--model",
+                                                      fx("bert/hf"),
+                                                      "--data",
+                                                      "mnli:" + fx("text/mnli_sample.jsonl"),
+                                                      "--k",
+                                                      "nan",
+                                                      "--out",
+                                                      "/tmp/never-written.h5"}
+                                       << 2;
         QTest::newRow("image on BERT")
             << QStringList{"inspect", "--model", fx("bert/hf"), "--image", "x.png"} << 2;
         QTest::newRow("quantize: unknown estimator")

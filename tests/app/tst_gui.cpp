@@ -13,6 +13,7 @@
 #include "image_view.h"
 #include "input_panel.h"
 #include "inspection_controller.h"
+#include "io/safetensors.h"
 #include "job_manager.h"
 #include "jobs_page.h"
 #include "main_window.h"
@@ -53,6 +54,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 using namespace outlierlens;
 using outlierlens::test::fixture;
@@ -249,6 +251,30 @@ private Q_SLOTS:
         QCOMPARE(m_window->controller()->model().dir, kModel);
         m_window->inputPanel()->selectPair(1);
         waitForInput(m_window->inputPanel()->pairsModel()->premises()[1]);
+    }
+
+    /// Issue #15.4: NaN in the output is a warning in red where the prediction would be, never a label.
+    void nanOutputIsAWarningNotAPrediction()
+    {
+        QTemporaryDir dir;
+        for (const char* file : {"config.json", "vocab.txt"})
+            std::filesystem::copy_file(fixture("bert/hf/") + file, (dir.path() + "/" + file).toStdString());
+        StateDict weights = readSafetensors(fixture("bert/hf/model.safetensors"));
+        weights.at("classifier.weight").fill_(std::numeric_limits<float>::infinity());
+        writeSafetensors((dir.path() + "/model.safetensors").toStdString(), weights);
+        m_window->openModel(dir.path());
+        QTRY_COMPARE_WITH_TIMEOUT(m_window->controller()->model().dir, dir.path(), 60000);
+        m_window->inputPanel()->runText(QStringLiteral("An infinite classifier."));
+        waitForInput(QStringLiteral("An infinite classifier."));
+        const SnapshotPtr s = m_window->controller()->snapshot();
+        QVERIFY2(s->outputNotice.contains(QStringLiteral("infinite values")), qPrintable(s->outputNotice));
+        QVERIFY(s->prediction.isEmpty());
+        QCOMPARE(m_window->predictionLabel()->text(),
+                 QStringLiteral("No prediction: NaN or Inf in the output"));
+        QVERIFY(m_window->statusBar()->currentMessage().startsWith(
+            QStringLiteral("Warning: the model's output")));
+        openBertOnText();
+        QVERIFY(m_window->predictionLabel()->text().startsWith(QStringLiteral("Prediction: ")));
     }
 
     /// Issue #14.7: a long text is cut with a word, Run without text says why it is off, and the Image
