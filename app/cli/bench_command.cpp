@@ -101,7 +101,7 @@ int benchDecoder(Command& cmd, const std::string& modelDir, int seq, int batch, 
     std::vector<double> plain, captured;
     if (!timeInterleaved([&](ActivationSink* sink) { network.forward(ids, {}, sink, true); }, names, runs,
                          warmup, plain, captured, capturedBytes))
-        return Interrupted;
+        return interruptedExitCode();
     const double weightsMb = double(network.parameterBytes()) / (1024.0 * 1024.0);
     const double peak = peakRssMb();
     const nlohmann::json out = {
@@ -183,7 +183,7 @@ int runBench(const QStringList& args)
         std::vector<double> plain, captured;
         if (!timeInterleaved([&](ActivationSink* sink) { network.forward(ids, types, mask, sink); }, {}, runs,
                              warmup, plain, captured, capturedBytes))
-            return Interrupted;
+            return interruptedExitCode();
 
         std::int64_t parameters = 0;
         for (const auto& p : network.module().parameters())

@@ -46,8 +46,27 @@ std::optional<int> Command::parse(const QStringList& args)
 
 int Command::fail(const std::string& message, int code) const
 {
-    std::fprintf(stderr, "outlierlens %s: error: %s\n", qPrintable(m_name), message.c_str());
+    // One line: LibTorch's errors (a failed allocation, a bad argument deep in an operator) carry
+    // their C++ backtrace after the first line, which says nothing to a user.
+    const std::string line = message.substr(0, message.find('\n'));
+    std::fprintf(stderr, "outlierlens %s: error: %s\n", qPrintable(m_name), line.c_str());
     return code;
+}
+
+std::optional<std::string> Command::optionalText(const QString& option) const
+{
+    if (!m_parser.isSet(option)) return std::nullopt;
+    const QString text = m_parser.value(option);
+    if (text.contains(QChar::ReplacementCharacter))
+        throw UsageException{"--" + option.toStdString() +
+                             " is not valid UTF-8 (or holds U+FFFD); give the text in UTF-8"};
+    return text.toStdString();
+}
+
+std::string Command::requiredText(const QString& option) const
+{
+    if (const auto text = optionalText(option)) return *text;
+    throw UsageException{"--" + option.toStdString() + " is required"};
 }
 
 std::string Command::required(const QString& option) const
@@ -137,8 +156,11 @@ std::atomic<bool>& interruptFlag()
 
 namespace {
 
+std::atomic<int> g_signal{SIGINT};
+
 extern "C" void onInterrupt(int signal)
 {
+    if (!interruptFlag()) g_signal.store(signal);
     if (interruptFlag().exchange(true)) {
         // Second signal: the user insists. Leave nothing half-written and go.
         removeUncommittedTempFiles();
@@ -147,6 +169,11 @@ extern "C" void onInterrupt(int signal)
 }
 
 } // namespace
+
+int interruptedExitCode()
+{
+    return 128 + g_signal.load();
+}
 
 void installInterruptHandlers()
 {

@@ -18,7 +18,7 @@ struct VariantOverride;
 namespace outlierlens::cli {
 
 /// Exit codes shared by every subcommand.
-enum ExitCode { Ok = 0, Failure = 1, UsageError = 2, Interrupted = 130 };
+enum ExitCode { Ok = 0, Failure = 1, UsageError = 2 };
 
 /// One subcommand's parser: --help, positional checks, one-line errors.
 class Command
@@ -34,6 +34,12 @@ public:
     /// The value of a required option, or a usage error naming it.
     std::string required(const QString& option) const;
     std::string value(const QString& option) const { return m_parser.value(option).toStdString(); }
+    /// A text option such as --text or --pair, which may be empty (std::nullopt when not given). A
+    /// usage error when the argument is not valid UTF-8: Qt has replaced its bytes with U+FFFD, which
+    /// BERT's tokenizer drops without a word (Latin-1 "caf\xe9" would run as "caf").
+    std::optional<std::string> optionalText(const QString& option) const;
+    /// optionalText() of an option that must be given.
+    std::string requiredText(const QString& option) const;
     bool isSet(const QString& option) const { return m_parser.isSet(option); }
     /// An integer option within [min, max] (usage error otherwise); fallback when unset.
     int intValue(const QString& option, int fallback, int min, int max) const;
@@ -69,6 +75,9 @@ std::string csvField(const std::string& text);
 
 /// Set by SIGINT/SIGTERM; long commands check it between batches.
 std::atomic<bool>& interruptFlag();
+/// What a command stopped by a signal returns: 128 + the signal, as shells report it (130 after
+/// Ctrl-C, 143 after SIGTERM).
+int interruptedExitCode();
 /// Installs handlers that set interruptFlag() and, on a second signal, remove temp files and exit.
 void installInterruptHandlers();
 

@@ -36,9 +36,8 @@ int finish(const std::string& modelDir, const std::string& outputNotice)
 
 int inspectBertModel(Command& cmd, const std::string& modelDir)
 {
-    const std::string text = cmd.required("text");
-    const std::optional<std::string> pair =
-        cmd.isSet("pair") ? std::optional<std::string>(cmd.value("pair")) : std::nullopt;
+    const std::string text = cmd.requiredText("text");
+    const std::optional<std::string> pair = cmd.optionalText("pair");
     const int maxLength = cmd.intValue("max-length", 0, 2, 1 << 20);
 
     BertNetwork network = BertNetwork::load(modelDir, cmd.variantOverride());
@@ -81,7 +80,7 @@ int inspectBertModel(Command& cmd, const std::string& modelDir)
 
     if (cmd.isSet("dump")) {
         const std::string dumpPath = cmd.value("dump");
-        if (interruptFlag()) return Interrupted;
+        if (interruptFlag()) return interruptedExitCode();
         const std::string input = pair ? text + " ||| " + *pair : text;
         writeInspectionDump(dumpPath, result.activations, 0, std::int64_t(result.encoding.tokens.size()),
                             result.encoding.tokens, {modelDir, network.checkpointSha256(), input},
@@ -94,7 +93,7 @@ int inspectBertModel(Command& cmd, const std::string& modelDir)
 int inspectDecoderModel(Command& cmd, const std::string& modelDir, Precision precision)
 {
     if (cmd.isSet("pair")) throw UsageException{"--pair needs a BERT model; " + modelDir + " is a decoder"};
-    const std::string text = cmd.required("text");
+    const std::string text = cmd.requiredText("text");
     const int maxLength = cmd.intValue("max-length", 0, 1, 1 << 20);
     DecoderNetwork network = DecoderNetwork::load(modelDir, cmd.variantOverride());
     if (precision == Precision::Bf16) network.setComputeDtype(torch::kBFloat16);
@@ -123,7 +122,7 @@ int inspectDecoderModel(Command& cmd, const std::string& modelDir, Precision pre
     }
     if (cmd.isSet("dump")) {
         const std::string dumpPath = cmd.value("dump");
-        if (interruptFlag()) return Interrupted;
+        if (interruptFlag()) return interruptedExitCode();
         writeInspectionDump(dumpPath, result.activations, 0, std::int64_t(result.encoding.tokens.size()),
                             result.encoding.tokens, {modelDir, network.checkpointSha256(), text});
         std::printf("dump: %s (%zu activations)\n", dumpPath.c_str(), result.activations.tensors().size());
@@ -165,7 +164,7 @@ int inspectVitModel(Command& cmd, const std::string& modelDir)
         std::printf("\n");
     }
     if (cmd.isSet("dump")) {
-        if (interruptFlag()) return Interrupted;
+        if (interruptFlag()) return interruptedExitCode();
         const std::string dumpPath = cmd.value("dump");
         writeInspectionDump(dumpPath, result.activations, 0, c.numTokens(), vitTokenLabels(c),
                             {modelDir, network.checkpointSha256(), imagePath},

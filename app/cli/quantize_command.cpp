@@ -3,6 +3,8 @@
 
 #include "cli/command_line.h"
 
+#include "common/atomic_file.h"
+
 #include "common/error.h"
 #include "model/runtime.h"
 #include "quant/evaluation.h"
@@ -158,6 +160,9 @@ int runQuantize(const QStringList& args)
         const int threads = cmd.intValue("threads", 0, 0, 1024);
         configureTorchThreads(threads);
 
+        if (cmd.isSet("out")) // before the experiment, not after it
+            for (const char* ext : {".json", ".csv"})
+                checkCanWrite(cmd.value("out") + ext);
         const QuantResult r = runQuantExperiment(
             e,
             [](const std::string& message) {
@@ -191,7 +196,7 @@ int runQuantize(const QStringList& args)
     } catch (const std::exception& e) {
         if (interruptFlag()) {
             std::fprintf(stderr, "outlierlens quantize: interrupted; no output written\n");
-            return Interrupted;
+            return interruptedExitCode();
         }
         return cmd.fail(e.what());
     }

@@ -2,6 +2,8 @@
 
 #include "cli/command_line.h"
 
+#include "common/atomic_file.h"
+
 #include "analysis/stats_runner.h"
 #include "common/error.h"
 #include "model/runtime.h"
@@ -116,6 +118,7 @@ int runStats(const QStringList& args)
         o.modelDir = cmd.required("model");
         o.data = DataSpec::parse(cmd.required("data"));
         o.outPath = cmd.required("out");
+        checkCanWrite(o.outPath); // before the passes, not after them
         if (cmd.isSet("layers")) o.layers = parseLayers(cmd.parser().value("layers"));
         if (cmd.isSet("rule")) o.criterion.rule = parseOutlierRule(cmd.value("rule"));
         o.criterion.k = cmd.doubleValue("k", 6.0);
@@ -151,7 +154,7 @@ int runStats(const QStringList& args)
         return Ok;
     } catch (const Cancelled&) {
         std::fprintf(stderr, "\noutlierlens stats: interrupted; no output written\n");
-        return Interrupted;
+        return interruptedExitCode();
     } catch (const UsageException& e) {
         return cmd.fail(e.message, UsageError);
     } catch (const std::exception& e) {

@@ -205,7 +205,7 @@ int runSweep(const QStringList& args)
         }
         if (interruptFlag()) {
             std::fprintf(stderr, "outlierlens sweep: interrupted; run it again to continue\n");
-            return Interrupted;
+            return interruptedExitCode();
         }
         // Relative metric: log-perplexity ratio (perplexity) or accuracy ratio, against the first row.
         const double reference = rows.empty() ? NAN : rows[0]["metric"].get<double>();

@@ -79,9 +79,9 @@ int runTokenize(const QStringList& args)
                 print(encode(p.premise, p.hypothesis), withTokenTypes);
             return Ok;
         }
-        const std::string text = cmd.required("text");
-        const std::optional<std::string> pair =
-            cmd.isSet("pair") ? std::optional<std::string>(cmd.value("pair")) : std::nullopt;
+        // May be empty, as in Hugging Face: "" gives [CLS] [SEP].
+        const std::string text = cmd.requiredText("text");
+        const std::optional<std::string> pair = cmd.optionalText("pair");
         print(encode(text, pair), withTokenTypes);
         return Ok;
     } catch (const UsageException& e) {

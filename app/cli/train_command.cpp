@@ -121,7 +121,7 @@ int runTrain(const QStringList& args)
         case TrainOutcome::Stopped:
             std::fprintf(stderr, "outlierlens train: %s (outlierlens train --resume --output %s)\n",
                          result.message.c_str(), config.output.c_str());
-            return Interrupted;
+            return interruptedExitCode();
         case TrainOutcome::Diverged:
             return cmd.fail(result.message);
         }

@@ -50,7 +50,11 @@ DataSpec DataSpec::parse(const std::string& text)
     const auto last = rest.rfind(':');
     if (last != std::string::npos && last + 1 < rest.size() &&
         std::all_of(rest.begin() + long(last) + 1, rest.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-        spec.limit = std::stoull(rest.substr(last + 1));
+        const std::string digits = rest.substr(last + 1);
+        if (digits.size() > 12)
+            throw Error("--data '" + text + "': N = " + digits +
+                        " is larger than any data set (at most 12 digits)");
+        spec.limit = std::stoull(digits);
         if (spec.limit == 0) throw Error("--data '" + text + "': N must be at least 1");
         rest = rest.substr(0, last);
     }

@@ -65,6 +65,14 @@ void AtomicFile::commit()
     m_committed = true;
 }
 
+void checkCanWrite(const std::string& finalPath)
+{
+    const AtomicFile probe(finalPath);
+    const int fd = ::open(probe.tempPath().c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) throw Error(finalPath + ": cannot write here: " + std::strerror(errno));
+    ::close(fd); // the probe's destructor removes the file
+}
+
 void removeUncommittedTempFiles()
 {
     for (auto& slot : g_slots)

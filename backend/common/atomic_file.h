@@ -28,6 +28,11 @@ private:
     int m_slot = -1;
 };
 
+/// Before long work whose result goes to `finalPath`: creates and removes the temporary file an
+/// AtomicFile would write, so that a missing or read-only folder is an Error ("<path>: cannot write
+/// here: <reason>") at the start, not after an hour of computing. An existing finalPath is untouched.
+void checkCanWrite(const std::string& finalPath);
+
 /// Removes temporary files registered by live AtomicFile objects; safe to call from a signal
 /// handler (only unlink). Used by the command line's SIGINT handler.
 void removeUncommittedTempFiles();

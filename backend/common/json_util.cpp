@@ -5,6 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <climits>
+#include <cmath>
+
 namespace outlierlens::jsonutil {
 namespace {
 
@@ -106,12 +109,32 @@ long long getInt(const nlohmann::json& obj, const std::string& key, const std::s
 {
     const nlohmann::json* v = field(obj, key, where, !fallback);
     if (!v) return *fallback;
+    const auto tooLarge = [&] {
+        return Error(where + ": field '" + key + "' is " + v->dump() + ", outside the 64-bit integer range");
+    };
+    if (v->is_number_unsigned()) {
+        if (v->get<unsigned long long>() > static_cast<unsigned long long>(LLONG_MAX)) throw tooLarge();
+        return v->get<long long>();
+    }
     if (v->is_number_integer()) return v->get<long long>();
     if (v->is_number_float()) {
         const double d = v->get<double>();
-        if (d == static_cast<double>(static_cast<long long>(d))) return static_cast<long long>(d);
+        // 2^63 is the first double outside long long; casting it (or NaN) would be undefined.
+        if (!(std::abs(d) < 9223372036854775808.0)) throw tooLarge();
+        if (d == std::trunc(d)) return static_cast<long long>(d);
     }
     throw Error(where + ": field '" + key + "' must be an integer, found " + v->dump());
+}
+
+int getInt32(const nlohmann::json& obj, const std::string& key, const std::string& where,
+             std::optional<int> fallback)
+{
+    const long long v =
+        getInt(obj, key, where, fallback ? std::optional<long long>(*fallback) : std::nullopt);
+    if (v < INT_MIN || v > INT_MAX)
+        throw Error(where + ": field '" + key + "' is " + std::to_string(v) + ", outside the 32-bit range (" +
+                    std::to_string(INT_MIN) + " to " + std::to_string(INT_MAX) + ")");
+    return int(v);
 }
 
 double getNumber(const nlohmann::json& obj, const std::string& key, const std::string& where,

@@ -35,6 +35,10 @@ nlohmann::json parseText(const std::string& text, const std::string& what);
 /// file or object name for messages such as "config.json: field 'hidden_size' must be an integer".
 long long getInt(const nlohmann::json& obj, const std::string& key, const std::string& where,
                  std::optional<long long> fallback = std::nullopt);
+/// getInt for a field held in an int (sizes, counts, token ids): a value outside the 32-bit range is
+/// an Error, never cut to its low bits (hidden_size 2^32 + 256 must not read as 256).
+int getInt32(const nlohmann::json& obj, const std::string& key, const std::string& where,
+             std::optional<int> fallback = std::nullopt);
 double getNumber(const nlohmann::json& obj, const std::string& key, const std::string& where,
                  std::optional<double> fallback = std::nullopt);
 std::string getString(const nlohmann::json& obj, const std::string& key, const std::string& where,

@@ -216,6 +216,20 @@ BertNetwork BertNetwork::load(const std::string& modelDir, const VariantOverride
             config.id2label.push_back("LABEL_" + std::to_string(i));
     }
 
+    const std::int64_t d = config.hiddenSize;
+    checkConfigAgainstCheckpoint(
+        tensors,
+        {{"embeddings.word_embeddings.weight", {config.vocabSize, d}, "vocab_size x hidden_size"},
+         {"embeddings.position_embeddings.weight",
+          {config.maxPositions, d},
+          "max_position_embeddings x hidden_size"},
+         {"embeddings.token_type_embeddings.weight",
+          {config.typeVocabSize, d},
+          "type_vocab_size x hidden_size"},
+         {"layer.0.intermediate.dense.weight",
+          {config.intermediateSize, d},
+          "intermediate_size x hidden_size"}},
+        config.numLayers, configPath, weights);
     BertNetwork net(config, head);
     net.m_weightsFile = weights;
     const ExpectedTensors expected = releaseModuleTensors(net.module());

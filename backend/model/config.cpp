@@ -35,8 +35,8 @@ AttentionVariant parseVariant(const nlohmann::json& block, const std::string& wh
     v.gamma = getNumber(block, "gamma", where, 0.0);
     v.zeta = getNumber(block, "zeta", where, 1.0);
     if (block.contains("alpha") && !block["alpha"].is_null()) v.alpha = getNumber(block, "alpha", where);
-    v.maxSeqLength = int(getInt(block, "max_seq_length", where, 0));
-    v.nHid = int(getInt(block, "n_hid", where, 0));
+    v.maxSeqLength = getInt32(block, "max_seq_length", where, 0);
+    v.nHid = getInt32(block, "n_hid", where, 0);
     v.piInit = getNumber(block, "pi_init", where, 0.25);
     const std::string bias = getString(block, "bias", where, std::string("none"));
     if (bias == "fixed")
@@ -260,14 +260,14 @@ BertConfig BertConfig::fromFile(const std::string& path)
     const nlohmann::json j = parseFile(path);
     if (!j.is_object()) throw Error(path + ": expected a JSON object");
     BertConfig c;
-    c.vocabSize = int(getInt(j, "vocab_size", path));
-    c.hiddenSize = int(getInt(j, "hidden_size", path));
-    c.numLayers = int(getInt(j, "num_hidden_layers", path));
-    c.numHeads = int(getInt(j, "num_attention_heads", path));
-    c.intermediateSize = int(getInt(j, "intermediate_size", path));
-    c.maxPositions = int(getInt(j, "max_position_embeddings", path, 512));
-    c.typeVocabSize = int(getInt(j, "type_vocab_size", path, 2));
-    c.padTokenId = int(getInt(j, "pad_token_id", path, 0));
+    c.vocabSize = getInt32(j, "vocab_size", path);
+    c.hiddenSize = getInt32(j, "hidden_size", path);
+    c.numLayers = getInt32(j, "num_hidden_layers", path);
+    c.numHeads = getInt32(j, "num_attention_heads", path);
+    c.intermediateSize = getInt32(j, "intermediate_size", path);
+    c.maxPositions = getInt32(j, "max_position_embeddings", path, 512);
+    c.typeVocabSize = getInt32(j, "type_vocab_size", path, 2);
+    c.padTokenId = getInt32(j, "pad_token_id", path, 0);
     c.layerNormEps = getNumber(j, "layer_norm_eps", path, 1e-12);
     c.hiddenAct = getString(j, "hidden_act", path, std::string("gelu"));
     c.hiddenDropout = getNumber(j, "hidden_dropout_prob", path, 0.1);
@@ -321,11 +321,20 @@ void BertConfig::validate(const std::string& where) const
     if (hiddenAct != "gelu" && hiddenAct != "gelu_new" && hiddenAct != "gelu_pytorch_tanh" &&
         hiddenAct != "relu")
         throw Error(where + ": hidden_act '" + hiddenAct + "' is not supported (gelu, gelu_new, relu)");
-    if (!(layerNormEps > 0)) throw Error(where + ": layer_norm_eps must be positive");
+    if (!(layerNormEps > 0) || !std::isfinite(layerNormEps))
+        throw Error(where + ": layer_norm_eps must be positive");
+    for (const auto& [p, name] : {std::pair{hiddenDropout, "hidden_dropout_prob"},
+                                  std::pair{attentionDropout, "attention_probs_dropout_prob"}})
+        if (!(p >= 0 && p <= 1))
+            throw Error(where + ": " + name + " must be a probability in [0, 1], found " + formatNumber(p));
+    if (padTokenId < 0 || padTokenId >= vocabSize)
+        throw Error(where + ": pad_token_id " + std::to_string(padTokenId) +
+                    " is not a token of the vocabulary (0 to " + std::to_string(vocabSize - 1) + ")");
     if (variant.gate == GateKind::Mlp && variant.nHid <= 0) throw Error(where + ": the mlp gate needs n_hid");
     // Generous sanity limits so that a hostile config cannot request terabytes.
-    if (double(vocabSize) * hiddenSize > 4e9 || double(numLayers) * hiddenSize * intermediateSize > 1e12 ||
-        numLayers > 1000 || maxPositions > 1 << 20)
+    if ((double(vocabSize) + maxPositions + typeVocabSize) * hiddenSize > 4e9 ||
+        double(numLayers) * hiddenSize * intermediateSize > 1e12 || numLayers > 1000 ||
+        maxPositions > 1 << 20)
         throw Error(where + ": model dimensions are implausibly large");
     variant.validate(where);
 }

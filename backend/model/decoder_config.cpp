@@ -22,12 +22,12 @@ bool isNull(const json& j, const char* key)
 /// An integer field that may be null (HF writes null for "derive it"): fallback when null or absent.
 int intOrNull(const json& j, const char* key, const std::string& where, int fallback)
 {
-    return isNull(j, key) ? fallback : int(jsonutil::getInt(j, key, where));
+    return isNull(j, key) ? fallback : jsonutil::getInt32(j, key, where);
 }
 
 int tokenId(const json& j, const char* key, const std::string& where)
 {
-    return isNull(j, key) ? -1 : int(jsonutil::getInt(j, key, where));
+    return isNull(j, key) ? -1 : jsonutil::getInt32(j, key, where);
 }
 
 std::string joined(const std::vector<std::string>& items)
@@ -68,13 +68,13 @@ DecoderArch detectArch(const json& j, const std::string& path, std::vector<std::
 void readGpt2(const json& j, const std::string& path, DecoderConfig& c)
 {
     using namespace jsonutil;
-    c.vocabSize = int(getInt(j, "vocab_size", path));
-    c.hiddenSize = int(getInt(j, "n_embd", path));
-    c.numLayers = int(getInt(j, "n_layer", path));
-    c.numHeads = int(getInt(j, "n_head", path));
+    c.vocabSize = getInt32(j, "vocab_size", path);
+    c.hiddenSize = getInt32(j, "n_embd", path);
+    c.numLayers = getInt32(j, "n_layer", path);
+    c.numHeads = getInt32(j, "n_head", path);
     c.numKvHeads = c.numHeads;
     c.intermediateSize = intOrNull(j, "n_inner", path, 4 * c.hiddenSize);
-    c.maxPositions = int(getInt(j, "n_positions", path));
+    c.maxPositions = getInt32(j, "n_positions", path);
     c.normEps = getNumber(j, "layer_norm_epsilon", path, 1e-5);
     c.activation = getString(j, "activation_function", path, std::string("gelu_new"));
     c.scaleAttnWeights = getBool(j, "scale_attn_weights", path, true);
@@ -85,13 +85,13 @@ void readGpt2(const json& j, const std::string& path, DecoderConfig& c)
 void readOpt(const json& j, const std::string& path, DecoderConfig& c)
 {
     using namespace jsonutil;
-    c.vocabSize = int(getInt(j, "vocab_size", path));
-    c.hiddenSize = int(getInt(j, "hidden_size", path));
-    c.numLayers = int(getInt(j, "num_hidden_layers", path));
-    c.numHeads = int(getInt(j, "num_attention_heads", path));
+    c.vocabSize = getInt32(j, "vocab_size", path);
+    c.hiddenSize = getInt32(j, "hidden_size", path);
+    c.numLayers = getInt32(j, "num_hidden_layers", path);
+    c.numHeads = getInt32(j, "num_attention_heads", path);
     c.numKvHeads = c.numHeads;
-    c.intermediateSize = int(getInt(j, "ffn_dim", path));
-    c.maxPositions = int(getInt(j, "max_position_embeddings", path));
+    c.intermediateSize = getInt32(j, "ffn_dim", path);
+    c.maxPositions = getInt32(j, "max_position_embeddings", path);
     c.normEps = 1e-5; // nn.LayerNorm's default: OPT has no config field for it
     c.activation = getString(j, "activation_function", path, std::string("relu"));
     c.doLayerNormBefore = getBool(j, "do_layer_norm_before", path, true);
@@ -106,13 +106,13 @@ void readOpt(const json& j, const std::string& path, DecoderConfig& c)
 void readLlama(const json& j, const std::string& path, DecoderConfig& c)
 {
     using namespace jsonutil;
-    c.vocabSize = int(getInt(j, "vocab_size", path));
-    c.hiddenSize = int(getInt(j, "hidden_size", path));
-    c.numLayers = int(getInt(j, "num_hidden_layers", path));
-    c.numHeads = int(getInt(j, "num_attention_heads", path));
+    c.vocabSize = getInt32(j, "vocab_size", path);
+    c.hiddenSize = getInt32(j, "hidden_size", path);
+    c.numLayers = getInt32(j, "num_hidden_layers", path);
+    c.numHeads = getInt32(j, "num_attention_heads", path);
     c.numKvHeads = intOrNull(j, "num_key_value_heads", path, c.numHeads);
-    c.intermediateSize = int(getInt(j, "intermediate_size", path));
-    c.maxPositions = int(getInt(j, "max_position_embeddings", path, 2048));
+    c.intermediateSize = getInt32(j, "intermediate_size", path);
+    c.maxPositions = getInt32(j, "max_position_embeddings", path, 2048);
     c.normEps = getNumber(j, "rms_norm_eps", path, 1e-6);
     c.activation = getString(j, "hidden_act", path, std::string("silu"));
     c.ropeTheta = isNull(j, "rope_theta") ? 10000.0 : getNumber(j, "rope_theta", path);

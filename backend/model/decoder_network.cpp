@@ -8,6 +8,7 @@
 #include "io/safetensors.h"
 #include "io/torch_bin.h"
 #include "model/decoder_modules.h"
+#include "model/loading.h"
 #include "model/runtime.h"
 
 #include <nlohmann/json.hpp>
@@ -258,6 +259,31 @@ DecoderNetwork::~DecoderNetwork() = default;
 DecoderNetwork::DecoderNetwork(DecoderNetwork&&) noexcept = default;
 DecoderNetwork& DecoderNetwork::operator=(DecoderNetwork&&) noexcept = default;
 
+namespace {
+
+/// The tensors whose shapes a decoder config fixes, as the checkpoint names them (GPT-2's Conv1D
+/// weights are stored [in, out]).
+std::vector<ImpliedShape> impliedShapes(const DecoderConfig& c)
+{
+    const std::int64_t d = c.hiddenSize, v = c.vocabSize, n = c.maxPositions, f = c.intermediateSize;
+    switch (c.arch) {
+    case DecoderArch::Gpt2:
+        return {{"wte.weight", {v, d}, "vocab_size x n_embd"},
+                {"wpe.weight", {n, d}, "n_positions x n_embd"},
+                {"h.0.mlp.c_fc.weight", {d, f}, "n_embd x n_inner"}};
+    case DecoderArch::Opt:
+        return {{"embed_tokens.weight", {v, c.embedDim()}, "vocab_size x word_embed_proj_dim"},
+                {"embed_positions.weight", {n + 2, d}, "(max_position_embeddings + 2) x hidden_size"},
+                {"layers.0.fc1.weight", {f, d}, "ffn_dim x hidden_size"}};
+    case DecoderArch::Llama:
+        return {{"embed_tokens.weight", {v, d}, "vocab_size x hidden_size"},
+                {"layers.0.mlp.up_proj.weight", {f, d}, "intermediate_size x hidden_size"}};
+    }
+    return {};
+}
+
+} // namespace
+
 DecoderNetwork DecoderNetwork::load(const std::string& modelDir, const VariantOverride& override)
 {
     if (!fs::is_directory(modelDir))
@@ -269,12 +295,16 @@ DecoderNetwork DecoderNetwork::load(const std::string& modelDir, const VariantOv
     impl->config = DecoderConfig::fromFile(configPath);
     if (!override.empty()) impl->config.variant = override.applyTo(impl->config.variant);
     impl->weightsFile = findDecoderWeights(modelDir);
+    // Read (safetensors: memory-mapped, nothing resident yet) before the module is built, so that a
+    // config that does not fit the weights fails before it allocates.
+    StateDict tensors = endsWith(impl->weightsFile, ".index.json") ? readSharded(impl->weightsFile)
+                                                                   : readWeights(impl->weightsFile);
+    checkConfigAgainstCheckpoint(tensors, impliedShapes(impl->config), impl->config.numLayers, configPath,
+                                 impl->weightsFile);
     impl->module = makeModule(impl->config);
     impl->module->eval();
 
     const ExpectedTensors expected = releaseModuleTensors(*impl->module);
-    StateDict tensors = endsWith(impl->weightsFile, ".index.json") ? readSharded(impl->weightsFile)
-                                                                   : readWeights(impl->weightsFile);
     tensors =
         mapDecoderKeys(std::move(tensors), impl->config, *impl->module, impl->weightsFile, impl->report);
     adoptStrict(*impl->module, expected, std::move(tensors), impl->weightsFile, /*keepFloatDtype=*/true);

@@ -5,6 +5,10 @@
 #include <torch/nn/module.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+
 namespace outlierlens {
 namespace {
 
@@ -87,6 +91,45 @@ StateDict moduleStateDict(const torch::nn::Module& module)
     for (const auto& item : module.named_buffers(true))
         out.emplace(item.key(), item.value().detach());
     return out;
+}
+
+void checkConfigAgainstCheckpoint(const StateDict& tensors, const std::vector<ImpliedShape>& implied,
+                                  int numLayers, const std::string& configPath,
+                                  const std::string& weightsFile)
+{
+    const auto endsWith = [](const std::string& s, const std::string& tail) {
+        return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0 &&
+               (s.size() == tail.size() || s[s.size() - tail.size() - 1] == '.');
+    };
+    for (const ImpliedShape& want : implied)
+        for (const auto& [name, tensor] : tensors)
+            if (endsWith(name, want.nameSuffix)) {
+                if (tensor.sizes().vec() != want.sizes)
+                    throw Error(configPath + ": " + want.fields + " implies " + want.nameSuffix +
+                                " of shape " + shapeString(want.sizes) + " but " + weightsFile + " holds " +
+                                name + " of shape " + shapeString(tensor.sizes()) +
+                                " (do the config and the weights belong together?)");
+                break;
+            }
+    long long highest = -1;
+    for (const auto& item : tensors) {
+        const std::string& name = item.first;
+        for (const char* key : {"layer.", "layers.", "h.", "blocks."}) {
+            for (std::size_t at = name.find(key); at != std::string::npos; at = name.find(key, at + 1)) {
+                if (at > 0 && name[at - 1] != '.') continue;
+                std::size_t digits = at + std::strlen(key), end = digits;
+                while (end < name.size() && end - digits < 9 &&
+                       std::isdigit(static_cast<unsigned char>(name[end])))
+                    ++end;
+                if (end > digits && end < name.size() && name[end] == '.')
+                    highest = std::max(highest, std::stoll(name.substr(digits, end - digits)));
+            }
+        }
+    }
+    if (highest >= 0 && highest + 1 != numLayers)
+        throw Error(configPath + ": the config asks for " + std::to_string(numLayers) + " layers but " +
+                    weightsFile + " holds " + std::to_string(highest + 1) +
+                    " (do the config and the weights belong together?)");
 }
 
 StateDict renameLegacyLayerNorm(StateDict tensors, LoadReport& report)

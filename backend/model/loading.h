@@ -42,6 +42,24 @@ ExpectedTensors releaseModuleTensors(torch::nn::Module& module);
 void adoptStrict(torch::nn::Module& module, const ExpectedTensors& expected, StateDict tensors,
                  const std::string& file, bool keepFloatDtype = false);
 
+/// A tensor whose shape a config fixes, found in a checkpoint by the end of its name.
+struct ImpliedShape
+{
+    std::string nameSuffix;          ///< e.g. "embeddings.word_embeddings.weight"
+    std::vector<std::int64_t> sizes; ///< what the config implies
+    std::string fields;              ///< the config fields behind it, e.g. "vocab_size x hidden_size"
+};
+
+/// Before a model is built from its config, which allocates and fills every tensor the config asks
+/// for: each `implied` tensor the checkpoint holds must have that shape, and its highest layer index
+/// ("layer.N.", "layers.N.", "h.N.", "blocks.N.") must be numLayers - 1. Otherwise an Error names
+/// the config, the field, the tensor and both shapes (a config asking for 2^20 positions or 10^9
+/// token types fails here in microseconds instead of after gigabytes). Tensors the checkpoint lacks
+/// are left to adoptStrict().
+void checkConfigAgainstCheckpoint(const StateDict& tensors, const std::vector<ImpliedShape>& implied,
+                                  int numLayers, const std::string& configPath,
+                                  const std::string& weightsFile);
+
 /// The tensors of `module` (parameters and buffers) by name, detached: what a checkpoint writer saves.
 StateDict moduleStateDict(const torch::nn::Module& module);
 

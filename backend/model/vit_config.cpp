@@ -62,12 +62,12 @@ VitConfig fromTimm(const nlohmann::json& j, const std::string& where)
     double mlpRatio = 4.0;
     if (j.contains("model_args")) {
         const auto& a = j["model_args"];
-        c.hiddenSize = int(getInt(a, "embed_dim", where, c.hiddenSize));
-        c.numLayers = int(getInt(a, "depth", where, c.numLayers));
-        c.numHeads = int(getInt(a, "num_heads", where, c.numHeads));
-        c.patchSize = int(getInt(a, "patch_size", where, c.patchSize));
-        c.imageSize = int(getInt(a, "img_size", where, c.imageSize));
-        c.numChannels = int(getInt(a, "in_chans", where, c.numChannels));
+        c.hiddenSize = getInt32(a, "embed_dim", where, c.hiddenSize);
+        c.numLayers = getInt32(a, "depth", where, c.numLayers);
+        c.numHeads = getInt32(a, "num_heads", where, c.numHeads);
+        c.patchSize = getInt32(a, "patch_size", where, c.patchSize);
+        c.imageSize = getInt32(a, "img_size", where, c.imageSize);
+        c.numChannels = getInt32(a, "in_chans", where, c.numChannels);
         mlpRatio = getNumber(a, "mlp_ratio", where, mlpRatio);
         c.qkvBias = getBool(a, "qkv_bias", where, true);
         if (!getBool(a, "class_token", where, true))
@@ -83,7 +83,7 @@ VitConfig fromTimm(const nlohmann::json& j, const std::string& where)
         c.patchEmbedNorm = getBool(a, "patch_embed_norm", where, false);
     }
     c.intermediateSize = int(mlpRatio * c.hiddenSize + 0.5);
-    c.numClasses = int(getInt(j, "num_classes", where, 1000));
+    c.numClasses = getInt32(j, "num_classes", where, 1000);
     if (j.contains("pretrained_cfg") && j["pretrained_cfg"].is_object()) {
         const auto& p = j["pretrained_cfg"];
         if (p.contains("input_size") && p["input_size"].is_array() && p["input_size"].size() == 3) {
@@ -108,13 +108,13 @@ VitConfig fromHuggingFace(const nlohmann::json& j, const std::string& where)
     c.architecture = "ViTForImageClassification";
     if (j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty())
         c.architecture = j["architectures"][0].get<std::string>();
-    c.imageSize = int(getInt(j, "image_size", where, 224));
-    c.patchSize = int(getInt(j, "patch_size", where, 16));
-    c.numChannels = int(getInt(j, "num_channels", where, 3));
-    c.hiddenSize = int(getInt(j, "hidden_size", where, 768));
-    c.numLayers = int(getInt(j, "num_hidden_layers", where, 12));
-    c.numHeads = int(getInt(j, "num_attention_heads", where, 12));
-    c.intermediateSize = int(getInt(j, "intermediate_size", where, 3072));
+    c.imageSize = getInt32(j, "image_size", where, 224);
+    c.patchSize = getInt32(j, "patch_size", where, 16);
+    c.numChannels = getInt32(j, "num_channels", where, 3);
+    c.hiddenSize = getInt32(j, "hidden_size", where, 768);
+    c.numLayers = getInt32(j, "num_hidden_layers", where, 12);
+    c.numHeads = getInt32(j, "num_attention_heads", where, 12);
+    c.intermediateSize = getInt32(j, "intermediate_size", where, 3072);
     c.layerNormEps = getNumber(j, "layer_norm_eps", where, 1e-12);
     c.qkvBias = getBool(j, "qkv_bias", where, true);
     c.hiddenAct = getString(j, "hidden_act", where, std::string("gelu"));

@@ -355,6 +355,40 @@ private Q_SLOTS:
         QVERIFY(!QFile::exists(stats));
     }
 
+    /// Issue #15.6: messages that said too little or came too late.
+    void inputsAreJudgedUpFrontAndInWords()
+    {
+        // Hugging Face encodes "" as [CLS] [SEP]; it was a usage error here.
+        Run r = runApp({"tokenize", "--model", fx("bert/hf"), "--text", ""});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QVERIFY2(r.out.contains(R"("tokens":["[CLS]","[SEP]"])"), qPrintable(r.out));
+
+        // Latin-1 bytes in an argument: refused, not tokenized as "caf". Raw bytes need a shell.
+        QProcess shell;
+        shell.start(QStringLiteral("/bin/sh"),
+                    {"-c", "exec \"$0\" tokenize --model \"$1\" --text \"$(printf 'caf\\351')\"",
+                     QStringLiteral(OUTLIERLENS_BINARY_DIR "/app/outlierlens"), fx("bert/hf")});
+        QVERIFY(shell.waitForFinished(60000));
+        QCOMPARE(shell.exitCode(), 2);
+        QVERIFY2(shell.readAllStandardError().contains("--text is not valid UTF-8"), "no word on the bytes");
+
+        // An output folder that does not exist is said before the passes, not after them.
+        const QString pairs = "mnli:" + fx("text/mnli_sample.jsonl");
+        r = runApp({"stats", "--model", fx("bert/hf"), "--data", pairs, "--out", "/nonexistent/dir/s.h5"});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("/nonexistent/dir/s.h5: cannot write here") && !r.err.contains(" pairs ("),
+                 qPrintable(r.err));
+        r = runApp({"quantize", "--model", fx("bert/hf"), "--data", pairs, "--out", "/nonexistent/dir/q"});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("/nonexistent/dir/q.json: cannot write here"), qPrintable(r.err));
+
+        // A count beyond 64 bits said only "stoull".
+        r = runApp({"stats", "--model", fx("bert/hf"), "--data", pairs + ":99999999999999999999999", "--out",
+                    "/tmp/never.h5"});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("is larger than any data set"), qPrintable(r.err));
+    }
+
     void usageErrors_data()
     {
         QTest::addColumn<QStringList>("args");

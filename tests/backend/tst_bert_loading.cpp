@@ -236,6 +236,40 @@ private Q_SLOTS:
             << "{\"vocab_size\": 2000000000, \"hidden_size\": 100000, \"num_hidden_layers\": 2, "
                "\"num_attention_heads\": 2, \"intermediate_size\": 512}"
             << "implausibly large";
+        // Issue #15.5: values cut to 32 bits, unchecked ids and probabilities, and sizes that the
+        // weights contradict, all refused before a model is allocated.
+        const auto fixtureConfig = [](const QString& field, const QString& value) {
+            QString c =
+                QStringLiteral("{\"vocab_size\": 2048, \"hidden_size\": 128, \"num_hidden_layers\": 2, "
+                               "\"num_attention_heads\": 2, \"intermediate_size\": 512");
+            return c + QStringLiteral(", \"%1\": %2}").arg(field, value);
+        };
+        QTest::newRow("hidden_size 2^32 + 128")
+            << "{\"vocab_size\": 2048, \"hidden_size\": 4294967424, \"num_hidden_layers\": 2, "
+               "\"num_attention_heads\": 2, \"intermediate_size\": 512}"
+            << "field 'hidden_size' is 4294967424, outside the 32-bit range";
+        QTest::newRow("num_hidden_layers 2^64 - 1")
+            << "{\"vocab_size\": 2048, \"hidden_size\": 128, \"num_hidden_layers\": 18446744073709551615, "
+               "\"num_attention_heads\": 2, \"intermediate_size\": 512}"
+            << "outside the 64-bit integer range";
+        QTest::newRow("pad_token_id -5")
+            << fixtureConfig("pad_token_id", "-5") << "pad_token_id -5 is not a token";
+        QTest::newRow("pad_token_id 1e9")
+            << fixtureConfig("pad_token_id", "1000000000") << "pad_token_id 1000000000 is not a token";
+        QTest::newRow("dropout 1.5") << fixtureConfig("hidden_dropout_prob", "1.5")
+                                     << "hidden_dropout_prob must be a probability in [0, 1], found 1.5";
+        QTest::newRow("type_vocab_size 1e9")
+            << fixtureConfig("type_vocab_size", "1000000000") << "implausibly large";
+        QTest::newRow("max_position_embeddings 2^20")
+            << fixtureConfig("max_position_embeddings", "1048576")
+            << "max_position_embeddings x hidden_size implies embeddings.position_embeddings.weight of shape "
+               "[1048576, 128] but";
+        QTest::newRow("type_vocab_size 1000")
+            << fixtureConfig("type_vocab_size", "1000") << "type_vocab_size x hidden_size implies";
+        QTest::newRow("more layers than the weights")
+            << "{\"vocab_size\": 2048, \"hidden_size\": 128, \"num_hidden_layers\": 900, "
+               "\"num_attention_heads\": 2, \"intermediate_size\": 512}"
+            << "the config asks for 900 layers but";
     }
     void badConfigs()
     {

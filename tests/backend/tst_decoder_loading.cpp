@@ -100,6 +100,47 @@ private Q_SLOTS:
         expectLoadError(dir.string(), {"config.json", "num_key_value_heads"});
     }
 
+    /// Issue #15.5: a config the weights contradict fails before the model is allocated (a 2^20-token
+    /// position table or a 10^5-layer stack would take gigabytes first).
+    void configContradictingTheWeights_data()
+    {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<QString>("field");
+        QTest::addColumn<qint64>("value");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("gpt2 n_positions") << "gpt2-seed0"
+                                          << "n_positions" << (qint64(1) << 20)
+                                          << "n_positions x n_embd implies wpe.weight of shape [1048576, 64]";
+        QTest::newRow("opt positions") << "opt-seed0"
+                                       << "max_position_embeddings" << (qint64(1) << 20)
+                                       << "(max_position_embeddings + 2) x hidden_size implies";
+        QTest::newRow("llama vocabulary")
+            << "llama-seed0"
+            << "vocab_size" << qint64(40000000) << "vocab_size x hidden_size implies embed_tokens.weight";
+        QTest::newRow("llama layers")
+            << "llama-seed0"
+            << "num_hidden_layers" << qint64(100000) << "the config asks for 100000 layers but";
+        QTest::newRow("opt hidden size 2^32 + 64")
+            << "opt-seed0"
+            << "hidden_size" << (qint64(1) << 32) + 64 << "outside the 32-bit range";
+    }
+    void configContradictingTheWeights()
+    {
+        QFETCH(QString, model);
+        QFETCH(QString, field);
+        QFETCH(qint64, value);
+        QFETCH(QString, expected);
+        QTemporaryDir tmp;
+        const fs::path dir = tmp.path().toStdString(),
+                       src = fixture("decoders/" + model.toStdString() + "/hf");
+        fs::copy_file(src / "model.safetensors", dir / "model.safetensors");
+        std::ifstream in(src / "config.json");
+        nlohmann::json j = nlohmann::json::parse(in);
+        j[field.toStdString()] = value;
+        writeText(dir / "config.json", j.dump());
+        expectLoadError(dir.string(), {"config.json", expected.toStdString()});
+    }
+
     void missingShard()
     {
         QTemporaryDir tmp;
