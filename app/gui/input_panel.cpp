@@ -16,6 +16,7 @@
 #include <QPlainTextEdit>
 #include <QPointer>
 #include <QPushButton>
+#include <QScrollBar>
 #include <QSortFilterProxyModel>
 #include <QSpinBox>
 #include <QStringDecoder>
@@ -58,6 +59,14 @@ InputPanel::InputPanel(QWidget* parent)
     m_table->horizontalHeader()->setMinimumSectionSize(24);
     connect(m_search, &QLineEdit::textChanged, m_filter, &QSortFilterProxyModel::setFilterFixedString);
     connect(m_table, &QTableView::activated, this, &InputPanel::pairActivated);
+    // Predictions start where the user looks: the first pair in view, after a scroll or a search.
+    const auto firstVisible = [this] {
+        const QModelIndex top = m_table->indexAt(QPoint(0, 0));
+        if (top.isValid()) Q_EMIT firstVisiblePairChanged(m_filter->mapToSource(top).row());
+    };
+    connect(m_table->verticalScrollBar(), &QScrollBar::valueChanged, this, firstVisible);
+    connect(m_filter, &QSortFilterProxyModel::layoutChanged, this, firstVisible);
+    connect(m_filter, &QSortFilterProxyModel::rowsRemoved, this, firstVisible);
     connect(m_table, &QTableView::clicked, this, &InputPanel::pairActivated);
     auto* pairsLayout = new QVBoxLayout(m_pairsTab);
     pairsLayout->addWidget(m_search);

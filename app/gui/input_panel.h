@@ -56,6 +56,8 @@ Q_SIGNALS:
     void imageRequested(const QString& path, const QString& credit);
     void syntheticRequested(quint64 seed);
     void pairsLoaded(int count);
+    /// The table was scrolled or filtered: `row` (in pairsModel()) is the first pair it shows.
+    void firstVisiblePairChanged(int row);
     void failed(const QString& message);
 
 private:

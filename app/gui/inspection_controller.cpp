@@ -152,6 +152,16 @@ void InspectionController::predictPairs(const QStringList& premises, const QStri
     });
 }
 
+void InspectionController::preferPairRow(int row)
+{
+    m_worker->priorityRow() = row;
+}
+
+void InspectionController::stopPredictions()
+{
+    m_worker->cancelFlag() = true;
+}
+
 void InspectionController::setFastMode(bool on)
 {
     m_fastMode = on;

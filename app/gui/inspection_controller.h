@@ -26,8 +26,13 @@ public:
     void inspectText(const QString& text, const QString& pair);
     void inspectImage(const QString& path, const QString& credit = {});
     void inspectSyntheticExample(quint64 seed);
-    /// Predictions for a table of pairs; replaces (and cancels) any running prediction.
+    /// Predictions for a table of pairs; replaces (and cancels) any running prediction. progress()
+    /// reports the pairs done.
     void predictPairs(const QStringList& premises, const QStringList& hypotheses);
+    /// The running prediction continues at `row` (the first row the table shows) if not done yet.
+    void preferPairRow(int row);
+    /// Stops the running prediction after its current batch; rows not done stay empty.
+    void stopPredictions();
     void loadStatistics(const QString& path);
     /// Fast mode (bf16) for the inspections asked for from now on; the caller reruns the input.
     void setFastMode(bool on);

@@ -377,7 +377,7 @@ void InspectionWorker::inspectSyntheticExample(quint64 generation, quint64 seed)
 }
 
 void InspectionWorker::predictPairs(quint64 generation, const QStringList& premises,
-                                    const QStringList& hypotheses, int first)
+                                    const QStringList& hypotheses, int next)
 {
     FinishGuard guard(this, generation);
     try {
@@ -386,57 +386,71 @@ void InspectionWorker::predictPairs(quint64 generation, const QStringList& premi
             return; // nothing to predict with
         BertNetwork& net = *m_model->bert;
         const int total = int(premises.size());
+        if (m_predictionGeneration != generation) {
+            m_predictionGeneration = generation;
+            m_predicted = QVector<bool>(total, false);
+            m_predictedCount = 0;
+        }
+        if (m_cancel || m_predictedCount >= total) return;
+        // The rows the user looks at first; else the first row not done from `next` on, wrapping.
+        int start = m_priorityRow.exchange(-1);
+        if (start < 0 || start >= total || m_predicted[start]) {
+            start = -1;
+            for (int k = 0; k < total && start < 0; ++k)
+                if (!m_predicted[(next + k) % total]) start = (next + k) % total;
+        }
         constexpr int kBatch = 8; // small: an inspection asked for meanwhile waits for one batch at most
-        if (first < total && !m_cancel) {
-            const int start = first;
-            const int count = std::min(kBatch, total - start);
-            std::vector<Encoding> encodings;
-            std::int64_t T = 0;
-            for (int i = 0; i < count; ++i) {
-                encodings.push_back(m_model->tokenizer->encode(premises[start + i].toStdString(),
-                                                               hypotheses[start + i].toStdString(),
-                                                               net.config().maxPositions));
-                T = std::max<std::int64_t>(T, std::int64_t(encodings.back().inputIds.size()));
-            }
-            torch::Tensor ids = torch::zeros({count, T}, torch::kLong),
-                          types = torch::zeros({count, T}, torch::kLong),
-                          mask = torch::zeros({count, T}, torch::kLong);
-            using torch::indexing::Slice;
-            for (int i = 0; i < count; ++i) {
-                const auto n = std::int64_t(encodings[std::size_t(i)].inputIds.size());
-                ids.index_put_({i, Slice(0, n)},
-                               torch::tensor(encodings[std::size_t(i)].inputIds, torch::kLong));
-                types.index_put_({i, Slice(0, n)},
-                                 torch::tensor(encodings[std::size_t(i)].tokenTypeIds, torch::kLong));
-                mask.index_put_({i, Slice(0, n)}, 1);
-            }
-            torch::Tensor predicted;
+        int count = 0;
+        while (count < kBatch && start + count < total && !m_predicted[start + count])
+            ++count;
+        std::vector<Encoding> encodings;
+        std::int64_t T = 0;
+        for (int i = 0; i < count; ++i) {
+            encodings.push_back(m_model->tokenizer->encode(premises[start + i].toStdString(),
+                                                           hypotheses[start + i].toStdString(),
+                                                           net.config().maxPositions));
+            T = std::max<std::int64_t>(T, std::int64_t(encodings.back().inputIds.size()));
+        }
+        torch::Tensor ids = torch::zeros({count, T}, torch::kLong),
+                      types = torch::zeros({count, T}, torch::kLong),
+                      mask = torch::zeros({count, T}, torch::kLong);
+        using torch::indexing::Slice;
+        for (int i = 0; i < count; ++i) {
+            const auto n = std::int64_t(encodings[std::size_t(i)].inputIds.size());
+            ids.index_put_({i, Slice(0, n)}, torch::tensor(encodings[std::size_t(i)].inputIds, torch::kLong));
+            types.index_put_({i, Slice(0, n)},
+                             torch::tensor(encodings[std::size_t(i)].tokenTypeIds, torch::kLong));
+            mask.index_put_({i, Slice(0, n)}, 1);
+        }
+        torch::Tensor predicted;
+        {
+            // Background work: leave a core to the GUI thread (redraws stay smooth while the
+            // table fills). Inspections, which the user waits for, get every core again.
+            struct FewerThreads
             {
-                // Background work: leave a core to the GUI thread (redraws stay smooth while the
-                // table fills). Inspections, which the user waits for, get every core again.
-                struct FewerThreads
-                {
-                    int threads = at::get_num_threads();
-                    FewerThreads() { at::set_num_threads(std::max(1, threads - 1)); }
-                    ~FewerThreads() { at::set_num_threads(threads); }
-                } fewer;
-                c10::InferenceMode guard;
-                predicted = net.forward(ids, types, mask).logits.argmax(-1).contiguous();
-            }
-            QVector<int> labels;
-            for (int i = 0; i < count; ++i)
-                labels << int(predicted[i].item<std::int64_t>());
-            Q_EMIT predictionsReady(generation, start, labels);
-            Q_EMIT progress(generation, start + count, total);
-            if (start + count < total) {
-                guard.dismiss(); // the continuation finishes the request
-                QMetaObject::invokeMethod(
-                    this,
-                    [this, generation, premises, hypotheses, next = start + count] {
-                        predictPairs(generation, premises, hypotheses, next);
-                    },
-                    Qt::QueuedConnection);
-            }
+                int threads = at::get_num_threads();
+                FewerThreads() { at::set_num_threads(std::max(1, threads - 1)); }
+                ~FewerThreads() { at::set_num_threads(threads); }
+            } fewer;
+            c10::InferenceMode guard;
+            predicted = net.forward(ids, types, mask).logits.argmax(-1).contiguous();
+        }
+        QVector<int> labels;
+        for (int i = 0; i < count; ++i) {
+            labels << int(predicted[i].item<std::int64_t>());
+            m_predicted[start + i] = true;
+        }
+        m_predictedCount += count;
+        Q_EMIT predictionsReady(generation, start, labels);
+        Q_EMIT progress(generation, m_predictedCount, total);
+        if (m_predictedCount < total) {
+            guard.dismiss(); // the continuation finishes the request
+            QMetaObject::invokeMethod(
+                this,
+                [this, generation, premises, hypotheses, after = (start + count) % total] {
+                    predictPairs(generation, premises, hypotheses, after);
+                },
+                Qt::QueuedConnection);
         }
     } catch (const std::exception& e) {
         Q_EMIT failed(generation, QString::fromStdString(e.what()));

@@ -29,6 +29,9 @@ public:
 
     /// Set from the GUI thread to stop a running batch prediction between batches.
     std::atomic<bool>& cancelFlag() { return m_cancel; }
+    /// Set from the GUI thread: the running prediction's next batch starts at this row (the first row
+    /// the table shows) unless it is done already; -1 = no wish.
+    std::atomic<int>& priorityRow() { return m_priorityRow; }
 
 public Q_SLOTS:
     void loadModel(quint64 generation, const QString& dir);
@@ -36,12 +39,13 @@ public Q_SLOTS:
     void inspectImage(quint64 generation, const QString& path, const QString& credit);
     /// A generated example of the synthetic task the model was trained on (seeded).
     void inspectSyntheticExample(quint64 generation, quint64 seed);
-    /// Predicted class of every pair, in batches, reported with predictionsReady as they finish.
-    /// Predicts labels `first` onwards, one batch at a time: after each batch the rest is posted to this
-    /// thread's queue again, so inspections asked for meanwhile run first instead of waiting for
-    /// thousands of pairs. requestFinished() comes after the last batch (or the cancel).
+    /// Predicted class of every pair, in batches, reported with predictionsReady and progress (pairs
+    /// done, total) as they finish. One batch at a time, from priorityRow() when set, else onwards
+    /// from the last batch (wrapping): after each batch the rest is posted to this thread's queue
+    /// again, so inspections asked for meanwhile run first instead of waiting for thousands of pairs.
+    /// requestFinished() comes after the last batch (or the cancel).
     void predictPairs(quint64 generation, const QStringList& premises, const QStringList& hypotheses,
-                      int first = 0);
+                      int next = 0);
     void loadStatistics(quint64 generation, const QString& path);
     /// Fast mode: later inspections compute in bf16 (BERT and ViT under bf16 autocast, decoders in
     /// bf16) where the CPU has bf16 instructions, else in float32 with a notice in the snapshot.
@@ -68,6 +72,10 @@ private:
     static constexpr int kMaxDecoderTokens = 2048;
     std::unique_ptr<Model> m_model;
     std::atomic<bool> m_cancel{false};
+    std::atomic<int> m_priorityRow{-1};
+    quint64 m_predictionGeneration = 0; ///< the prediction m_predicted belongs to
+    QVector<bool> m_predicted;          ///< rows of that prediction done
+    int m_predictedCount = 0;
     bool m_threadsConfigured = false;
     bool m_fastMode = false;
 };

@@ -39,6 +39,7 @@
 #include <QTabWidget>
 #include <QTableView>
 #include <QToolBar>
+#include <QToolButton>
 
 namespace outlierlens {
 
@@ -91,7 +92,16 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
     m_busy->hide();
     statusBar()->addWidget(m_modelLabel, 1);
     statusBar()->addWidget(m_predictionLabel, 1);
+    // The pair table's predictions: progress, and a way to stop them (they compete for the CPU).
+    m_pairProgress = new QLabel;
+    m_stopPredictions = new QToolButton;
+    m_stopPredictions->setText(tr("Stop"));
+    m_stopPredictions->setToolTip(tr("Stop predicting the table's pairs (rows not done stay empty)"));
+    m_pairProgress->hide();
+    m_stopPredictions->hide();
     statusBar()->addPermanentWidget(m_precisionLabel);
+    statusBar()->addPermanentWidget(m_pairProgress);
+    statusBar()->addPermanentWidget(m_stopPredictions);
     statusBar()->addPermanentWidget(m_busy);
     statusBar()->addPermanentWidget(new QLabel(Provenance::indexingNote()));
 
@@ -110,6 +120,22 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
             [this](int first, const QVector<int>& labels) {
                 m_input->pairsModel()->setPredictions(first, labels, m_controller->model().classNames);
             });
+    connect(m_controller, &InspectionController::progress, this, [this](qint64 done, qint64 total) {
+        const bool running = done < total;
+        m_pairProgress->setText(tr("Predicting pairs: %L1 of %L2").arg(done).arg(total));
+        m_pairProgress->setVisible(running);
+        m_stopPredictions->setVisible(running);
+    });
+    connect(m_stopPredictions, &QToolButton::clicked, this, [this] {
+        m_controller->stopPredictions();
+        m_pairProgress->hide();
+        m_stopPredictions->hide();
+        statusBar()->showMessage(tr("Stopped predicting the pairs; %1")
+                                     .arg(m_pairProgress->text().section(QLatin1String(": "), 1)),
+                                 10000);
+    });
+    connect(m_input, &InputPanel::firstVisiblePairChanged, m_controller,
+            &InspectionController::preferPairRow);
     connect(m_input, &InputPanel::textRequested, this, [this](const QString& text, const QString& pair) {
         request({InputRequest::Kind::Text, text, pair, {}, {}, 0});
     });
@@ -354,6 +380,8 @@ void MainWindow::modelLoaded(const ModelInfo& info)
     m_pages->setTabVisible(m_pages->indexOf(m_imageView), !info.takesText());
     m_input->setModelKind(info.family, info.synthetic, info.isDecoder());
     m_input->pairsModel()->clearPredictions();
+    m_pairProgress->hide(); // a new prediction, if this model makes one, reports its own progress
+    m_stopPredictions->hide();
     const QString kind = ModelCatalog::demoKindOf(info.dir);
     // A model of one's own is compared with the demo trio of its family.
     const QString familyKind = info.isDecoder()   ? QStringLiteral("backcopy")

@@ -13,6 +13,7 @@ class QLabel;
 class QSpinBox;
 class QTabWidget;
 class QProgressBar;
+class QToolButton;
 
 namespace outlierlens {
 
@@ -53,6 +54,8 @@ public:
     QSpinBox* layerBox() const { return m_layerBox; }
     QLabel* modelLabel() const { return m_modelLabel; }
     QLabel* predictionLabel() const { return m_predictionLabel; }
+    QLabel* pairProgressLabel() const { return m_pairProgress; }
+    QToolButton* stopPredictionsButton() const { return m_stopPredictions; }
     QSpinBox* headBox() const { return m_headBox; }
     int layer() const { return m_layer; }
     int head() const { return m_head; }
@@ -103,6 +106,8 @@ private:
     QAction* m_fastMode = nullptr;
     bool m_precisionNoticeShown = false; // the bf16 fallback is said once
     QProgressBar* m_busy = nullptr;
+    QLabel* m_pairProgress = nullptr; ///< "Predicting pairs: N of M" while the table fills
+    QToolButton* m_stopPredictions = nullptr;
     SnapshotPtr m_snapshot;
     InputRequest m_lastInput; ///< the input the shown snapshot was computed from (the last that ran)
     InputRequest m_requested; ///< the newest input asked for, until its snapshot arrives (or it fails)

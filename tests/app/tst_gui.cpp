@@ -33,6 +33,7 @@
 #include <QApplication>
 #include <QChartView>
 #include <QComboBox>
+#include <QElapsedTimer>
 #include <QImageReader>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -43,6 +44,7 @@
 #include <QPushButton>
 #include <QSettings>
 #include <QSignalSpy>
+#include <QSortFilterProxyModel>
 #include <QSpinBox>
 #include <QStandardPaths>
 #include <QStatusBar>
@@ -50,6 +52,7 @@
 #include <QTableView>
 #include <QTableWidget>
 #include <QTemporaryDir>
+#include <QToolButton>
 #include <QtTest>
 
 #include <filesystem>
@@ -64,6 +67,8 @@ namespace {
 const QString kModel = QString::fromStdString(fixture("bert/hf"));
 const QString kPairs = QStringLiteral(OUTLIERLENS_TEST_DATA "/text/mnli_sample.jsonl");
 const QString kImages = QStringLiteral(OUTLIERLENS_SOURCE_DIR "/sample_data/images");
+const QString kSamplePairs =
+    QStringLiteral(OUTLIERLENS_SOURCE_DIR "/sample_data/mnli/mnli_dev_matched.jsonl");
 
 /// Live `outlierlens train` processes writing `folder`, from /proc.
 int trainersOn(const QString& folder)
@@ -251,6 +256,52 @@ private Q_SLOTS:
         QCOMPARE(m_window->controller()->model().dir, kModel);
         m_window->inputPanel()->selectPair(1);
         waitForInput(m_window->inputPanel()->pairsModel()->premises()[1]);
+    }
+
+    /// Issue #14.8: the table's 9,815 predictions start where the user looks, show their progress
+    /// and can be stopped.
+    void pairPredictionsFollowTheViewAndStop()
+    {
+        openBertOnText();
+        MnliTableModel* pairs = m_window->inputPanel()->pairsModel();
+        const auto predicted = [pairs](int row) {
+            return !pairs->data(pairs->index(row, MnliTableModel::Predicted), Qt::DisplayRole)
+                        .toString()
+                        .isEmpty();
+        };
+        m_window->inputPanel()->loadPairs(kSamplePairs);
+        QTRY_COMPARE_WITH_TIMEOUT(pairs->rowCount(), 9815, 30000);
+        QTRY_VERIFY_WITH_TIMEOUT(m_window->pairProgressLabel()->isVisible(), 30000);
+        QVERIFY2(m_window->pairProgressLabel()->text().endsWith(QStringLiteral(" of 9,815")),
+                 qPrintable(m_window->pairProgressLabel()->text()));
+
+        // Scroll to row 6000: it is predicted before the rows above it that nobody looks at.
+        QTableView* view = m_window->inputPanel()->pairsView();
+        auto* proxy = qobject_cast<QSortFilterProxyModel*>(view->model());
+        QVERIFY(proxy);
+        view->scrollTo(proxy->mapFromSource(pairs->index(6000, 0)), QAbstractItemView::PositionAtTop);
+        QElapsedTimer clock;
+        clock.start();
+        QTRY_VERIFY_WITH_TIMEOUT(predicted(6000), 30000);
+        qInfo("row 6000 predicted %lld ms after the scroll", static_cast<long long>(clock.elapsed()));
+        QVERIFY2(!predicted(5990), "rows out of view came first");
+
+        QTest::mouseClick(m_window->stopPredictionsButton(), Qt::LeftButton);
+        QVERIFY(!m_window->pairProgressLabel()->isVisible());
+        QVERIFY(m_window->statusBar()->currentMessage().startsWith(QStringLiteral("Stopped predicting")));
+        QTest::qWait(500); // a batch under way may still land
+        int done = 0;
+        for (int r = 0; r < pairs->rowCount(); ++r)
+            done += predicted(r);
+        QTest::qWait(1500);
+        int later = 0;
+        for (int r = 0; r < pairs->rowCount(); ++r)
+            later += predicted(r);
+        QCOMPARE(later, done);
+        QVERIFY2(done < 9815, "stopped before the end");
+
+        m_window->inputPanel()->loadPairs(kPairs); // the small table of the other tests
+        QTRY_VERIFY_WITH_TIMEOUT(pairs->rowCount() < 100, 30000);
     }
 
     /// Issue #15.4: NaN in the output is a warning in red where the prediction would be, never a label.
