@@ -20,3 +20,12 @@ add_library(outlierlens_torch INTERFACE)
 target_include_directories(outlierlens_torch SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
 target_link_libraries(outlierlens_torch INTERFACE ${TORCH_LIBRARIES})
 target_compile_options(outlierlens_torch INTERFACE ${TORCH_CXX_FLAGS})
+
+# -DOUTLIERLENS_SANITIZE=ON: AddressSanitizer + UndefinedBehaviorSanitizer in our code (third-party
+# libraries stay uninstrumented; ASan still checks every heap access they make through malloc).
+# scripts/sanitize builds and runs the suite this way.
+if(OUTLIERLENS_SANITIZE)
+    target_compile_options(outlierlens_config INTERFACE
+        -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+    target_link_options(outlierlens_config INTERFACE -fsanitize=address,undefined)
+endif()

@@ -4,10 +4,12 @@
 #include "common/input_file.h"
 #include "io/pickle.h"
 
+#include <ATen/Parallel.h>
 #include <caffe2/serialize/inline_container.h>
 #include <torch/types.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -57,16 +59,25 @@ struct ZipDirectory
 };
 
 // LibTorch's zip reader is built without CRC checks, so an edited record would load as if intact.
+// Large records are checked in 16 MB pieces on every core and the pieces' CRCs combined (zlib's
+// CRC-32 runs at about 0.5 GB/s on one core of the development machine).
 void checkCrc(const ZipEntry& entry, const void* data, std::size_t n, const std::string& path,
               const std::string& record)
 {
-    uLong crc = crc32(0L, Z_NULL, 0);
+    constexpr std::size_t kPiece = std::size_t(16) << 20;
     const auto* bytes = static_cast<const Bytef*>(data);
-    for (std::size_t done = 0; done < n;) {
-        const uInt chunk = uInt(std::min<std::size_t>(n - done, 1u << 30));
-        crc = crc32(crc, bytes + done, chunk);
-        done += chunk;
-    }
+    const std::int64_t pieces = std::int64_t((n + kPiece - 1) / kPiece);
+    std::vector<uLong> crcs(std::size_t(std::max<std::int64_t>(pieces, 1)), crc32(0L, Z_NULL, 0));
+    at::parallel_for(0, pieces, 1, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t p = begin; p < end; ++p) {
+            const std::size_t at = std::size_t(p) * kPiece;
+            crcs[std::size_t(p)] = crc32(crcs[std::size_t(p)], bytes + at, uInt(std::min(kPiece, n - at)));
+        }
+    });
+    uLong crc = crcs[0];
+    for (std::int64_t p = 1; p < pieces; ++p)
+        crc =
+            crc32_combine(crc, crcs[std::size_t(p)], z_off_t(std::min(kPiece, n - std::size_t(p) * kPiece)));
     if (std::uint32_t(crc) != entry.crc32)
         throw Error(path + ": zip record " + printableText(record) +
                     " fails its CRC-32 check (the file was altered or damaged)");

@@ -375,6 +375,22 @@ private Q_SLOTS:
         expectError(write("bad.bin", bytes), expected);
     }
 
+    // Records above 16 MB are checked in pieces whose CRCs are combined: an intact 40 MB record loads,
+    // one altered byte in its third piece does not.
+    void largeRecordCrcIsCheckedInPieces()
+    {
+        const std::int64_t n = 10'000'000;
+        const torch::Tensor values = torch::arange(n, torch::kFloat);
+        const std::string data(static_cast<const char*>(values.data_ptr()), std::size_t(n) * 4);
+        QByteArray bytes = archive({{"data.pkl", stateDict(tensor("0", n, 0, {n}, {1}))}, {"data/0", data}});
+        const StateDict loaded = outlierlens::readTorchBin(write("large.bin", bytes));
+        QVERIFY(torch::equal(loaded.at("w"), values));
+        const qsizetype start = bytes.indexOf(QByteArray(data.data(), 64));
+        QVERIFY(start > 0);
+        bytes[start + (qsizetype(35) << 20)] = char(bytes[start + (qsizetype(35) << 20)] ^ 1);
+        expectError(write("large-altered.bin", bytes), "zip record data/0 fails its CRC-32 check");
+    }
+
     // Decided by the name where the bytes say nothing: not "too short for a safetensors header".
     void binThatIsNoArchiveIsCalledThat_data()
     {
