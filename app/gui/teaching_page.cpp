@@ -66,8 +66,11 @@ void TeachingPage::modelChosen()
             m_token->clear();
             for (int t = 0; t < s->T; ++t)
                 m_token->addItem(QStringLiteral("%1: %2").arg(t).arg(s->tokens[t]));
-            // Keep the token; by default a content token (the second), not [CLS].
-            m_token->setCurrentIndex(previous >= 0 && previous < s->T ? previous : std::min(1, s->T - 1));
+            // Keep the token; by default a content token, not [CLS]: the second in an encoder, the last
+            // in a causal model (the second there sees only the first two keys, so weight on the first
+            // says little; the last sees them all).
+            const int fallback = s->model.causal ? s->T - 1 : std::min(1, s->T - 1);
+            m_token->setCurrentIndex(previous >= 0 && previous < s->T ? previous : fallback);
             rebuild();
         });
         connect(m_controller.get(), &InspectionController::failed, this, &TeachingPage::failed);
