@@ -7,10 +7,13 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <unistd.h>
 
 namespace outlierlens {
 namespace {
@@ -25,6 +28,57 @@ struct Header
 {
     Format format;
     std::int64_t width = 0, height = 0;
+};
+
+// libpng and libjpeg print their warnings and errors to stderr themselves (OpenCV gives them no handler
+// of their own), before and apart from our one-line message. While an image decodes, stderr goes to a
+// temporary file instead; what they said is kept for the error message. stderr is one per process:
+// decodes on several threads take turns (decoding is short next to a forward pass).
+class StderrCapture
+{
+public:
+    StderrCapture()
+        : m_turn(mutex())
+    {
+        std::fflush(stderr);
+        m_file = std::tmpfile();
+        m_saved = m_file ? ::dup(STDERR_FILENO) : -1;
+        if (m_saved >= 0) ::dup2(::fileno(m_file), STDERR_FILENO);
+    }
+    ~StderrCapture() { restore(); }
+    StderrCapture(const StderrCapture&) = delete;
+    StderrCapture& operator=(const StderrCapture&) = delete;
+
+    /// Restores stderr; returns the last line printed meanwhile (e.g. "libpng error: ...").
+    std::string restore()
+    {
+        std::string last;
+        if (m_saved >= 0) {
+            std::fflush(stderr);
+            ::dup2(m_saved, STDERR_FILENO);
+            ::close(m_saved);
+            m_saved = -1;
+            std::rewind(m_file);
+            char line[512];
+            while (std::fgets(line, sizeof line, m_file))
+                if (line[0] != '\n') last = line;
+            while (!last.empty() && (last.back() == '\n' || last.back() == '\r'))
+                last.pop_back();
+        }
+        if (m_file) std::fclose(m_file);
+        m_file = nullptr;
+        return last;
+    }
+
+private:
+    static std::mutex& mutex()
+    {
+        static std::mutex m;
+        return m;
+    }
+    std::lock_guard<std::mutex> m_turn;
+    std::FILE* m_file = nullptr;
+    int m_saved = -1;
 };
 
 std::uint32_t be32(const std::uint8_t* p)
@@ -218,15 +272,20 @@ RgbImage decodeImageData(const std::uint8_t* data, std::size_t size, const std::
     checkImageSize(header.width, header.height, name);
 
     cv::Mat decoded;
+    StderrCapture decoderSays;
     try {
         const cv::Mat buffer(1, int(size), CV_8UC1, const_cast<std::uint8_t*>(data));
         // IMREAD_UNCHANGED keeps 16-bit samples and alpha for our own conversion, and ignores EXIF
         // orientation as PIL's convert() does.
         decoded = cv::imdecode(buffer, cv::IMREAD_UNCHANGED);
     } catch (const cv::Exception& e) {
+        decoderSays.restore();
         throw Error(name + ": cannot decode the image: " + e.err);
     }
-    if (decoded.empty()) throw Error(name + ": cannot decode the image: corrupt or truncated data");
+    const std::string said = decoderSays.restore();
+    if (decoded.empty())
+        throw Error(name + ": cannot decode the image: corrupt or truncated data" +
+                    (said.empty() ? std::string() : " (" + said + ")"));
     if (decoded.cols != header.width || decoded.rows != header.height)
         throw Error(name + ": decoded image is " + std::to_string(decoded.cols) + "x" +
                     std::to_string(decoded.rows) + ", expected the header's " + std::to_string(header.width) +

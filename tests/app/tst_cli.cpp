@@ -198,7 +198,17 @@ private Q_SLOTS:
             std::ofstream out(broken.toStdString());
             out << "\x89PNG not really";
         }
-        for (const QString& image : {broken, dir.path() + "/missing.jpg", fx("bert/hf/config.json")}) {
+        // A PNG cut after its header: libpng printed its own lines before ours (issue #15.6).
+        const QString truncated = dir.path() + "/truncated.png";
+        {
+            QFile cat(QStringLiteral(OUTLIERLENS_SOURCE_DIR "/sample_data/images/chelsea_cat.png"));
+            QVERIFY(cat.open(QIODevice::ReadOnly));
+            QFile out(truncated);
+            QVERIFY(out.open(QIODevice::WriteOnly));
+            out.write(cat.read(3000));
+        }
+        for (const QString& image :
+             {broken, truncated, dir.path() + "/missing.jpg", fx("bert/hf/config.json")}) {
             const Run r = runApp({"inspect", "--model", fx("vit/hf"), "--image", image});
             QCOMPARE(r.exitCode, 1);
             QVERIFY2(r.err.startsWith("outlierlens inspect: error: ") && r.err.count('\n') == 1,
