@@ -26,6 +26,9 @@ target_compile_options(outlierlens_torch INTERFACE ${TORCH_CXX_FLAGS})
 # scripts/sanitize builds and runs the suite this way.
 if(OUTLIERLENS_SANITIZE)
     target_compile_options(outlierlens_config INTERFACE
-        -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+        -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+        # GCC 12's flow analysis gives false "may be used uninitialized" in inlined LibTorch and
+        # libstdc++ code once the sanitizers instrument it.
+        -Wno-maybe-uninitialized)
     target_link_options(outlierlens_config INTERFACE -fsanitize=address,undefined)
 endif()
