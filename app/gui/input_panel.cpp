@@ -99,6 +99,7 @@ InputPanel::InputPanel(QWidget* parent)
                               "'outlierlens inspect' takes the model's maximum length)"));
     connect(m_openText, &QPushButton::clicked, this, &InputPanel::chooseTextFile);
     m_premiseLabel = new QLabel(tr("Premise"));
+    m_premiseLabel->setWordWrap(true); // a long decoder hint must not widen the dock past its share
     m_hypothesisLabel = new QLabel(tr("Hypothesis"));
     auto* textLayout = new QVBoxLayout(m_textTab);
     textLayout->addWidget(m_premiseLabel);
