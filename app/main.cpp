@@ -45,6 +45,8 @@ const Subcommand kSubcommands[] = {
     {"convert", "rewrite a model's weights as (float16) safetensors", outlierlens::cli::runConvert},
     {"create-model", "write a randomly initialised BERT or decoder model folder",
      outlierlens::cli::runCreateModel},
+    {"showcase", "where a decoder demo model shows its sink best (the app opens there)",
+     outlierlens::cli::runShowcase},
 };
 
 void printUsage(std::FILE* out)

@@ -85,6 +85,7 @@ int runInspect(const QStringList& args);
 int runTokenize(const QStringList& args);
 int runBench(const QStringList& args);
 int runCreateModel(const QStringList& args);
+int runShowcase(const QStringList& args);
 int runStats(const QStringList& args);
 int runTrain(const QStringList& args);
 int runSweep(const QStringList& args);

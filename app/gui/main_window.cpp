@@ -1,5 +1,7 @@
 #include "main_window.h"
 
+#include "analysis/showcase.h"
+
 #include "colormap.h"
 
 #include "compare_page.h"
@@ -391,13 +393,21 @@ void MainWindow::modelLoaded(const ModelInfo& info)
     m_teaching->setInput({});
     m_compare->setCandidates(kind.isEmpty() ? familyKind : kind);
     m_teaching->setCandidates(kind, info.dir);
-    // Paper figures look at the last layers: start at the second-to-last layer, head 1.
-    setSelection(std::max(0, info.layers - 2), 0);
+    // Where the model shows its sink best, as stored with it (showcase.json, written when it was
+    // trained); else the second-to-last layer, head 1, where paper figures look.
+    std::optional<Showcase> showcase;
+    try {
+        if (info.isDecoder()) showcase = readShowcase(info.dir.toStdString());
+    } catch (const std::exception& e) {
+        statusBar()->showMessage(tr("Ignored: %1").arg(QString::fromStdString(e.what())), 15000);
+    }
+    setSelection(showcase ? showcase->layer : std::max(0, info.layers - 2), showcase ? showcase->head : 0);
     // Rerun the last input if it fits this model, else show a first one.
     const bool text = info.takesText();
     // A model's own sample input is not the user's text: it does not follow them to other models.
     const bool userText = m_lastInput.kind == InputRequest::Kind::Text && m_lastInput.text != m_sampleShown;
-    const QString sample = info.isDecoder() ? ModelCatalog::sampleInput(info.dir) : QString();
+    const QString sample =
+        info.isDecoder() ? ModelCatalog::sampleInput(info.dir, showcase ? showcase->input : 0) : QString();
     m_sampleShown.clear();
     if (m_lastInput.kind == InputRequest::Kind::Synthetic && info.synthetic)
         request(m_lastInput);

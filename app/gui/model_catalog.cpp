@@ -83,11 +83,13 @@ QString ModelCatalog::demoKindOf(const QString& dir)
     return {};
 }
 
-QString ModelCatalog::sampleInput(const QString& dir)
+QString ModelCatalog::sampleInput(const QString& dir, int index)
 {
     QFile file(dir + QStringLiteral("/sample_inputs.txt"));
     if (!file.open(QIODevice::ReadOnly | QIODevice::Text)) return {};
     QString line = QString::fromUtf8(file.readLine(4096));
+    for (int i = 0; i < index && !file.atEnd(); ++i)
+        line = QString::fromUtf8(file.readLine(4096));
     while (line.endsWith(QLatin1Char('\n')) || line.endsWith(QLatin1Char('\r')))
         line.chop(1);
     return line; // leading and trailing spaces are part of the sequence

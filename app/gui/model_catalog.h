@@ -26,9 +26,9 @@ public:
     static QVector<ModelEntry> demoTrio(const QString& kind);
     /// The demo kind a model folder belongs to, e.g. "bert-mnli" for .../bert-mnli-gated; empty otherwise.
     static QString demoKindOf(const QString& dir);
-    /// The first line of <dir>/sample_inputs.txt (the held-out sequences `outlierlens train` writes for
-    /// generated tasks such as Bigram-Backcopy); empty when there is none.
-    static QString sampleInput(const QString& dir);
+    /// Line `index` (0-based) of <dir>/sample_inputs.txt (the held-out sequences `outlierlens train`
+    /// writes for generated tasks such as Bigram-Backcopy); empty when there is none.
+    static QString sampleInput(const QString& dir, int index = 0);
     static void addRecent(const QString& dir);
     static QString modelsDir();
 };

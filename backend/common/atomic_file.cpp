@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <fstream>
 #include <unistd.h>
 
 namespace outlierlens {
@@ -63,6 +64,18 @@ void AtomicFile::commit()
     if (std::rename(m_tempPath.c_str(), m_finalPath.c_str()) != 0)
         throw Error(m_finalPath + ": cannot rename temporary file into place: " + std::strerror(errno));
     m_committed = true;
+}
+
+void writeTextFileAtomically(const std::string& path, const std::string& text)
+{
+    AtomicFile file(path);
+    {
+        std::ofstream out(file.tempPath(), std::ios::binary);
+        out << text;
+        out.flush();
+        if (!out) throw Error(path + ": cannot write");
+    }
+    file.commit();
 }
 
 void checkCanWrite(const std::string& finalPath)

@@ -28,6 +28,9 @@ private:
     int m_slot = -1;
 };
 
+/// Writes `text` to `path` atomically (temporary file + rename). Throws Error.
+void writeTextFileAtomically(const std::string& path, const std::string& text);
+
 /// Before long work whose result goes to `finalPath`: creates and removes the temporary file an
 /// AtomicFile would write, so that a missing or read-only folder is an Error ("<path>: cannot write
 /// here: <reason>") at the start, not after an hour of computing. An existing finalPath is untouched.

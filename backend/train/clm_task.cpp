@@ -1,6 +1,7 @@
 // Training task on causal decoder LLMs (GPT-2, OPT, LLaMA shapes): next-token prediction on blocks
 // of a text file, perplexity on held-out blocks.
 
+#include "analysis/showcase.h"
 #include "common/error.h"
 #include "model/decoder_modules.h" // DecoderLmImpl::headWeight()
 #include "model/decoder_network.h"
@@ -182,8 +183,11 @@ public:
             if (fs::is_regular_file(source))
                 fs::copy_file(source, fs::path(dir) / name, fs::copy_options::overwrite_existing);
         }
-        if (m_backcopy) writeSampleInputs(dir);
         writeModelCard(dir, card);
+        if (m_backcopy) {
+            writeSampleInputs(dir);
+            writeShowcase(dir, computeShowcase(dir)); // from the saved folder, as the app will load it
+        }
     }
 
     void loadWeights(const std::string& dir) override

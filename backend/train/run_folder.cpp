@@ -22,18 +22,6 @@
 namespace outlierlens {
 namespace fs = std::filesystem;
 
-void writeTextFileAtomically(const std::string& path, const std::string& text)
-{
-    AtomicFile file(path);
-    {
-        std::ofstream out(file.tempPath(), std::ios::binary);
-        out << text;
-        out.flush();
-        if (!out) throw Error(path + ": cannot write");
-    }
-    file.commit();
-}
-
 RunFolder::RunFolder(std::string dir)
     : m_dir(std::move(dir))
 {}

@@ -2,6 +2,8 @@
 // Used by the training process (one thread) and read by the GUI's job list (any thread): every
 // file is replaced atomically, so a reader never sees half a file.
 
+#include "common/atomic_file.h" // writeTextFileAtomically
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -69,8 +71,5 @@ private:
 
 /// The pid of the process that holds the run folder's lock (a trainer running on it), or 0.
 std::int64_t runFolderOwner(const std::string& dir);
-
-/// Writes `text` to `path` atomically (temporary file + rename). Throws Error.
-void writeTextFileAtomically(const std::string& path, const std::string& text);
 
 } // namespace outlierlens

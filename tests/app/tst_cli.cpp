@@ -460,7 +460,7 @@ private Q_SLOTS:
     void helpForEveryCommand()
     {
         for (const char* c : {"inspect", "tokenize", "bench", "create-model", "stats", "train", "sweep",
-                              "convert", "quantize"}) {
+                              "convert", "quantize", "showcase"}) {
             const Run r = runApp({c, "--help"});
             QCOMPARE(r.exitCode, 0);
             QVERIFY2(r.out.startsWith(QStringLiteral("Usage: outlierlens %1 [options]").arg(c)),

@@ -6,6 +6,7 @@
 #include "../common/tensor_compare.h"
 
 #include "analysis/recording_sink.h"
+#include "analysis/showcase.h"
 #include "colormap.h"
 #include "compare_page.h"
 #include "head_view.h"
@@ -69,6 +70,14 @@ const QString kPairs = QStringLiteral(OUTLIERLENS_TEST_DATA "/text/mnli_sample.j
 const QString kImages = QStringLiteral(OUTLIERLENS_SOURCE_DIR "/sample_data/images");
 const QString kSamplePairs =
     QStringLiteral(OUTLIERLENS_SOURCE_DIR "/sample_data/mnli/mnli_dev_matched.jsonl");
+
+/// The sample input a demo decoder opens on: its showcase.json's line of sample_inputs.txt.
+QString showcaseInput(const QString& model)
+{
+    const QString dir = QStringLiteral(OUTLIERLENS_SOURCE_DIR "/sample_data/models/") + model;
+    const std::optional<Showcase> s = readShowcase(dir.toStdString());
+    return ModelCatalog::sampleInput(dir, s ? s->input : 0);
+}
 
 /// Live `outlierlens train` processes writing `folder`, from /proc.
 int trainersOn(const QString& folder)
@@ -444,10 +453,12 @@ private Q_SLOTS:
         {
             QString model, inputContains;
             int tokens;
-        } cases[] = {{QStringLiteral("vit-fmnist-gated"), QStringLiteral("fmnist_boot.png"), 50},
-                     {QStringLiteral("synthetic-clipped"), QStringLiteral("synthetic example"), 64},
-                     {QStringLiteral("backcopy-gated"), backcopyInput.left(20), 64},
-                     {QStringLiteral("bert-mnli-vanilla"), QString(), -1}};
+        } cases[] = {
+            {QStringLiteral("vit-fmnist-gated"), QStringLiteral("fmnist_boot.png"), 50},
+            {QStringLiteral("synthetic-clipped"), QStringLiteral("synthetic example"), 64},
+            // The gated model's showcase input (showcase.json), not the first line.
+            {QStringLiteral("backcopy-gated"), showcaseInput(QStringLiteral("backcopy-gated")).left(20), 64},
+            {QStringLiteral("bert-mnli-vanilla"), QString(), -1}};
         for (const auto& c : cases) {
             const QString dir = QStringLiteral(OUTLIERLENS_SOURCE_DIR "/sample_data/models/") + c.model;
             m_window->openModel(dir);
@@ -584,10 +595,15 @@ private Q_SLOTS:
                      {QStringLiteral("backcopy-gated"), QStringLiteral("No outlier at")}};
         for (const auto& c : cases) {
             m_window->openModel(models + c.model);
+            // The model opens where its showcase.json says its sink is largest.
+            const std::optional<Showcase> showcase = readShowcase((models + c.model).toStdString());
+            QVERIFY(showcase);
             QTRY_VERIFY_WITH_TIMEOUT(
                 m_window->teachingPage()->view()->data().provenance.model.endsWith(c.model) &&
-                    m_window->teachingPage()->view()->data().layer == 1,
+                    m_window->teachingPage()->view()->data().layer == showcase->layer &&
+                    m_window->teachingPage()->view()->data().head == showcase->head,
                 60000);
+            QCOMPARE(m_window->layer(), showcase->layer);
             const QString caption = m_window->teachingPage()->view()->caption();
             QVERIFY2(caption.contains(c.says), qPrintable(caption));
         }

@@ -3,6 +3,7 @@
 // pure function of (seed, index), turn back into the same ids through the tokenizer; bad tokenizers and
 // configs fail clearly; a short clm run on generated data learns and resumes exactly.
 
+#include "analysis/showcase.h"
 #include "common/error.h"
 #include "text/decoder_tokenizer.h"
 #include "train/core/train_config.h"
@@ -214,6 +215,13 @@ private Q_SLOTS:
         std::string line;
         QVERIFY(std::getline(samples, line));
         QCOMPARE(int(line.size()), 31);
+        // The trainer stores where the app opens the model: the same choice computed afresh.
+        const std::optional<outlierlens::Showcase> stored = outlierlens::readShowcase(whole + "/final");
+        QVERIFY2(stored, "train wrote no showcase.json");
+        const outlierlens::Showcase again = outlierlens::computeShowcase(whole + "/final");
+        QCOMPARE(stored->layer, again.layer);
+        QCOMPARE(stored->head, again.head);
+        QCOMPARE(stored->input, again.input);
 
         const std::string parts = (m_dir.path() + "/parts").toStdString();
         run(parts, false, 20);

@@ -13,6 +13,7 @@
 
 #include "analysis/metrics.h"
 #include "analysis/recording_sink.h"
+#include "analysis/showcase.h"
 #include "model/decoder_network.h"
 #include "text/decoder_tokenizer.h"
 #include "train/data/clm_data.h"
@@ -22,6 +23,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -134,6 +136,35 @@ class TstDemoModels : public QObject
 
 private Q_SLOTS:
     void initTestCase() { torch::set_num_threads(1); }
+
+    /// The layer, head and input each demo decoder opens on (showcase.json, written when it was
+    /// trained) are what the model gives today: recomputed from the model and its sample inputs.
+    void showcaseIsRecomputedFromTheModel_data()
+    {
+        QTest::addColumn<QString>("model");
+        for (const char* m : {"backcopy-vanilla", "backcopy-clipped", "backcopy-gated"})
+            QTest::newRow(m) << QString::fromLatin1(m);
+    }
+    void showcaseIsRecomputedFromTheModel()
+    {
+        QFETCH(QString, model);
+        const std::string dir = kModels + "/" + model.toStdString();
+        const std::optional<Showcase> stored = readShowcase(dir);
+        QVERIFY2(stored, "no showcase.json");
+        const Showcase now = computeShowcase(dir);
+        qInfo("%s: layer %d, head %d, input %d: first-token attention %.4f (mean %.4f)", qPrintable(model),
+              now.layer + 1, now.head + 1, now.input + 1, now.inputFirstTokenAttention,
+              now.meanFirstTokenAttention);
+        QCOMPARE(now.layer, stored->layer);
+        QCOMPARE(now.head, stored->head);
+        QCOMPARE(now.input, stored->input);
+        QVERIFY(std::abs(now.meanFirstTokenAttention - stored->meanFirstTokenAttention) < 1e-5);
+        QVERIFY(std::abs(now.inputFirstTokenAttention - stored->inputFirstTokenAttention) < 1e-5);
+        if (model == QLatin1String("backcopy-vanilla"))
+            QVERIFY2(now.meanFirstTokenAttention >= 0.5, "the vanilla model's showcase head is a sink");
+        if (model == QLatin1String("backcopy-gated"))
+            QVERIFY2(now.meanFirstTokenAttention < 0.1, "the gated model needs no sink");
+    }
 
     void backcopyFamilyTellsThePapersStory()
     {

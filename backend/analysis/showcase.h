@@ -1,0 +1,34 @@
+#pragma once
+// Any thread (loads its own copy of the model). Torch-free header: the GUI reads showcase.json too.
+
+#include <optional>
+#include <string>
+
+namespace outlierlens {
+
+/// Where a decoder demo model shows its no-op head best, chosen from numbers, stored with the model
+/// as showcase.json when it is trained and opened there by the app (docs/metrics.md,
+/// "First-token attention").
+struct Showcase
+{
+    int layer = 0; ///< 0-based
+    int head = 0;  ///< 0-based
+    int input = 0; ///< 0-based line of the model folder's sample_inputs.txt
+    /// First-token attention of that head: the mean over the sample inputs, and on the chosen input.
+    double meanFirstTokenAttention = 0;
+    double inputFirstTokenAttention = 0;
+};
+
+/// Runs a causal model folder on every line of its sample_inputs.txt and chooses the (layer, head)
+/// with the largest mean first-token attention over them (ties: the lower layer, then head), and the
+/// input on which that head's is largest. Heads of the last layer are not chosen when there are
+/// others: the residual entering it grows large in every variant, which is not the sink mechanism. Throws
+/// Error for a folder without sample inputs or a model that is not a decoder.
+Showcase computeShowcase(const std::string& modelDir);
+
+/// Writes showcase.json into the model folder (atomically).
+void writeShowcase(const std::string& modelDir, const Showcase& showcase);
+/// The folder's showcase.json; nullopt when there is none. Throws Error for a malformed one.
+std::optional<Showcase> readShowcase(const std::string& modelDir);
+
+} // namespace outlierlens
