@@ -150,7 +150,7 @@ int runBench(const QStringList& args)
     });
     cmd.addPrecisionOption("fp32 (default) or bf16: BERT under bf16 autocast, decoders computing in bf16.");
     if (auto code = cmd.parse(args)) return *code;
-    try {
+    return cmd.guarded([&]() -> int {
         const int threads = configureTorchThreads(cmd.intValue("threads", 0, 1, 1024));
         const int seq = cmd.intValue("seq", 128, 2, 1 << 16);
         const int batch = cmd.intValue("batch", 1, 1, 4096);
@@ -204,11 +204,7 @@ int runBench(const QStringList& args)
         };
         std::printf("%s\n", out.dump().c_str());
         return Ok;
-    } catch (const UsageException& e) {
-        return cmd.fail(e.message, UsageError);
-    } catch (const std::exception& e) {
-        return cmd.fail(e.what());
-    }
+    });
 }
 
 } // namespace outlierlens::cli

@@ -1,5 +1,7 @@
 #include "cli/command_line.h"
 
+#include "common/error.h"
+
 #include "common/atomic_file.h"
 #include "model/config.h"
 
@@ -51,6 +53,26 @@ int Command::fail(const std::string& message, int code) const
     const std::string line = message.substr(0, message.find('\n'));
     std::fprintf(stderr, "outlierlens %s: error: %s\n", qPrintable(m_name), line.c_str());
     return code;
+}
+
+int Command::guarded(const std::function<int()>& body) const
+{
+    const auto interrupted = [this] {
+        // On a terminal the progress line may be half written: end it first.
+        std::fprintf(stderr, "%soutlierlens %s: interrupted; nothing half-written is left\n",
+                     isatty(STDERR_FILENO) ? "\n" : "", qPrintable(m_name));
+        return interruptedExitCode();
+    };
+    try {
+        return body();
+    } catch (const UsageException& e) {
+        return fail(e.message, UsageError);
+    } catch (const Cancelled&) {
+        return interrupted();
+    } catch (const std::exception& e) {
+        if (interruptFlag()) return interrupted();
+        return fail(e.what());
+    }
 }
 
 std::optional<std::string> Command::optionalText(const QString& option) const

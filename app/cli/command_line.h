@@ -8,6 +8,7 @@
 #include <QStringList>
 
 #include <atomic>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -31,6 +32,10 @@ public:
     std::optional<int> parse(const QStringList& args);
     /// Prints "outlierlens <name>: error: <message>" to stderr and returns `code`.
     int fail(const std::string& message, int code = Failure) const;
+    /// Runs a command's body and turns what it throws into the exit code: UsageException -> 2,
+    /// Cancelled or any error after SIGINT/SIGTERM -> "interrupted; nothing half-written is left" and 128 +
+    /// signal, anything else -> its one-line message and 1. Every command runs through it.
+    int guarded(const std::function<int()>& body) const;
     /// The value of a required option, or a usage error naming it.
     std::string required(const QString& option) const;
     std::string value(const QString& option) const { return m_parser.value(option).toStdString(); }

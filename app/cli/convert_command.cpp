@@ -25,7 +25,7 @@ int runConvert(const QStringList& args)
         {"fp16", "Store floating tensors as float16 (loading converts back to float32)."},
     });
     if (auto code = cmd.parse(args)) return *code;
-    try {
+    return cmd.guarded([&]() -> int {
         namespace fs = std::filesystem;
         const fs::path in = cmd.required("model");
         const fs::path out = cmd.required("out");
@@ -51,11 +51,7 @@ int runConvert(const QStringList& args)
                     cmd.isSet("fp16") ? "float16" : "float32",
                     double(fs::file_size(out / "model.safetensors")) / 1e6);
         return Ok;
-    } catch (const UsageException& e) {
-        return cmd.fail(e.message, UsageError);
-    } catch (const std::exception& e) {
-        return cmd.fail(e.what());
-    }
+    });
 }
 
 } // namespace outlierlens::cli

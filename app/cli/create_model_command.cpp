@@ -116,7 +116,7 @@ int runCreateModel(const QStringList& args)
     });
     cmd.addVariantOptions();
     if (auto code = cmd.parse(args)) return *code;
-    try {
+    return cmd.guarded([&]() -> int {
         namespace fs = std::filesystem;
         const std::string out = cmd.required("out");
         const std::string presetName = cmd.isSet("preset") ? cmd.value("preset") : "bert-mini";
@@ -186,11 +186,7 @@ int runCreateModel(const QStringList& args)
         fs::rename(tempDir, finalDir);
         std::printf("wrote %s (%s, random weights)\n", out.c_str(), toString(head).c_str());
         return Ok;
-    } catch (const UsageException& e) {
-        return cmd.fail(e.message, UsageError);
-    } catch (const std::exception& e) {
-        return cmd.fail(e.what());
-    }
+    });
 }
 
 } // namespace outlierlens::cli

@@ -196,7 +196,7 @@ int runInspect(const QStringList& args)
                            "(bf16 matrix products, float32 softmax and LayerNorm), decoders compute in bf16; "
                            "values then differ from fp32 in about the third significant digit.");
     if (auto code = cmd.parse(args)) return *code;
-    try {
+    return cmd.guarded([&]() -> int {
         configureTorchThreads(cmd.intValue("threads", 0, 1, 1024));
         const std::string modelDir = cmd.required("model");
         const Precision precision = cmd.precision();
@@ -216,11 +216,7 @@ int runInspect(const QStringList& args)
             throw UsageException{"--text/--pair need a BERT model; " + modelDir +
                                  " is a ViT model (use --image)"};
         return inspectVitModel(cmd, modelDir);
-    } catch (const UsageException& e) {
-        return cmd.fail(e.message, UsageError);
-    } catch (const std::exception& e) {
-        return cmd.fail(e.what());
-    }
+    });
 }
 
 } // namespace outlierlens::cli

@@ -125,7 +125,7 @@ int runQuantize(const QStringList& args)
         {"threads", "Intra-op threads (default: the number of cores).", "n"},
     });
     if (auto code = cmd.parse(args)) return *code;
-    try {
+    return cmd.guarded([&]() -> int {
         QuantExperiment e;
         e.modelDir = cmd.required("model");
         e.data = cmd.required("data");
@@ -191,15 +191,7 @@ int runQuantize(const QStringList& args)
         }
         std::printf("%s\n", j.dump().c_str());
         return Ok;
-    } catch (const UsageException& e) {
-        return cmd.fail(e.message, UsageError);
-    } catch (const std::exception& e) {
-        if (interruptFlag()) {
-            std::fprintf(stderr, "outlierlens quantize: interrupted; no output written\n");
-            return interruptedExitCode();
-        }
-        return cmd.fail(e.what());
-    }
+    });
 }
 
 } // namespace outlierlens::cli

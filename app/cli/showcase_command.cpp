@@ -21,7 +21,7 @@ int runShowcase(const QStringList& args)
         {"write", "Store the choice as showcase.json in the model folder."},
     });
     if (auto code = cmd.parse(args)) return *code;
-    try {
+    return cmd.guarded([&]() -> int {
         const std::string modelDir = cmd.required("model");
         const Showcase s = computeShowcase(modelDir);
         std::printf("layer %d, head %d (1-based), sample input %d: first-token attention %.4f on that "
@@ -33,11 +33,7 @@ int runShowcase(const QStringList& args)
             std::printf("wrote %s/showcase.json\n", modelDir.c_str());
         }
         return Ok;
-    } catch (const UsageException& e) {
-        return cmd.fail(e.message, UsageError);
-    } catch (const std::exception& e) {
-        return cmd.fail(e.what());
-    }
+    });
 }
 
 } // namespace outlierlens::cli

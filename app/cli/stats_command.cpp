@@ -112,7 +112,7 @@ int runStats(const QStringList& args)
         "(values within bf16's rounding of the threshold change sides; bench/compare_stats_precision.sh). "
         "The file records the precision used.");
     if (auto code = cmd.parse(args)) return *code;
-    try {
+    return cmd.guarded([&]() -> int {
         configureTorchThreads(cmd.intValue("threads", 0, 1, 1024));
         StatsRunOptions o;
         o.modelDir = cmd.required("model");
@@ -152,14 +152,7 @@ int runStats(const QStringList& args)
         if (r.top5) std::printf(", top-5 %.4f", *r.top5);
         std::printf("\n");
         return Ok;
-    } catch (const Cancelled&) {
-        std::fprintf(stderr, "\noutlierlens stats: interrupted; no output written\n");
-        return interruptedExitCode();
-    } catch (const UsageException& e) {
-        return cmd.fail(e.message, UsageError);
-    } catch (const std::exception& e) {
-        return cmd.fail(e.what());
-    }
+    });
 }
 
 } // namespace outlierlens::cli

@@ -141,7 +141,7 @@ int runSweep(const QStringList& args)
         {"output", "Override the sweep's output folder.", "dir"},
     });
     if (auto code = cmd.parse(args)) return *code;
-    try {
+    return cmd.guarded([&]() -> int {
         const std::string where = cmd.required("config");
         const nlohmann::json sweep = jsonutil::parseFile(where);
         const std::string output =
@@ -230,11 +230,7 @@ int runSweep(const QStringList& args)
         writeTextFileAtomically((fs::path(output) / "summary.csv").string(), csv);
         std::printf("%s", csv.c_str());
         return Ok;
-    } catch (const UsageException& e) {
-        return cmd.fail(e.message, UsageError);
-    } catch (const std::exception& e) {
-        return cmd.fail(e.what());
-    }
+    });
 }
 
 } // namespace outlierlens::cli

@@ -35,7 +35,7 @@ int runTokenize(const QStringList& args)
         {"data", "Instead of --text: every pair of mnli:FILE[:N], one JSON line each.", "spec"},
     });
     if (auto code = cmd.parse(args)) return *code;
-    try {
+    return cmd.guarded([&]() -> int {
         const std::string modelDir = cmd.required("model");
         const int maxLength = cmd.intValue("max-length", 0, 1, 1 << 20);
         const bool special = !cmd.isSet("no-special-tokens");
@@ -84,11 +84,7 @@ int runTokenize(const QStringList& args)
         const std::optional<std::string> pair = cmd.optionalText("pair");
         print(encode(text, pair), withTokenTypes);
         return Ok;
-    } catch (const UsageException& e) {
-        return cmd.fail(e.message, UsageError);
-    } catch (const std::exception& e) {
-        return cmd.fail(e.what());
-    }
+    });
 }
 
 } // namespace outlierlens::cli

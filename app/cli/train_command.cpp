@@ -76,7 +76,7 @@ int runTrain(const QStringList& args)
         printPresets();
         return Ok;
     }
-    try {
+    return cmd.guarded([&]() -> int {
         TrainConfig config;
         const bool resume = cmd.isSet("resume");
         if (cmd.isSet("config")) {
@@ -126,11 +126,7 @@ int runTrain(const QStringList& args)
             return cmd.fail(result.message);
         }
         return Ok;
-    } catch (const UsageException& e) {
-        return cmd.fail(e.message, UsageError);
-    } catch (const std::exception& e) {
-        return cmd.fail(e.what());
-    }
+    });
 }
 
 } // namespace outlierlens::cli
