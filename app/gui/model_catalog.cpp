@@ -1,5 +1,7 @@
 #include "model_catalog.h"
 
+#include "analysis/showcase.h"
+
 #include "paths.h"
 
 #include <QCoreApplication>
@@ -85,14 +87,14 @@ QString ModelCatalog::demoKindOf(const QString& dir)
 
 QString ModelCatalog::sampleInput(const QString& dir, int index)
 {
-    QFile file(dir + QStringLiteral("/sample_inputs.txt"));
-    if (!file.open(QIODevice::ReadOnly | QIODevice::Text)) return {};
-    QString line = QString::fromUtf8(file.readLine(4096));
-    for (int i = 0; i < index && !file.atEnd(); ++i)
-        line = QString::fromUtf8(file.readLine(4096));
-    while (line.endsWith(QLatin1Char('\n')) || line.endsWith(QLatin1Char('\r')))
-        line.chop(1);
-    return line; // leading and trailing spaces are part of the sequence
+    try {
+        const std::vector<std::string> lines = readSampleInputs(dir.toStdString());
+        return index >= 0 && std::size_t(index) < lines.size()
+                   ? QString::fromStdString(lines[std::size_t(index)])
+                   : QString();
+    } catch (const std::exception&) {
+        return {}; // an unreadable file: the app shows another first input
+    }
 }
 
 void ModelCatalog::addRecent(const QString& dir)

@@ -23,18 +23,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<std::string> sampleInputs(const std::string& modelDir)
-{
-    const std::string path = (fs::path(modelDir) / "sample_inputs.txt").string();
-    if (!fs::exists(path)) throw Error(modelDir + ": no sample_inputs.txt to choose a showcase from");
-    std::istringstream lines(readWholeFile(path, "sample inputs"));
-    std::vector<std::string> inputs;
-    for (std::string line; std::getline(lines, line);)
-        inputs.push_back(line); // line i is input i, as the app counts them; spaces are kept
-    if (inputs.empty()) throw Error(path + ": no sample inputs");
-    return inputs;
-}
-
 /// [H] first-token attention of one input: per head, the mean over the queries of the second half
 /// (i >= T/2, which see at least half the keys) of the probability on key 0.
 torch::Tensor firstTokenAttention(const torch::Tensor& probs)
@@ -47,9 +35,24 @@ torch::Tensor firstTokenAttention(const torch::Tensor& probs)
 
 } // namespace
 
+std::vector<std::string> readSampleInputs(const std::string& modelDir)
+{
+    const std::string path = (fs::path(modelDir) / "sample_inputs.txt").string();
+    std::vector<std::string> inputs;
+    if (!fs::exists(path)) return inputs;
+    std::istringstream lines(readWholeFile(path, "sample inputs"));
+    for (std::string line; std::getline(lines, line);) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        inputs.push_back(line); // line i is input i, as the app counts them
+    }
+    return inputs;
+}
+
 Showcase computeShowcase(const std::string& modelDir)
 {
-    const std::vector<std::string> inputs = sampleInputs(modelDir);
+    const std::vector<std::string> inputs = readSampleInputs(modelDir);
+    if (inputs.empty())
+        throw Error(modelDir + ": no sample_inputs.txt (or an empty one) to choose a showcase from");
     DecoderNetwork network = DecoderNetwork::load(modelDir);
     const std::unique_ptr<DecoderTokenizer> tokenizer = DecoderTokenizer::fromModelDir(modelDir);
     const int L = network.config().numLayers;

@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace outlierlens {
 
@@ -18,6 +19,10 @@ struct Showcase
     double meanFirstTokenAttention = 0;
     double inputFirstTokenAttention = 0;
 };
+
+/// The lines of a model folder's sample_inputs.txt (line break and a CR before it removed, spaces
+/// kept: they are part of a sequence); empty when the file is missing. The one reader of that file.
+std::vector<std::string> readSampleInputs(const std::string& modelDir);
 
 /// Runs a causal model folder on every line of its sample_inputs.txt and chooses the (layer, head)
 /// with the largest mean first-token attention over them (ties: the lower layer, then head), and the

@@ -106,6 +106,13 @@ std::vector<LabelledImage> listImageDataset(const std::string& dir, std::size_t 
 
 namespace {
 
+/// Accuracy is never counted from NaN or Inf logits: the run stops with the notice instead.
+void refuseNonFiniteLogits(const torch::Tensor& logits, const std::string& modelDir)
+{
+    if (const std::string notice = nonFiniteOutputNotice(logits); !notice.empty())
+        throw Error(modelDir + ": " + notice);
+}
+
 std::vector<int> resolveLayers(const std::vector<int>& requested, int numLayers)
 {
     if (requested.empty()) {
@@ -402,8 +409,7 @@ StatsRunResult runText(const StatsRunOptions& o, const std::atomic<bool>& cancel
             }
             sink.finish();
             if (classifier) {
-                if (const std::string notice = nonFiniteOutputNotice(sink.at("logits")); !notice.empty())
-                    throw Error(o.modelDir + ": " + notice);
+                refuseNonFiniteLogits(sink.at("logits"), o.modelDir);
                 for (std::int64_t r = 0; r < B; ++r) {
                     const int gold = labelId(pairs[start + order[b0 + std::size_t(r)]].label);
                     if (gold >= 0) {
@@ -489,9 +495,7 @@ StatsRunResult runImages(const StatsRunOptions& o, const std::atomic<bool>& canc
                 network.forward(torch::stack(pixels), &sink);
             }
             sink.finish();
-            if (sink.contains("logits"))
-                if (const std::string notice = nonFiniteOutputNotice(sink.at("logits")); !notice.empty())
-                    throw Error(o.modelDir + ": " + notice);
+            if (sink.contains("logits")) refuseNonFiniteLogits(sink.at("logits"), o.modelDir);
             for (std::size_t r = 0; r < pixels.size(); ++r) {
                 if (labels[r] >= 0 && sink.contains("logits")) {
                     ++labelled;

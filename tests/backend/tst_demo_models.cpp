@@ -62,10 +62,7 @@ ModelFigures measure(const std::string& dir)
     torch::NoGradGuard noGrad;
     DecoderNetwork net = DecoderNetwork::load(dir);
     const auto tok = DecoderTokenizer::fromModelDir(dir);
-    std::ifstream in(dir + "/sample_inputs.txt");
-    std::vector<std::string> lines;
-    for (std::string line; std::getline(in, line);)
-        if (!line.empty()) lines.push_back(line);
+    const std::vector<std::string> lines = readSampleInputs(dir);
     if (lines.empty()) throw std::runtime_error(dir + ": no sample_inputs.txt");
 
     const int layers = net.config().numLayers, heads = net.config().numHeads;
