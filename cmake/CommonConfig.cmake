@@ -32,3 +32,14 @@ if(OUTLIERLENS_SANITIZE)
         -Wno-maybe-uninitialized)
     target_link_options(outlierlens_config INTERFACE -fsanitize=address,undefined)
 endif()
+
+# -DOUTLIERLENS_FUZZ=ON (clang only): our code gets libFuzzer's coverage instrumentation plus ASan and
+# UBSan, and the targets in tests/fuzz link libFuzzer. scripts/fuzz configures and runs this build.
+if(OUTLIERLENS_FUZZ)
+    if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+        message(FATAL_ERROR "OUTLIERLENS_FUZZ needs clang (libFuzzer): configure with CXX=clang++ (scripts/fuzz does)")
+    endif()
+    target_compile_options(outlierlens_config INTERFACE
+        -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+    target_link_options(outlierlens_config INTERFACE -fsanitize=address,undefined)
+endif()

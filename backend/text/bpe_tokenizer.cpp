@@ -180,8 +180,9 @@ std::unique_ptr<ByteLevelBpeTokenizer> ByteLevelBpeTokenizer::fromModelDir(const
                         std::to_string(id) + ", expected " + std::to_string(nextId) +
                         " (added tokens follow the vocabulary)");
         addToken(content);
-        const bool special = std::any_of(specials.begin(), specials.end(),
-                                         [&](const AddedTokenSpec& s) { return s.content == content; });
+        const bool special =
+            std::any_of(specials.begin(), specials.end(),
+                        [&, &text = content](const AddedTokenSpec& s) { return s.content == text; });
         if (!special) {
             AddedTokenSpec t;
             t.content = content;

@@ -433,7 +433,7 @@ std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::fromModelDir(con
                         " (added tokens follow the pieces of tokenizer.model)");
         addToken(content);
         if (std::none_of(specials.begin(), specials.end(),
-                         [&](const auto& s) { return s.content == content; })) {
+                         [&, &text = content](const auto& s) { return s.content == text; })) {
             AddedTokenSpec t;
             t.content = content;
             t.plainString = true;
