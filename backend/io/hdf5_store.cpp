@@ -83,16 +83,35 @@ Handle utf8StringType()
     return type;
 }
 
+// A file can declare a dataset far larger than itself (storage never allocated, or compressed):
+// a read must fit in what the file could hold, checked before anything is allocated. Our own files
+// are uncompressed, so their reads stay within twice the file size (int32 -> int64).
+constexpr std::uint64_t kMaxReadExpansion = 16;
+constexpr std::uint64_t kReadAllowance = std::uint64_t(64) << 20;
+
+void checkReadSize(std::int64_t elements, std::uint64_t bytesPerElement, std::uint64_t fileSize,
+                   const std::string& file, const std::string& name)
+{
+    std::uint64_t bytes = 0;
+    if (elements < 0 || __builtin_mul_overflow(std::uint64_t(elements), bytesPerElement, &bytes) ||
+        bytes > kMaxReadExpansion * fileSize + kReadAllowance)
+        throw Error(file + ": '" + name + "' declares " + std::to_string(elements) +
+                    " elements, more than a file of " + std::to_string(fileSize) + " bytes can hold");
+}
+
 std::vector<std::string> readStringData(hid_t object, hid_t space, bool isAttribute, const std::string& file,
-                                        const std::string& name)
+                                        const std::string& name, std::uint64_t fileSize)
 {
     Handle fileType(isAttribute ? H5Aget_type(object) : H5Dget_type(object), H5Tclose);
     if (H5Tget_class(fileType.get()) != H5T_STRING)
         throw Error(file + ": '" + name + "' is not a string dataset or attribute");
     const hssize_t count = H5Sget_simple_extent_npoints(space);
     if (count < 0) throw Error(file + ": cannot read the size of '" + name + "'");
+    const bool variable = H5Tis_variable_str(fileType.get()) > 0;
+    checkReadSize(count, variable ? sizeof(char*) + sizeof(std::string) : H5Tget_size(fileType.get()),
+                  fileSize, file, name);
     std::vector<std::string> out;
-    if (H5Tis_variable_str(fileType.get()) > 0) {
+    if (variable) {
         Handle memType = utf8StringType();
         std::vector<char*> ptrs(std::size_t(count), nullptr);
         const herr_t status =
@@ -298,6 +317,9 @@ Hdf5Reader::Hdf5Reader(const std::string& path)
     silenceHdf5Errors();
     if (!std::filesystem::exists(path)) throw Error(path + ": no such file");
     refuseSpecialFile(path);
+    std::error_code ec;
+    m_fileSize = std::filesystem::file_size(path, ec);
+    if (ec) throw Error(path + ": cannot read the file size: " + ec.message());
     if (H5Fis_hdf5(path.c_str()) <= 0) throw Error(path + ": not an HDF5 file");
     m_handle = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
     if (m_handle < 0) throw Error(path + ": cannot open HDF5 file");
@@ -340,6 +362,13 @@ torch::Tensor Hdf5Reader::readTensor(const std::string& dataset) const
     Handle set(H5Dopen2(hid_t(m_handle), dataset.c_str(), H5P_DEFAULT), H5Dclose);
     Handle type(H5Dget_type(set.get()), H5Tclose);
     const H5T_class_t cls = H5Tget_class(type.get());
+    std::int64_t elements = 1;
+    for (const std::int64_t d : dims)
+        if (__builtin_mul_overflow(elements, d, &elements)) {
+            elements = -1; // refused below
+            break;
+        }
+    checkReadSize(elements, 8, m_fileSize, m_path, dataset);
     torch::Tensor out;
     hid_t memType;
     if (cls == H5T_FLOAT) {
@@ -363,7 +392,7 @@ std::vector<std::string> Hdf5Reader::readStrings(const std::string& dataset) con
     Handle set(H5Dopen2(hid_t(m_handle), dataset.c_str(), H5P_DEFAULT), H5Dclose);
     check(set.get(), m_path, "cannot open dataset '" + dataset + "'");
     Handle space(H5Dget_space(set.get()), H5Sclose);
-    return readStringData(set.get(), space.get(), false, m_path, dataset);
+    return readStringData(set.get(), space.get(), false, m_path, dataset, m_fileSize);
 }
 
 std::vector<std::string> Hdf5Reader::members(const std::string& group) const
@@ -400,7 +429,8 @@ std::string Hdf5Reader::stringAttribute(const std::string& object, const std::st
     Handle attr(H5Aopen_by_name(hid_t(m_handle), object.c_str(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT),
                 H5Aclose);
     Handle space(H5Aget_space(attr.get()), H5Sclose);
-    const auto values = readStringData(attr.get(), space.get(), true, m_path, object + "@" + name);
+    const auto values =
+        readStringData(attr.get(), space.get(), true, m_path, object + "@" + name, m_fileSize);
     return values.empty() ? std::string() : values.front();
 }
 
@@ -427,6 +457,7 @@ std::vector<std::int64_t> Hdf5Reader::intArrayAttribute(const std::string& objec
                 H5Aclose);
     Handle space(H5Aget_space(attr.get()), H5Sclose);
     const hssize_t n = H5Sget_simple_extent_npoints(space.get());
+    checkReadSize(std::max<hssize_t>(n, 0), sizeof(std::int64_t), m_fileSize, m_path, object + "@" + name);
     std::vector<std::int64_t> values(std::size_t(std::max<hssize_t>(n, 0)));
     if (n > 0)
         check(H5Aread(attr.get(), H5T_NATIVE_INT64, values.data()), m_path,

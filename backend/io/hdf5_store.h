@@ -53,7 +53,9 @@ private:
     std::int64_t m_handle = -1;
 };
 
-/// Reads HDF5 files (inspection dumps, statistics files, the golden reference.h5 fixtures).
+/// Reads HDF5 files (inspection dumps, statistics files, the golden reference.h5 fixtures). A dataset
+/// or attribute that declares more data than the file could hold (16 x its size + 64 MB, as for
+/// unallocated or compressed storage) is an Error before anything is allocated.
 class Hdf5Reader
 {
 public:
@@ -77,6 +79,7 @@ public:
 
 private:
     std::string m_path;
+    std::uint64_t m_fileSize = 0;
     std::int64_t m_handle = -1;
 };
 

@@ -81,8 +81,10 @@ void RunFolder::truncateMetricsAfter(std::int64_t step) const
         try {
             const nlohmann::json j = jsonutil::parseWithDepthLimit(line, path("metrics.jsonl"));
             if (j.value("step", std::int64_t(0)) > step) continue;
+        } catch (const Error&) {
+            continue; // a torn last line of a killed run (malformed JSON)
         } catch (const nlohmann::json::exception&) {
-            continue; // a torn last line of a killed run
+            continue; // a line whose "step" is not a number
         }
         kept << line << '\n';
     }

@@ -142,6 +142,11 @@ private Q_SLOTS:
         p.waitForFinished();
         const std::int64_t killedAt = status(run).value("step", 0);
         QVERIFY(killedAt < kSteps);
+        // A kill can land in the middle of a metrics line: the torn line must not stop the resume.
+        {
+            std::ofstream metrics((run + "/metrics.jsonl").toStdString(), std::ios::app | std::ios::binary);
+            metrics << "{\"step\": " << killedAt + 1 << ", \"lo";
+        }
 
         const Run r = runApp({"train", "--resume", "--output", run});
         QVERIFY2(r.exitCode == 0, qPrintable(r.err));

@@ -9,8 +9,11 @@
 #include "common/error.h"
 #include "io/hdf5_store.h"
 
+#include <QFileInfo>
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include <hdf5.h>
 
 #include <algorithm>
 #include <cmath>
@@ -630,6 +633,48 @@ private Q_SLOTS:
         Hdf5Writer writer(dir.filePath("empty.h5").toStdString());
         QVERIFY_THROWS_EXCEPTION(Error, DatasetStatistics(textOptions()).write(writer));
         QVERIFY_THROWS_EXCEPTION(Error, readStatisticsFile(dir.filePath("missing.h5").toStdString()));
+    }
+
+    // A file of a few kilobytes can declare a dataset of a trillion elements (chunked storage that was
+    // never written): the reader refuses it from the declared size instead of trying to allocate it.
+    void datasetLargerThanItsFileIsRefused()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("huge.h5").toStdString();
+        {
+            const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+            const hsize_t dims[2] = {1u << 20, 1u << 20};
+            const hsize_t chunk[2] = {64, 64};
+            const hid_t space = H5Screate_simple(2, dims, nullptr);
+            const hid_t props = H5Pcreate(H5P_DATASET_CREATE);
+            H5Pset_chunk(props, 2, chunk);
+            const hid_t set =
+                H5Dcreate2(file, "values", H5T_NATIVE_FLOAT, space, H5P_DEFAULT, props, H5P_DEFAULT);
+            const hid_t strType = H5Tcopy(H5T_C_S1);
+            H5Tset_size(strType, H5T_VARIABLE);
+            const hid_t names = H5Dcreate2(file, "names", strType, space, H5P_DEFAULT, props, H5P_DEFAULT);
+            QVERIFY(file >= 0 && set >= 0 && names >= 0);
+            H5Dclose(names);
+            H5Tclose(strType);
+            H5Dclose(set);
+            H5Pclose(props);
+            H5Sclose(space);
+            H5Fclose(file);
+        }
+        QVERIFY(QFileInfo(QString::fromStdString(path)).size() < 100'000);
+        const Hdf5Reader reader(path);
+        QCOMPARE(reader.shape("values"), (std::vector<std::int64_t>{1 << 20, 1 << 20}));
+        for (const auto& read : {+[](const Hdf5Reader& r) { (void)r.readTensor("values"); },
+                                 +[](const Hdf5Reader& r) { (void)r.readStrings("names"); }}) {
+            try {
+                read(reader);
+                QFAIL("a dataset larger than its file was read");
+            } catch (const Error& e) {
+                QVERIFY2(std::string(e.what()).find("declares 1099511627776 elements, more than a file of") !=
+                             std::string::npos,
+                         e.what());
+            }
+        }
     }
 };
 
