@@ -1,6 +1,7 @@
 // The outlierlens executable: the desktop app without arguments, a command-line tool with a
 // subcommand (DESIGN.md, "Command line").
 
+#include "build_info.h"
 #include "cli/command_line.h"
 #include "gui/gui_benchmark.h"
 #include "gui/job_manager.h"
@@ -12,6 +13,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QCoreApplication>
+#include <QIcon>
 #include <QSettings>
 #include <QStandardPaths>
 #include <QStringList>
@@ -67,6 +69,8 @@ int runGui(int argc, char* argv[])
     QCoreApplication::setOrganizationName(QStringLiteral("OutlierLens"));
     QCoreApplication::setApplicationName(QStringLiteral("OutlierLens"));
     QCoreApplication::setApplicationVersion(QStringLiteral(OUTLIERLENS_VERSION));
+    QApplication::setWindowIcon(QIcon(QStringLiteral(":/outlierlens/outlierlens.svg")));
+    QApplication::setDesktopFileName(QStringLiteral("outlierlens"));
     QCommandLineParser parser;
     parser.addOptions({
         {QStringLiteral("model"), QStringLiteral("Model folder to open."), QStringLiteral("dir")},
@@ -164,7 +168,8 @@ int main(int argc, char* argv[])
         return 0;
     }
     if (argc >= 2 && std::strcmp(argv[1], "--version") == 0) {
-        std::printf("outlierlens %s\n", OUTLIERLENS_VERSION);
+        QCoreApplication app(argc, argv); // the executable's path locates the sample data
+        std::fputs(qPrintable(outlierlens::versionText()), stdout);
         return 0;
     }
     return runGui(argc, argv);

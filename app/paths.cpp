@@ -4,25 +4,28 @@
 
 #include <QCoreApplication>
 #include <QDir>
+#include <QFile>
 #include <QFileInfo>
 
 #include <cstdlib>
 #include <filesystem>
+#include <vector>
 
 namespace outlierlens {
 
 std::string sampleDataDir()
 {
     if (const char* env = std::getenv("OUTLIERLENS_DATA_DIR"); env && *env) return env;
-    std::vector<std::string> candidates;
-    if (QCoreApplication::instance()) {
-        const QString exeDir = QCoreApplication::applicationDirPath();
-        candidates.push_back(
-            QDir(exeDir).absoluteFilePath(QStringLiteral("../../sample_data")).toStdString());
-        candidates.push_back(
-            QDir(exeDir).absoluteFilePath(QStringLiteral("../share/outlierlens/sample_data")).toStdString());
-    }
-    candidates.push_back(OUTLIERLENS_SOURCE_SAMPLE_DATA);
+    if (!QCoreApplication::instance()) return {};
+    const QDir exeDir(QCoreApplication::applicationDirPath());
+    // Installed: <prefix>/bin/outlierlens and <prefix>/share/outlierlens/sample_data.
+    std::vector<std::string> candidates{
+        exeDir.absoluteFilePath(QStringLiteral("../share/outlierlens/sample_data")).toStdString()};
+    // A build tree: CMake leaves the source folder's path in a file next to the executable (never
+    // installed, so an installed binary cannot fall back on the tree it was built from).
+    QFile marker(exeDir.absoluteFilePath(QStringLiteral("outlierlens-source-dir")));
+    if (marker.open(QIODevice::ReadOnly))
+        candidates.push_back(QString::fromUtf8(marker.readAll()).trimmed().toStdString() + "/sample_data");
     for (const auto& c : candidates)
         if (std::filesystem::is_directory(c)) return std::filesystem::weakly_canonical(c).string();
     return {};

@@ -17,5 +17,5 @@ function(outlierlens_add_test name)
     set_tests_properties(${name} PROPERTIES
         LABELS "${T_LABELS}"
         TIMEOUT ${T_TIMEOUT}
-        ENVIRONMENT "QT_QPA_PLATFORM=offscreen")
+        ENVIRONMENT "QT_QPA_PLATFORM=offscreen;OUTLIERLENS_DATA_DIR=${PROJECT_SOURCE_DIR}/sample_data")
 endfunction()

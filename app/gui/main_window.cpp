@@ -1,6 +1,7 @@
 #include "main_window.h"
 
 #include "analysis/showcase.h"
+#include "build_info.h"
 
 #include "colormap.h"
 
@@ -27,9 +28,11 @@
 #include <QApplication>
 #include <QCloseEvent>
 #include <QComboBox>
+#include <QDir>
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QIcon>
 #include <QInputDialog>
 #include <QLabel>
 #include <QMenuBar>
@@ -42,6 +45,7 @@
 #include <QTableView>
 #include <QToolBar>
 #include <QToolButton>
+#include <QUrl>
 
 namespace outlierlens {
 
@@ -327,13 +331,32 @@ void MainWindow::buildActions()
     connect(quit, &QAction::triggered, this, &QWidget::close);
     file->addSeparator();
     file->addAction(quit);
-    menuBar()->addMenu(tr("&Help"))->addAction(tr("&About OutlierLens"), this, [this] {
-        QMessageBox::about(
-            this, tr("About OutlierLens"),
-            tr("<p><b>OutlierLens %1</b></p><p>Why transformers grow activation outliers: attention "
-               "heads that want to do nothing (Bondarenko, Nagel and Blankevoort, 2023).</p><p>%2</p>")
-                .arg(QStringLiteral(OUTLIERLENS_VERSION), Provenance::indexingNote()));
-    });
+    menuBar()->addMenu(tr("&Help"))->addAction(tr("&About OutlierLens"), this, [this] { showAbout(); });
+}
+
+void MainWindow::showAbout()
+{
+    const BuildInfo b = buildInfo();
+    const QString sources = QDir(b.dataDir).filePath(QStringLiteral("SOURCES.md"));
+    QMessageBox box(this);
+    box.setWindowTitle(tr("About OutlierLens"));
+    box.setIconPixmap(QIcon(QStringLiteral(":/outlierlens/outlierlens.svg")).pixmap(64, 64));
+    box.setTextFormat(Qt::RichText);
+    box.setText(tr("<p><b>OutlierLens %1</b></p>"
+                   "<p>Why transformers grow activation outliers: attention heads that want to do nothing "
+                   "(Bondarenko, Nagel and Blankevoort, 2023; An et al., 2025).</p><p>%2</p>"
+                   "<p><b>Bundled data and models</b>: the MultiNLI validation pairs (OANC; fiction parts "
+                   "CC BY-SA 3.0), English Wikipedia text (CC BY-SA 3.0), the BERT vocabulary (Apache-2.0), "
+                   "the GPT-2 BPE vocabulary (MIT), sample images (CC0, public domain, two CC BY 2.0 with "
+                   "their credit shown), Fashion-MNIST images (MIT); the demo models were trained by this "
+                   "project on that data (each model folder's README.md). Sources and licences, file by "
+                   "file: <a href=\"%3\">%4</a>.</p>"
+                   "<p>Built with LibTorch %5 and Qt %6 (running Qt %7).</p>")
+                    .arg(b.version.toHtmlEscaped(), Provenance::indexingNote().toHtmlEscaped(),
+                         QUrl::fromLocalFile(sources).toString().toHtmlEscaped(), sources.toHtmlEscaped(),
+                         b.torch.toHtmlEscaped(), b.qtBuilt.toHtmlEscaped(), b.qtRuntime.toHtmlEscaped()));
+    box.setTextInteractionFlags(Qt::TextBrowserInteraction);
+    box.exec();
 }
 
 QString MainWindow::modelDescription(const ModelInfo& info) const

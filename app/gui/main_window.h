@@ -75,6 +75,7 @@ protected:
 
 private:
     void buildActions();
+    void showAbout();
     void modelLoaded(const ModelInfo& info);
     /// "name: head, L layers, H heads, hidden d; variant" (the label above the pages).
     QString modelDescription(const ModelInfo& info) const;

@@ -1,12 +1,18 @@
 #include "model/runtime.h"
 
 #include <ATen/Parallel.h>
+#include <torch/version.h>
 
 #include <malloc.h>
 #include <sched.h>
 #include <thread>
 
 namespace outlierlens {
+
+std::string torchVersion()
+{
+    return TORCH_VERSION;
+}
 
 int coreCount()
 {

@@ -2,7 +2,12 @@
 // Call configureTorchThreads() once at start-up and at the start of every worker thread that
 // runs torch code (OpenMP thread settings are per thread).
 
+#include <string>
+
 namespace outlierlens {
+
+/// LibTorch's version as built against ("1.13.1"), for About boxes and --version.
+std::string torchVersion();
 
 /// Number of usable cores (at least 1).
 int coreCount();
