@@ -53,6 +53,7 @@
 #include <QTableView>
 #include <QTableWidget>
 #include <QTemporaryDir>
+#include <QTimer>
 #include <QToolButton>
 #include <QtTest>
 
@@ -550,12 +551,13 @@ private Q_SLOTS:
         const QString good = controller->snapshot()->input;
         m_window->pages()->setCurrentWidget(m_window->comparePage());
         QTRY_COMPARE_WITH_TIMEOUT(m_window->comparePage()->input().path, good, 30000);
-        const auto errorBoxes = [&] {
-            int shown = 0;
+        const auto errorTexts = [&] {
+            QStringList shown;
             for (QMessageBox* box : m_window->findChildren<QMessageBox*>(QStringLiteral("errorMessage")))
-                shown += box->isVisible() ? 1 : 0;
+                if (box->isVisible()) shown << box->text();
             return shown;
         };
+        const auto errorBoxes = [&] { return errorTexts().size(); };
         for (QMessageBox* box : m_window->findChildren<QMessageBox*>(QStringLiteral("errorMessage")))
             box->close();
         QTRY_COMPARE(errorBoxes(), 0);
@@ -566,9 +568,10 @@ private Q_SLOTS:
         file.write("this is text, not a PNG\n");
         file.close();
         Q_EMIT m_window->imageView()->imageDropped(bad);
-        QTRY_COMPARE_WITH_TIMEOUT(errorBoxes(), 1, 30000);
+        QTRY_VERIFY2_WITH_TIMEOUT(errorBoxes() == 1, qPrintable(errorTexts().join(QStringLiteral(" | "))),
+                                  30000);
         QTest::qWait(3000); // the compared models would report the same error by now
-        QCOMPARE(errorBoxes(), 1);
+        QVERIFY2(errorBoxes() == 1, qPrintable(errorTexts().join(QStringLiteral(" | "))));
         QCOMPARE(controller->snapshot()->input, good);
         QCOMPARE(m_window->comparePage()->input().path, good);
         m_window->pages()->setCurrentWidget(m_window->teachingPage());
@@ -807,6 +810,31 @@ private Q_SLOTS:
                  qPrintable(m_window->statusBar()->currentMessage()));
         toggleFastMode(false);
         qunsetenv("OUTLIERLENS_NO_BF16");
+    }
+
+    /// Help -> About: the version, the library versions and where the licences of the bundled data are.
+    void aboutNamesVersionsAndLicences()
+    {
+        QAction* about = nullptr;
+        for (QAction* action : m_window->findChildren<QAction*>())
+            if (action->text() == QStringLiteral("&About OutlierLens")) about = action;
+        QVERIFY(about);
+        QString text;
+        QTimer::singleShot(0, this, [&] {
+            auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
+            if (!box) return;
+            text = box->text();
+            if (const QByteArray shot = qgetenv("OUTLIERLENS_TEST_SHOT_DIR"); !shot.isEmpty())
+                box->grab().save(QString::fromLocal8Bit(shot) + QStringLiteral("/about.png"));
+            box->accept();
+        });
+        about->trigger(); // modal: returns once the timer above has closed it
+        QVERIFY2(text.contains(QStringLiteral("OutlierLens " OUTLIERLENS_VERSION)), qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("LibTorch 1.")), qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("Qt " QT_VERSION_STR)), qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral(OUTLIERLENS_SOURCE_DIR "/sample_data/SOURCES.md")),
+                 qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("CC BY-SA 3.0")), qPrintable(text));
     }
 };
 
