@@ -85,7 +85,7 @@ Handle utf8StringType()
 
 // A file can declare a dataset far larger than itself (storage never allocated, or compressed):
 // a read must fit in what the file could hold, checked before anything is allocated. Our own files
-// are uncompressed, so their reads stay within twice the file size (int32 -> int64).
+// are uncompressed, so their reads stay within a small multiple of the file size.
 constexpr std::uint64_t kMaxReadExpansion = 16;
 constexpr std::uint64_t kReadAllowance = std::uint64_t(64) << 20;
 

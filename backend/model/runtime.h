@@ -6,7 +6,8 @@
 
 namespace outlierlens {
 
-/// LibTorch's version as built against ("1.13.1"), for About boxes and --version.
+/// LibTorch's version as its headers give it (Debian 12's 1.13.1 package says "1.13.0"), for About
+/// boxes and --version.
 std::string torchVersion();
 
 /// Number of usable cores (at least 1).
