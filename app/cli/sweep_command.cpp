@@ -6,7 +6,7 @@
 
 #include "common/error.h"
 #include "common/json_util.h"
-#include "train/core/train_config.h"
+#include "tasks/config/train_config.h"
 #include "train/run_folder.h"
 
 #include <QCoreApplication>

@@ -6,7 +6,7 @@
 #include "common/input_file.h"
 #include "common/json_util.h"
 #include "paths.h"
-#include "train/core/train_config.h"
+#include "tasks/config/train_config.h"
 #include "train/trainer.h"
 
 #include <nlohmann/json.hpp>

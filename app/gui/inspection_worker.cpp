@@ -1,6 +1,6 @@
 #include "inspection_worker.h"
 
-#include "train/task_common.h"
+#include "tasks/task_common.h"
 
 #include "analysis/bert_inspection.h"
 #include "analysis/decoder_inspection.h"
@@ -13,9 +13,9 @@
 #include "model/runtime.h"
 #include "model/vit_network.h"
 #include "paths.h"
+#include "tasks/data/synthetic_data.h"
 #include "text/imagenet.h"
 #include "text/wordpiece.h"
-#include "train/data/synthetic_data.h"
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>

@@ -5,7 +5,7 @@
 #include "common/error.h"
 #include "job_manager.h"
 #include "paths.h"
-#include "train/core/train_config.h"
+#include "tasks/config/train_config.h"
 #include "training_charts.h"
 
 #include <QComboBox>

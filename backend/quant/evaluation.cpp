@@ -3,8 +3,8 @@
 #include "common/error.h"
 #include "model/bert.h"
 #include "model/decoder_config.h"
-#include "train/probe_metrics.h"
-#include "train/training_task.h"
+#include "tasks/probe_metrics.h"
+#include "tasks/training_task.h"
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>

@@ -2,7 +2,7 @@
 // runTraining() runs on the calling thread (the `outlierlens train` process's main thread). The
 // stop flag may be set from a signal handler or another thread.
 
-#include "train/core/train_config.h"
+#include "tasks/config/train_config.h"
 
 #include <atomic>
 #include <cstdint>

@@ -10,8 +10,8 @@
 #include "model/bert_network.h"
 #include "model/decoder_network.h"
 #include "model/precision.h"
+#include "tasks/data/mlm_data.h"
 #include "text/wordpiece.h"
-#include "train/data/mlm_data.h"
 #include "train/run_folder.h"
 
 #include <QJsonDocument>

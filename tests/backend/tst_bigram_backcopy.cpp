@@ -1,13 +1,13 @@
-// The Bigram-Backcopy task (train/data/bigram_backcopy.h) and the demo models trained on it: sequences
+// The Bigram-Backcopy task (tasks/data/bigram_backcopy.h) and the demo models trained on it: sequences
 // follow the rule exactly (checked against an oracle written here from the task's definition), are a
 // pure function of (seed, index), turn back into the same ids through the tokenizer; bad tokenizers and
 // configs fail clearly; a short clm run on generated data learns and resumes exactly.
 
 #include "analysis/showcase.h"
 #include "common/error.h"
+#include "tasks/config/train_config.h"
+#include "tasks/data/bigram_backcopy.h"
 #include "text/decoder_tokenizer.h"
-#include "train/core/train_config.h"
-#include "train/data/bigram_backcopy.h"
 #include "train/trainer.h"
 
 #include <QTemporaryDir>

@@ -5,10 +5,10 @@
 
 #include "model/decoder_network.h"
 #include "quant/evaluation.h"
+#include "tasks/data/clm_data.h"
+#include "tasks/training_task.h"
 #include "text/decoder_tokenizer.h"
-#include "train/data/clm_data.h"
 #include "train/trainer.h"
-#include "train/training_task.h"
 
 #include "../common/tensor_compare.h"
 #include "common/error.h"

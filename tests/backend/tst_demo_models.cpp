@@ -15,8 +15,8 @@
 #include "analysis/recording_sink.h"
 #include "analysis/showcase.h"
 #include "model/decoder_network.h"
+#include "tasks/data/clm_data.h"
 #include "text/decoder_tokenizer.h"
-#include "train/data/clm_data.h"
 
 #include <QtTest>
 

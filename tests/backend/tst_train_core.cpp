@@ -8,9 +8,9 @@
 #include "io/safetensors.h"
 #include "model/bert.h"
 #include "model/vit.h"
-#include "train/core/adamw.h"
-#include "train/core/lr_schedule.h"
-#include "train/core/train_config.h"
+#include "tasks/config/lr_schedule.h"
+#include "tasks/config/train_config.h"
+#include "train/adamw.h"
 
 #include <torch/nn/module.h>
 #include <torch/torch.h>

@@ -4,13 +4,13 @@
 
 #include "common/error.h"
 #include "io/image.h"
+#include "tasks/data/batch_indices.h"
+#include "tasks/data/image_data.h"
+#include "tasks/data/mlm_data.h"
+#include "tasks/data/nli_data.h"
+#include "tasks/data/synthetic_data.h"
 #include "text/mnli.h"
 #include "text/wordpiece.h"
-#include "train/data/batch_indices.h"
-#include "train/data/image_data.h"
-#include "train/data/mlm_data.h"
-#include "train/data/nli_data.h"
-#include "train/data/synthetic_data.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/types.h>

@@ -9,8 +9,8 @@
 #include "model/config.h"
 #include "model/decoder_config.h"
 #include "model/vit_config.h"
+#include "tasks/config/train_config.h"
 #include "text/mnli.h"
-#include "train/core/train_config.h"
 #include <nlohmann/json.hpp>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)

@@ -2,7 +2,7 @@
 // A task is created and used by the training thread only.
 
 #include "model/capture.h"
-#include "train/core/train_config.h"
+#include "tasks/config/train_config.h"
 
 #include <torch/types.h>
 

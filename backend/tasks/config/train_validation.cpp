@@ -1,10 +1,10 @@
 // validateTrainConfig() and the model shapes a TrainConfig describes (declared in train_config.h).
 
-#include "train/core/train_config.h"
+#include "tasks/config/train_config.h"
 
 #include "common/error.h"
 #include "model/decoder_config.h"
-#include "train/core/closest_name.h"
+#include "tasks/config/closest_name.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,8 +1,8 @@
-#include "train/data/bigram_backcopy.h"
+#include "tasks/data/bigram_backcopy.h"
 
 #include "common/error.h"
+#include "tasks/data/text_lines.h"
 #include "text/decoder_tokenizer.h"
-#include "train/data/text_lines.h"
 
 #include <torch/torch.h>
 

@@ -1,4 +1,4 @@
-#include "train/data/synthetic_data.h"
+#include "tasks/data/synthetic_data.h"
 
 #include "common/error.h"
 

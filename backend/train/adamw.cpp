@@ -1,4 +1,4 @@
-#include "train/core/adamw.h"
+#include "train/adamw.h"
 
 #include "common/error.h"
 

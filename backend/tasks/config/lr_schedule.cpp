@@ -1,4 +1,4 @@
-#include "train/core/lr_schedule.h"
+#include "tasks/config/lr_schedule.h"
 
 #include "common/error.h"
 

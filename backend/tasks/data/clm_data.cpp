@@ -1,8 +1,8 @@
-#include "train/data/clm_data.h"
+#include "tasks/data/clm_data.h"
 
 #include "common/error.h"
+#include "tasks/data/text_lines.h"
 #include "text/decoder_tokenizer.h"
-#include "train/data/text_lines.h"
 
 #include <torch/torch.h>
 

@@ -1,4 +1,4 @@
-#include "train/training_task.h"
+#include "tasks/training_task.h"
 
 namespace outlierlens {
 

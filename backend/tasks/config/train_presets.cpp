@@ -1,9 +1,9 @@
 // trainPresets() and presetConfig() (declared in train_config.h).
 
-#include "train/core/train_config.h"
+#include "tasks/config/train_config.h"
 
 #include "common/error.h"
-#include "train/core/closest_name.h"
+#include "tasks/config/closest_name.h"
 
 namespace outlierlens {
 namespace {

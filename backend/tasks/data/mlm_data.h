@@ -6,8 +6,8 @@
 // and BERT's 80/10/10 masking drawn from an explicit generator so that a resumed run masks exactly
 // as the uninterrupted run would have.
 
+#include "tasks/data/batch_indices.h"
 #include "text/wordpiece.h"
-#include "train/data/batch_indices.h"
 
 #include <torch/types.h>
 

@@ -1,8 +1,8 @@
 #pragma once
 // Helpers shared by the task implementations (training thread only).
 
-#include "train/core/train_config.h"
-#include "train/data/synthetic_data.h"
+#include "tasks/config/train_config.h"
+#include "tasks/data/synthetic_data.h"
 
 #include <optional>
 

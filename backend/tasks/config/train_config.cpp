@@ -1,8 +1,8 @@
-#include "train/core/train_config.h"
+#include "tasks/config/train_config.h"
 
 #include "common/error.h"
 #include "common/json_util.h"
-#include "train/core/closest_name.h"
+#include "tasks/config/closest_name.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,4 +1,4 @@
-#include "train/data/nli_data.h"
+#include "tasks/data/nli_data.h"
 
 #include "common/error.h"
 #include "text/mnli.h"

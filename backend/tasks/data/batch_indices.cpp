@@ -1,4 +1,4 @@
-#include "train/data/batch_indices.h"
+#include "tasks/data/batch_indices.h"
 
 #include "common/error.h"
 

@@ -3,7 +3,7 @@
 // several threads. batch() mutates only the generator it is given (one generator per thread).
 
 #include "io/image.h"
-#include "train/data/batch_indices.h"
+#include "tasks/data/batch_indices.h"
 
 #include <torch/types.h>
 

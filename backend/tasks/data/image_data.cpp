@@ -1,4 +1,4 @@
-#include "train/data/image_data.h"
+#include "tasks/data/image_data.h"
 
 #include "common/error.h"
 

@@ -2,9 +2,9 @@
 
 #include "common/error.h"
 #include "model/vit_network.h"
-#include "train/data/image_data.h"
-#include "train/task_common.h"
-#include "train/training_task.h"
+#include "tasks/data/image_data.h"
+#include "tasks/task_common.h"
+#include "tasks/training_task.h"
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>

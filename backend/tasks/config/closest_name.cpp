@@ -1,4 +1,4 @@
-#include "train/core/closest_name.h"
+#include "tasks/config/closest_name.h"
 
 #include <algorithm>
 #include <limits>

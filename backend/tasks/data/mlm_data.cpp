@@ -1,7 +1,7 @@
-#include "train/data/mlm_data.h"
+#include "tasks/data/mlm_data.h"
 
 #include "common/error.h"
-#include "train/data/text_lines.h"
+#include "tasks/data/text_lines.h"
 
 #include <algorithm>
 #include <cstring>

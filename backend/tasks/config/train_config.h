@@ -5,7 +5,7 @@
 #include "model/decoder_config.h"
 #include "model/precision.h"
 #include "model/vit_config.h"
-#include "train/core/lr_schedule.h"
+#include "tasks/config/lr_schedule.h"
 
 #include <cstdint>
 #include <string>
@@ -29,7 +29,7 @@ std::string toString(TrainTask task);
 enum class ClmData {
     Text,           ///< "text": blocks of the corpus file, as run_clm.py
     BigramBackcopy, ///< "bigram-backcopy": generated from the corpus' character bigrams (Guo et al. 2024;
-                    ///< train/data/bigram_backcopy.h), fresh sequences every step
+                    ///< tasks/data/bigram_backcopy.h), fresh sequences every step
 };
 /// "text", "bigram-backcopy".
 std::string toString(ClmData data);
@@ -107,7 +107,7 @@ struct TrainConfig
     std::uint64_t seed = 0;             ///< "seed"
     int threads = 0;                    ///< "threads": LibTorch intra-op threads; 0 = all cores
 
-    // Synthetic task options (task "synthetic"; train/data/synthetic_data.h explains the task)
+    // Synthetic task options (task "synthetic"; tasks/data/synthetic_data.h explains the task)
     int syntheticVocab = 64;     ///< "synthetic_vocab": vocabulary size
     int syntheticMinLength = 0;  ///< "synthetic_min_length": shortest sequence (0 = seq_length, no padding)
     int syntheticDelimiters = 2; ///< "synthetic_delimiters": delimiter token types

@@ -1,8 +1,8 @@
-#include "train/task_common.h"
+#include "tasks/task_common.h"
 
+#include "common/atomic_file.h"
 #include "io/state_dict.h"
 #include "model/loading.h"
-#include "train/run_folder.h"
 
 #include "common/json_util.h"
 

@@ -1,4 +1,4 @@
-#include "train/data/text_lines.h"
+#include "tasks/data/text_lines.h"
 
 #include "common/error.h"
 #include "common/input_file.h"

@@ -2,8 +2,8 @@
 // Any thread. An NliDataset is immutable after build(): one const object may be shared by several
 // threads.
 
+#include "tasks/data/batch_indices.h"
 #include "text/wordpiece.h"
-#include "train/data/batch_indices.h"
 
 #include <torch/types.h>
 

@@ -1,16 +1,16 @@
 // Training tasks on BERT: masked-LM pre-training, MNLI fine-tuning and the synthetic no-op task.
 
+#include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/json_util.h"
-#include "train/run_folder.h"
 
 #include "model/bert_network.h"
+#include "tasks/data/mlm_data.h"
+#include "tasks/data/nli_data.h"
+#include "tasks/data/synthetic_data.h"
+#include "tasks/task_common.h"
+#include "tasks/training_task.h"
 #include "text/wordpiece.h"
-#include "train/data/mlm_data.h"
-#include "train/data/nli_data.h"
-#include "train/data/synthetic_data.h"
-#include "train/task_common.h"
-#include "train/training_task.h"
 #include <nlohmann/json.hpp>
 
 #include <torch/torch.h>

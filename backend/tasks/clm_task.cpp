@@ -5,12 +5,12 @@
 #include "common/error.h"
 #include "model/decoder_modules.h" // DecoderLmImpl::headWeight()
 #include "model/decoder_network.h"
+#include "tasks/data/batch_indices.h"
+#include "tasks/data/bigram_backcopy.h"
+#include "tasks/data/clm_data.h"
+#include "tasks/task_common.h"
+#include "tasks/training_task.h"
 #include "text/decoder_tokenizer.h"
-#include "train/data/batch_indices.h"
-#include "train/data/bigram_backcopy.h"
-#include "train/data/clm_data.h"
-#include "train/task_common.h"
-#include "train/training_task.h"
 
 #include <torch/torch.h>
 
