@@ -1,6 +1,7 @@
 #include "figure_painting.h"
 
 #include "colormap.h"
+#include "nice_numbers.h"
 
 #include <QLineF>
 #include <QLinearGradient>
@@ -9,19 +10,6 @@
 #include <cmath>
 
 namespace outlierlens::painting {
-namespace {
-
-// A step of 1, 2 or 5 times a power of ten giving about four ticks up to `maxValue` (> 0).
-double niceStep(double maxValue)
-{
-    const double raw = maxValue / 4;
-    const double power = std::pow(10.0, std::floor(std::log10(raw)));
-    for (double m : {1.0, 2.0, 5.0})
-        if (m * power >= raw) return m * power;
-    return 10 * power;
-}
-
-} // namespace
 
 QColor textColor()
 {
@@ -164,7 +152,7 @@ void drawBarPlot(QPainter& p, const QRectF& plot, const QVector<Bar>& bars, cons
     double maxValue = 0;
     for (const Bar& bar : bars)
         if (std::isfinite(bar.value)) maxValue = std::max(maxValue, bar.value);
-    const double step = maxValue > 0 ? niceStep(maxValue) : 0.25;
+    const double step = maxValue > 0 ? niceStep(maxValue / 4) : 0.25;
     const double top = maxValue > 0 ? std::ceil(maxValue / step - 1e-9) * step : 1.0;
     const auto yOf = [&](double v) { return plot.bottom() - plot.height() * std::clamp(v / top, 0.0, 1.0); };
 

@@ -2,11 +2,11 @@
 
 #include "colormap.h"
 #include "figure_style.h"
+#include "heatmap_parts.h"
+#include "nice_numbers.h"
 
-#include <QCoreApplication>
 #include <QFontMetricsF>
 #include <QHash>
-#include <QLinearGradient>
 #include <QPaintEngine>
 #include <QPainter>
 
@@ -20,57 +20,18 @@
 namespace outlierlens {
 namespace {
 
-QString tr(const char* text)
-{
-    return QCoreApplication::translate("HeatmapView", text);
-}
+using namespace heatmap_parts;
 
 constexpr double kMaxLabelWidth = 120.0; // longer labels are elided
-constexpr double kGap = 4.0;
-constexpr double kBarWidth = 12.0;
-constexpr double kTickLength = 3.0;
-constexpr double kSwatch = 10.0;
-constexpr double kCrossMinCell = 6.0; // smaller zero cells are filled grey instead of crossed
 constexpr int kLutSize = 1024;
-const QRgb kZeroFill = qRgb(150, 150, 150);
-const QRgb kNonFinite = qRgb(255, 0, 255);    // impossible to mistake for a colour-map value
-const QRgb kMaskedFill = qRgb(228, 228, 228); // causal mask: lighter than any exact-zero marker
-
-/// 1, 2, 5, 10, 20, ...: the smallest such step >= minStep.
-int niceStep(double minStep)
-{
-    if (!(minStep > 1.0)) return 1;
-    for (long long p = 1; p < 1000000000LL; p *= 10)
-        for (int m : {1, 2, 5})
-            if (double(m * p) >= minStep) return int(m * p);
-    return 1000000000;
-}
-
-/// About `target` round tick values from lo to hi.
-QVector<double> ticks(double lo, double hi, int target)
-{
-    QVector<double> result;
-    if (!(hi > lo) || target < 1) return result;
-    const double raw = (hi - lo) / target;
-    const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
-    const double norm = raw / magnitude;
-    const double step = (norm <= 1 ? 1 : norm <= 2 ? 2 : norm <= 2.5 ? 2.5 : norm <= 5 ? 5 : 10) * magnitude;
-    for (double v = std::ceil(lo / step - 1e-9) * step; v <= hi + step * 1e-9; v += step)
-        result.append(std::abs(v) < step * 1e-9 ? 0.0 : v);
-    return result;
-}
-
-QString tickText(double v)
-{
-    return QString::number(v, 'g', 4);
-}
+const QRgb kNonFinite = qRgb(255, 0, 255); // impossible to mistake for a colour-map value
 
 /// Positions to label between first and last (exclusive): `priority` ones (highlights) first, then every
 /// step-th, keeping labels at least `spacing` pixels apart. `step` receives the step.
 QVector<int> labelPositions(int first, int last, double cell, double spacing, const QVector<int>& priority,
                             int* step)
 {
-    *step = niceStep(spacing / std::max(cell, 1e-9));
+    *step = int(niceStep(std::max(1.0, spacing / std::max(cell, 1e-9))));
     QVector<int> chosen;
     const auto clear = [&](int i) {
         return std::all_of(chosen.begin(), chosen.end(),
@@ -190,18 +151,7 @@ HeatmapRenderer::Metrics HeatmapRenderer::measure(const Fonts& fonts) const
         m.rowLabelWidth = std::min(std::ceil(widestRow), kMaxLabelWidth) + 2 * kGap;
     }
 
-    if (m_colorBarVisible) {
-        const double lo = m_scale == ColorScale::Sequential ? 0.0 : -m_colorMax;
-        for (double v : ticks(lo, m_colorMax, 4))
-            m.tickWidth = std::max(m.tickWidth, std::ceil(label.horizontalAdvance(tickText(v))));
-        m.colorBarWidth = 2 * kGap + kBarWidth + kTickLength + kGap + m.tickWidth + kGap;
-        if (!m_data.valueTitle.isEmpty()) m.colorBarWidth += m.lineHeight + kGap;
-        for (const QString& entry : legendEntries()) {
-            m.legendHeight += m.lineHeight + kGap;
-            const double legend = kSwatch + kGap + small.horizontalAdvance(entry);
-            m.colorBarWidth = std::max(m.colorBarWidth, std::ceil(2 * kGap + legend + kGap));
-        }
-    }
+    if (m_colorBarVisible) measureColorBar(fonts, &m);
     return m;
 }
 
@@ -515,86 +465,6 @@ void HeatmapRenderer::paintColumnLabels(QPainter& painter, const Frame& f) const
                              f.header.height() - kGap / 2);
             painter.drawText(box, Qt::AlignHCenter | Qt::AlignBottom, text);
         }
-    }
-    painter.restore();
-}
-
-void HeatmapRenderer::paintColorBar(QPainter& painter, const Frame& f) const
-{
-    const Metrics& m = f.metrics;
-    const double contentRight = std::min(f.cells.right(), f.origin.x() + m_data.cols * f.cellWidth);
-    const double contentBottom = std::min(f.cells.bottom(), f.origin.y() + m_data.rows * f.cellHeight);
-    const double available = f.bottom - f.cells.top() - m.legendHeight;
-    double height = std::max(contentBottom - f.cells.top(), std::min(kMinBarHeight, available));
-    height = std::min(height, available);
-    if (height < 8) return;
-    const QRectF bar(contentRight + 2 * kGap, f.cells.top(), kBarWidth, height);
-    const double lo = m_scale == ColorScale::Sequential ? 0.0 : -m_colorMax;
-    const double hi = m_colorMax;
-
-    QLinearGradient gradient(bar.bottomLeft(), bar.topLeft());
-    constexpr int kStops = 32;
-    for (int i = 0; i <= kStops; ++i) {
-        const double t = double(i) / kStops;
-        gradient.setColorAt(t, ColorMap::color(m_scale, lo + t * (hi - lo), m_colorMax));
-    }
-    painter.save();
-    painter.fillRect(bar, gradient);
-    painter.setPen(QPen(FigureStyle::gridLine(), 1));
-    painter.setBrush(Qt::NoBrush);
-    painter.drawRect(bar);
-
-    painter.setFont(f.fonts.label);
-    const int target = std::clamp(int(height / (2 * m.lineHeight)), 1, 4);
-    for (double v : ticks(lo, hi, target)) {
-        const double y = bar.bottom() - (v - lo) / (hi - lo) * height;
-        painter.setPen(f.fonts.text);
-        painter.drawLine(QPointF(bar.right(), y), QPointF(bar.right() + kTickLength, y));
-        painter.drawText(
-            QRectF(bar.right() + kTickLength + kGap, y - m.lineHeight / 2, m.tickWidth + kGap, m.lineHeight),
-            Qt::AlignLeft | Qt::AlignVCenter, tickText(v));
-    }
-    if (!m_data.valueTitle.isEmpty()) {
-        const QFontMetricsF fm(f.fonts.label);
-        painter.save();
-        painter.translate(bar.right() + kTickLength + kGap + m.tickWidth + kGap, bar.center().y());
-        painter.rotate(-90);
-        painter.setPen(f.fonts.secondary);
-        painter.drawText(QRectF(-height / 2, 0, height, m.lineHeight), Qt::AlignCenter,
-                         fm.elidedText(m_data.valueTitle, Qt::ElideRight, height));
-        painter.restore();
-    }
-    double legendTop = bar.bottom() + kGap;
-    if (m_markZeros && m_hasZeros) {
-        // The zero marker as it appears in the cells.
-        const QRectF swatch(bar.left(), legendTop + (m.lineHeight - kSwatch) / 2, kSwatch, kSwatch);
-        const QColor zero = ColorMap::color(m_scale, 0.0, m_colorMax);
-        if (std::min(f.cellWidth, f.cellHeight) < kCrossMinCell) {
-            painter.fillRect(swatch, QColor(kZeroFill)); // as the tiny cells show it
-        } else {
-            painter.fillRect(swatch, zero);
-            painter.setRenderHint(QPainter::Antialiasing);
-            painter.setPen(QPen(ColorMap::textOn(zero), 1.2));
-            const double in = 2;
-            painter.drawLine(swatch.topLeft() + QPointF(in, in), swatch.bottomRight() - QPointF(in, in));
-            painter.drawLine(swatch.topRight() + QPointF(-in, in), swatch.bottomLeft() + QPointF(in, -in));
-        }
-        painter.setFont(f.fonts.small);
-        painter.setPen(f.fonts.text);
-        painter.drawText(QRectF(swatch.right() + kGap, legendTop, f.metrics.colorBarWidth, m.lineHeight),
-                         Qt::AlignLeft | Qt::AlignVCenter, tr("exactly 0"));
-        legendTop += m.lineHeight + kGap;
-    }
-    if (hasMaskedCells()) {
-        const QRectF swatch(bar.left(), legendTop + (m.lineHeight - kSwatch) / 2, kSwatch, kSwatch);
-        painter.fillRect(swatch, QColor(kMaskedFill));
-        painter.setPen(QPen(FigureStyle::gridLine(), 1));
-        painter.setBrush(Qt::NoBrush);
-        painter.drawRect(swatch);
-        painter.setFont(f.fonts.small);
-        painter.setPen(f.fonts.text);
-        painter.drawText(QRectF(swatch.right() + kGap, legendTop, f.metrics.colorBarWidth, m.lineHeight),
-                         Qt::AlignLeft | Qt::AlignVCenter, tr("masked (causal)"));
     }
     painter.restore();
 }

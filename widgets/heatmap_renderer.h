@@ -141,6 +141,8 @@ private:
     void paintHighlights(QPainter& painter, const Frame& frame) const;
     void paintRowLabels(QPainter& painter, const Frame& frame) const;
     void paintColumnLabels(QPainter& painter, const Frame& frame) const;
+    /// The colour bar's share of `m` (tick width, bar width, legend height); in heatmap_color_bar.cpp.
+    void measureColorBar(const Fonts& fonts, Metrics* m) const;
     void paintColorBar(QPainter& painter, const Frame& frame) const;
 
     MatrixData m_data;

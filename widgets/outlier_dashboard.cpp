@@ -2,6 +2,7 @@
 #include "figure_style.h"
 
 #include "chart_support.h"
+#include "nice_numbers.h"
 
 #include <QBarCategoryAxis>
 #include <QBarSeries>
@@ -36,16 +37,6 @@ const QColor kKurtosisColor(255, 127, 14);
 /// At most this many dimensions, those with at least a fifth of the largest count, are numbered.
 constexpr int kLabelledDimensions = 5;
 constexpr double kTokenRowHeight = 17;
-
-/// A tick step of 1, 2 or 5 times a power of ten with about `targetTicks` ticks over `span`.
-double niceStep(double span, int targetTicks)
-{
-    const double raw = std::max(1.0, span / std::max(1, targetTicks));
-    const double power = std::pow(10.0, std::floor(std::log10(raw)));
-    for (double m : {1.0, 2.0, 5.0, 10.0})
-        if (m * power >= raw) return m * power;
-    return 10 * power;
-}
 
 QString elided(const QString& text, int maxChars)
 {
@@ -278,7 +269,7 @@ void DashboardCharts::fill(const OutlierDashboardData& data, int rows)
     dimensionSet->append(QList<qreal>(dims.values.begin(), dims.values.end()));
     const int d = int(dims.values.size());
     dimensionAxis->setRange(-0.5, std::max(1, d) - 0.5);
-    dimensionAxis->setTickInterval(niceStep(d, 12));
+    dimensionAxis->setTickInterval(niceStep(std::max(1.0, d / 12.0)));
     const double maxCount = d > 0 ? *std::max_element(dims.values.begin(), dims.values.end()) : 1.0;
     charts::setNiceRange(dimensionCountAxis, 0, std::max(maxCount * 1.06, 1.0)); // room for the numbers
     QVector<int> byCount(d);
@@ -315,7 +306,7 @@ void DashboardCharts::fill(const OutlierDashboardData& data, int rows)
                                              : QStringLiteral("selected layer"));
     const int layerCount = int(std::max(data.maxInfNormPerLayer.size(), data.kurtosisPerLayer.size()));
     layerAxis->setRange(0.5, std::max(1, layerCount) + 0.5);
-    layerAxis->setTickInterval(niceStep(layerCount, 12));
+    layerAxis->setTickInterval(niceStep(std::max(1.0, layerCount / 12.0)));
     charts::setNiceRange(infNormAxis, 0, std::max(maxNorm, 1.0));
     charts::setNiceRange(kurtosisAxis, 0, std::max(maxKurt, 1.0));
 }

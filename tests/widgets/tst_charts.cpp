@@ -2,6 +2,7 @@
 // real clicks on bars, the series each view shows, CSV text and figures that depend only on data.
 // Set OUTLIERLENS_SAVE_FIGURES=DIR to also write each figure as a PNG for a look.
 
+#include "nice_numbers.h"
 #include "outlier_dashboard.h"
 #include "sweep_view.h"
 #include "training_charts.h"
@@ -29,6 +30,7 @@
 #include <QValueAxis>
 
 #include <cmath>
+#include <limits>
 #include <memory>
 
 using namespace outlierlens;
@@ -222,6 +224,7 @@ class TestCharts : public QObject
     Q_OBJECT
 
 private Q_SLOTS:
+    void niceStepIsOneTwoFiveTimesAPowerOfTen();
     void dashboardClickEmitsDimension_data();
     void dashboardClickEmitsDimension();
     void dashboardClickOutsideBarsIsIgnored();
@@ -239,6 +242,20 @@ private Q_SLOTS:
     void figureIndependentOfWidgetSize_data();
     void figureIndependentOfWidgetSize();
 };
+
+void TestCharts::niceStepIsOneTwoFiveTimesAPowerOfTen()
+{
+    // Worked by hand: the smallest of 1, 2, 5 x 10^k that is >= the argument.
+    const QVector<QPair<double, double>> cases = {
+        {0.3, 0.5}, {0.05, 0.05}, {0.051, 0.1}, {1, 1},       {1.5, 2},     {2, 2},       {2.01, 5},
+        {7, 10},    {10, 10},     {11, 20},     {1000, 1000}, {1001, 2000}, {4999, 5000}, {5001, 10000}};
+    for (const auto& c : cases)
+        QVERIFY2(qFuzzyCompare(niceStep(c.first), c.second), qPrintable(QString::number(c.first)));
+    QCOMPARE(niceStep(0), 1.0);
+    QCOMPARE(niceStep(-3), 1.0);
+    QCOMPARE(niceStep(std::numeric_limits<double>::quiet_NaN()), 1.0);
+    QCOMPARE(niceStep(std::numeric_limits<double>::infinity()), 1.0);
+}
 
 void TestCharts::dashboardClickEmitsDimension_data()
 {
