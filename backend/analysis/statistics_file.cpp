@@ -1,20 +1,13 @@
 #include "analysis/statistics_file.h"
 
 #include "common/error.h"
+#include "common/text_format.h"
 #include "io/hdf5_store.h"
 
 #include <torch/torch.h>
 
 namespace outlierlens {
 namespace {
-
-std::string shapeText(const std::vector<std::int64_t>& shape)
-{
-    std::string s = "[";
-    for (std::size_t i = 0; i < shape.size(); ++i)
-        s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
-}
 
 /// Reads datasets of a statistics file, checking each one's shape against what the root
 /// attributes promise, so that a malformed file gives an error naming the dataset.

@@ -3,6 +3,7 @@
 
 #include "common/error.h"
 #include "common/json_util.h"
+#include "common/text_format.h"
 
 #include <nlohmann/json.hpp>
 
@@ -20,14 +21,6 @@ constexpr std::array<double, 3> kTimmDefaultStd{0.229, 0.224, 0.225};
 constexpr double kTimmDefaultCropPct = 0.875;
 constexpr int kMaxInputSize = 8192;
 
-std::string formatNumber(double v)
-{
-    std::ostringstream s;
-    s.precision(6);
-    s << v;
-    return s.str();
-}
-
 // A JSON value for an error message, shortened: a config field can hold anything.
 std::string brief(const nlohmann::json& value)
 {
@@ -38,7 +31,7 @@ std::string brief(const nlohmann::json& value)
 
 std::string formatTriple(const std::array<double, 3>& v)
 {
-    return "[" + formatNumber(v[0]) + ", " + formatNumber(v[1]) + ", " + formatNumber(v[2]) + "]";
+    return "[" + numberText(v[0]) + ", " + numberText(v[1]) + ", " + numberText(v[2]) + "]";
 }
 
 // Three numbers (R, G, B); one number stands for all three, as Hugging Face allows.
@@ -196,15 +189,14 @@ void ImagePreprocessing::validate(const std::string& where) const
                     std::to_string(size));
     if (mode != Mode::ResizeExact) {
         if (!std::isfinite(cropPct) || cropPct <= 0.0)
-            throw Error(where + ": crop_pct must be a positive number, found " + formatNumber(cropPct));
+            throw Error(where + ": crop_pct must be a positive number, found " + numberText(cropPct));
         const double scale = std::floor(double(size) / cropPct);
         if (scale < 1.0 || scale > kMaxInputSize)
-            throw Error(where + ": crop_pct " + formatNumber(cropPct) + " gives a resize to " +
-                        formatNumber(scale) + " pixels, expected 1.." + std::to_string(kMaxInputSize));
+            throw Error(where + ": crop_pct " + numberText(cropPct) + " gives a resize to " +
+                        numberText(scale) + " pixels, expected 1.." + std::to_string(kMaxInputSize));
     }
     if (!std::isfinite(rescaleFactor) || rescaleFactor <= 0.0)
-        throw Error(where + ": rescale factor must be a positive number, found " +
-                    formatNumber(rescaleFactor));
+        throw Error(where + ": rescale factor must be a positive number, found " + numberText(rescaleFactor));
     for (int c = 0; c < 3; ++c) {
         if (!std::isfinite(mean[std::size_t(c)]))
             throw Error(where + ": mean " + formatTriple(mean) + " must be finite");
@@ -220,20 +212,19 @@ std::string ImagePreprocessing::describe() const
     switch (mode) {
     case Mode::ShorterSideThenCenterCrop:
         text = "timm: shorter side to " + std::to_string(resizeSize()) + " (" + filter + "), centre crop " +
-               std::to_string(size) + "x" + std::to_string(size) + " (crop_pct " + formatNumber(cropPct) +
-               ")";
+               std::to_string(size) + "x" + std::to_string(size) + " (crop_pct " + numberText(cropPct) + ")";
         break;
     case Mode::SquashThenCenterCrop:
         text = "timm squash: resize to " + std::to_string(resizeSize()) + "x" + std::to_string(resizeSize()) +
                " (" + filter + "), centre crop " + std::to_string(size) + "x" + std::to_string(size) +
-               " (crop_pct " + formatNumber(cropPct) + ")";
+               " (crop_pct " + numberText(cropPct) + ")";
         break;
     case Mode::ResizeExact:
         text = "Hugging Face: resize to " + std::to_string(size) + "x" + std::to_string(size) + " (" +
                filter + ")";
         break;
     }
-    return text + ", x * " + formatNumber(rescaleFactor) + ", mean " + formatTriple(mean) + ", std " +
+    return text + ", x * " + numberText(rescaleFactor) + ", mean " + formatTriple(mean) + ", std " +
            formatTriple(std);
 }
 

@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "common/input_file.h"
+#include "common/text_format.h"
 #include "io/pickle.h"
 
 #include <ATen/Parallel.h>
@@ -411,14 +412,6 @@ private:
         value.text = "tensor";
         value.intValue = std::int64_t(m_tensors.size() - 1);
         return value;
-    }
-
-    static std::string shapeText(const std::vector<std::int64_t>& v)
-    {
-        std::string s = "[";
-        for (std::size_t i = 0; i < v.size(); ++i)
-            s += (i ? ", " : "") + std::to_string(v[i]);
-        return s + "]";
     }
 
     const std::string& m_path;

@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "common/json_util.h"
+#include "common/text_format.h"
 
 #include <nlohmann/json.hpp>
 
@@ -12,13 +13,6 @@
 
 namespace outlierlens {
 namespace {
-
-std::string formatNumber(double v)
-{
-    std::ostringstream out;
-    out << v;
-    return out.str();
-}
 
 AttentionVariant parseVariant(const nlohmann::json& block, const std::string& where)
 {
@@ -65,9 +59,9 @@ AttentionVariant parseVariant(const nlohmann::json& block, const std::string& wh
         throw Error(where + ": \"outlierlens\": unknown variant '" + named +
                     "' (expected fixed-bias, context-bias, attention-bias, context-scale or sigmoid)");
     if (v.alpha && block.contains("gamma") && std::abs(v.effectiveGamma() - v.gamma) > 1e-9)
-        throw Error(where + ": \"outlierlens\" gives both alpha " + formatNumber(*v.alpha) +
+        throw Error(where + ": \"outlierlens\" gives both alpha " + numberText(*v.alpha) +
                     " (gamma = -alpha/" + std::to_string(v.maxSeqLength) + " = " +
-                    formatNumber(v.effectiveGamma()) + ") and a different gamma " + formatNumber(v.gamma));
+                    numberText(v.effectiveGamma()) + ") and a different gamma " + numberText(v.gamma));
     if (v.alpha) v.gamma = v.effectiveGamma();
     v.validate(where);
     return v;
@@ -129,13 +123,12 @@ void AttentionVariant::validate(const std::string& where) const
         // Written so that nan fails too; inf would turn every probability into inf or nan.
         if (alpha && !(*alpha >= 0 && std::isfinite(*alpha)))
             throw Error(where + ": clipped softmax alpha must be >= 0 and finite, found " +
-                        formatNumber(*alpha));
+                        numberText(*alpha));
         if (!(effectiveGamma() <= 0 && std::isfinite(effectiveGamma())))
             throw Error(where + ": clipped softmax gamma must be <= 0 and finite, found " +
-                        formatNumber(effectiveGamma()));
+                        numberText(effectiveGamma()));
         if (!(zeta >= 1 && std::isfinite(zeta)))
-            throw Error(where + ": clipped softmax zeta must be >= 1 and finite, found " +
-                        formatNumber(zeta));
+            throw Error(where + ": clipped softmax zeta must be >= 1 and finite, found " + numberText(zeta));
     }
     if (gate == GateKind::Mlp && nHid <= 0) throw Error(where + ": the mlp gate needs n_hid > 0");
     if (softmax == SoftmaxKind::Sigmoid && bias != BiasKind::None)
@@ -144,15 +137,15 @@ void AttentionVariant::validate(const std::string& where) const
         throw Error(where + ": context-scale is a gate of its own; it cannot be combined with gate '" +
                     toString(gate) + "'");
     if (gate != GateKind::None && !(piInit > 0 && piInit < 1))
-        throw Error(where + ": pi_init must be in (0, 1), found " + formatNumber(piInit));
+        throw Error(where + ": pi_init must be in (0, 1), found " + numberText(piInit));
 }
 
 std::string AttentionVariant::describe() const
 {
     std::string text;
     if (softmax == SoftmaxKind::Clipped) {
-        text = "clipped softmax (gamma " + formatNumber(effectiveGamma()) + ", zeta " + formatNumber(zeta);
-        if (alpha) text += "; alpha " + formatNumber(*alpha) + ", T " + std::to_string(maxSeqLength);
+        text = "clipped softmax (gamma " + numberText(effectiveGamma()) + ", zeta " + numberText(zeta);
+        if (alpha) text += "; alpha " + numberText(*alpha) + ", T " + std::to_string(maxSeqLength);
         text += ")";
     }
     if (softmax == SoftmaxKind::Sigmoid) text = "sigmoid attention";
@@ -326,7 +319,7 @@ void BertConfig::validate(const std::string& where) const
     for (const auto& [p, name] : {std::pair{hiddenDropout, "hidden_dropout_prob"},
                                   std::pair{attentionDropout, "attention_probs_dropout_prob"}})
         if (!(p >= 0 && p <= 1))
-            throw Error(where + ": " + name + " must be a probability in [0, 1], found " + formatNumber(p));
+            throw Error(where + ": " + name + " must be a probability in [0, 1], found " + numberText(p));
     if (padTokenId < 0 || padTokenId >= vocabSize)
         throw Error(where + ": pad_token_id " + std::to_string(padTokenId) +
                     " is not a token of the vocabulary (0 to " + std::to_string(vocabSize - 1) + ")");

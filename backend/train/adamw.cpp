@@ -1,6 +1,7 @@
 #include "train/adamw.h"
 
 #include "common/error.h"
+#include "common/text_format.h"
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/normalization.h>
@@ -12,22 +13,6 @@
 
 namespace outlierlens {
 namespace {
-
-std::string shapeText(const torch::Tensor& t)
-{
-    std::string s = "[";
-    for (std::int64_t i = 0; i < t.dim(); ++i)
-        s += (i ? ", " : "") + std::to_string(t.size(i));
-    return s + "]";
-}
-
-std::string numberText(double v)
-{
-    std::string s = std::to_string(v);
-    while (s.size() > 1 && s.back() == '0' && s[s.size() - 2] != '.')
-        s.pop_back();
-    return s;
-}
 
 const torch::Tensor& stateTensor(const std::map<std::string, torch::Tensor>& state, const std::string& name)
 {
@@ -43,8 +28,8 @@ torch::Tensor restoredMoment(const std::map<std::string, torch::Tensor>& state, 
 {
     const torch::Tensor& saved = stateTensor(state, name);
     if (saved.sizes() != param.sizes())
-        throw Error("optimizer state: tensor '" + name + "' has shape " + shapeText(saved) + ", expected " +
-                    shapeText(param));
+        throw Error("optimizer state: tensor '" + name + "' has shape " + shapeText(saved.sizes().vec()) +
+                    ", expected " + shapeText(param.sizes().vec()));
     if (!saved.is_floating_point())
         throw Error("optimizer state: tensor '" + name + "' must be floating point, found " +
                     std::string(c10::toString(saved.scalar_type())));
@@ -58,7 +43,7 @@ std::int64_t restoredCount(const std::map<std::string, torch::Tensor>& state, co
     const torch::Tensor& saved = stateTensor(state, name);
     if (saved.dim() != 0)
         throw Error("optimizer state: tensor '" + name + "' must be a scalar, found shape " +
-                    shapeText(saved));
+                    shapeText(saved.sizes().vec()));
     double value = 0;
     if (saved.is_floating_point()) {
         value = saved.item<double>();

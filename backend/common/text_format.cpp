@@ -1,0 +1,36 @@
+#include "common/text_format.h"
+
+#include <charconv>
+#include <cmath>
+#include <locale>
+#include <sstream>
+
+namespace outlierlens {
+
+std::string numberText(double v)
+{
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    std::string text;
+    for (int precision = 1; precision <= 17; ++precision) {
+        std::ostringstream out;
+        out.imbue(std::locale::classic());
+        out.precision(precision);
+        out << v;
+        text = out.str();
+        double back = 0;
+        const auto r = std::from_chars(text.data(), text.data() + text.size(), back);
+        if (r.ec == std::errc() && back == v) break;
+    }
+    return text;
+}
+
+std::string shapeText(const std::vector<std::int64_t>& dims)
+{
+    std::string s = "[";
+    for (std::size_t i = 0; i < dims.size(); ++i)
+        s += (i ? ", " : "") + std::to_string(dims[i]);
+    return s + "]";
+}
+
+} // namespace outlierlens
