@@ -33,13 +33,10 @@ AttentionVariant parseVariant(const nlohmann::json& block, const std::string& wh
     v.nHid = getInt32(block, "n_hid", where, 0);
     v.piInit = getNumber(block, "pi_init", where, 0.25);
     const std::string bias = getString(block, "bias", where, std::string("none"));
-    if (bias == "fixed")
-        v.bias = BiasKind::Fixed;
-    else if (bias == "context")
-        v.bias = BiasKind::Context;
-    else if (bias == "attention")
-        v.bias = BiasKind::Attention;
-    else if (bias != "none")
+    v.bias = BiasKind::None;
+    for (BiasKind kind : {BiasKind::Fixed, BiasKind::Context, BiasKind::Attention})
+        if (bias == toString(kind)) v.bias = kind;
+    if (v.bias == BiasKind::None && bias != "none")
         throw Error(where + ": \"outlierlens\": unknown bias '" + bias +
                     "' (expected none, fixed, context or attention)");
     v.contextScale = getBool(block, "context_scale", where, false);
@@ -62,7 +59,7 @@ AttentionVariant parseVariant(const nlohmann::json& block, const std::string& wh
         throw Error(where + ": \"outlierlens\" gives both alpha " + numberText(*v.alpha) +
                     " (gamma = -alpha/" + std::to_string(v.maxSeqLength) + " = " +
                     numberText(v.effectiveGamma()) + ") and a different gamma " + numberText(v.gamma));
-    if (v.alpha) v.gamma = v.effectiveGamma();
+    v = v.withAlphaResolved();
     v.validate(where);
     return v;
 }
@@ -102,6 +99,15 @@ double AttentionVariant::effectiveGamma() const
 {
     if (alpha && maxSeqLength > 0) return -*alpha / double(maxSeqLength);
     return gamma;
+}
+
+AttentionVariant AttentionVariant::withAlphaResolved(int trainingLength) const
+{
+    AttentionVariant v = *this;
+    if (!v.alpha) return v;
+    if (v.maxSeqLength <= 0 && trainingLength > 0) v.maxSeqLength = trainingLength;
+    v.gamma = v.effectiveGamma();
+    return v;
 }
 
 AttentionVariant AttentionVariant::clipFadedIn(double strength) const
@@ -242,7 +248,7 @@ AttentionVariant VariantOverride::applyTo(AttentionVariant v) const
     if (gate) v.gate = parseGateKind(*gate);
     if (nHid) v.nHid = *nHid;
     if (piInit) v.piInit = *piInit;
-    if (v.alpha) v.gamma = v.effectiveGamma();
+    v = v.withAlphaResolved();
     v.validate("command-line variant");
     return v;
 }

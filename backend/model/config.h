@@ -42,6 +42,10 @@ struct AttentionVariant
     }
     /// The gamma actually used: -alpha / maxSeqLength when alpha is set, else gamma.
     double effectiveGamma() const;
+    /// The alpha rule resolved, the one place it is: with alpha set, T = maxSeqLength, or
+    /// `trainingLength` when maxSeqLength is not given (<= 0), and gamma = -alpha / T. Without alpha,
+    /// the variant unchanged.
+    AttentionVariant withAlphaResolved(int trainingLength = 0) const;
     /// Clipped softmax faded in: gamma and zeta - 1 times `strength` in [0, 1] (0: the plain softmax),
     /// for the warm-up of training's clip_warmup_steps. Other variants are returned unchanged.
     AttentionVariant clipFadedIn(double strength) const;

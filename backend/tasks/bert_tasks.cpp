@@ -34,9 +34,7 @@ BertConfig bertShape(const TrainConfig& t, const std::string& fallbackPreset)
     if (t.intermediateSize > 0) c.intermediateSize = t.intermediateSize;
     c.maxPositions = std::max(c.maxPositions, t.seqLength);
     c.hiddenDropout = c.attentionDropout = t.dropout;
-    c.variant = t.variant;
-    if (c.variant.alpha && c.variant.maxSeqLength <= 0)
-        c.variant.maxSeqLength = t.seqLength; // gamma = -alpha / T with T the training length
+    c.variant = t.variant.withAlphaResolved(t.seqLength); // gamma = -alpha / T, T the training length
     c.validate("training config");
     return c;
 }
@@ -340,7 +338,7 @@ public:
         c.vocabSize = int(syntheticVocabulary(m_options).size());
         c.maxPositions = std::max(m_options.seqLength, 64);
         c.architectures = {"BertForMaskedLM"};
-        if (c.variant.alpha && c.variant.maxSeqLength <= 0) c.variant.maxSeqLength = m_options.seqLength;
+        c.variant = c.variant.withAlphaResolved(m_options.seqLength);
         m_net = std::make_unique<BertNetwork>(BertNetwork::create(c, BertHead::MaskedLM, t.seed));
     }
 

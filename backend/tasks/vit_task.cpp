@@ -61,8 +61,7 @@ public:
         if (t.intermediateSize > 0) c.intermediateSize = t.intermediateSize;
         c.numClasses = m_train->numClasses();
         c.id2label = m_train->classNames();
-        c.variant = t.variant;
-        if (c.variant.alpha && c.variant.maxSeqLength <= 0) c.variant.maxSeqLength = c.numTokens();
+        c.variant = t.variant.withAlphaResolved(c.numTokens());
         c.architecture = "vit_custom";
         c.validate("training config");
         m_net = std::make_unique<VitNetwork>(VitNetwork::create(c, t.seed));

@@ -99,14 +99,6 @@ const char* firstSizeField(const TrainConfig& c)
                                      : nullptr;
 }
 
-AttentionVariant resolvedVariant(const AttentionVariant& raw, int tokens)
-{
-    AttentionVariant v = raw;
-    if (v.alpha && v.maxSeqLength == 0) v.maxSeqLength = tokens;
-    if (v.alpha) v.gamma = v.effectiveGamma();
-    return v;
-}
-
 /// Values of a variant that is not switched on are mistakes (a forgotten --softmax clipped), not
 /// settings to ignore silently.
 void checkVariantFields(const AttentionVariant& v)
@@ -198,7 +190,7 @@ void checkModel(const TrainConfig& c)
         if (sized)
             fail(sized, "task nli fine-tunes the model in init (" + c.init +
                             ") and takes its size from there; leave preset empty and the sizes 0");
-        resolvedVariant(c.variant, c.seqLength).validate("attention");
+        c.variant.withAlphaResolved(c.seqLength).validate("attention");
         return;
     }
 
@@ -259,7 +251,7 @@ BertConfig trainBertConfig(const TrainConfig& c)
     if (c.numHeads > 0) b.numHeads = c.numHeads;
     if (c.intermediateSize > 0) b.intermediateSize = c.intermediateSize;
     b.maxPositions = std::max(b.maxPositions, c.seqLength);
-    b.variant = resolvedVariant(c.variant, c.seqLength);
+    b.variant = c.variant.withAlphaResolved(c.seqLength);
     return b;
 }
 
@@ -293,7 +285,7 @@ DecoderConfig trainDecoderConfig(const TrainConfig& c)
     }
     if (c.intermediateSize > 0) d.intermediateSize = c.intermediateSize;
     d.maxPositions = std::max(d.maxPositions, c.seqLength);
-    d.variant = resolvedVariant(c.variant, c.seqLength);
+    d.variant = c.variant.withAlphaResolved(c.seqLength);
     d.tieWordEmbeddings = c.tieWordEmbeddings;
     return d;
 }
@@ -312,7 +304,7 @@ VitConfig trainVitConfig(const TrainConfig& c)
     if (c.imageSize > 0) v.imageSize = c.imageSize;
     if (c.patchSize > 0) v.patchSize = c.patchSize;
     const int tokens = v.patchSize > 0 && v.imageSize % v.patchSize == 0 ? v.numTokens() : 0;
-    v.variant = resolvedVariant(c.variant, tokens);
+    v.variant = c.variant.withAlphaResolved(tokens);
     return v;
 }
 
