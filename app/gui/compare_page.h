@@ -1,8 +1,8 @@
 #pragma once
 // GUI thread. Owns one InspectionController (one worker thread) per compared model.
 
-#include "input_request.h"
-#include "inspection_snapshot.h"
+#include "model_catalog.h"
+#include "page.h"
 
 #include <QWidget>
 
@@ -19,7 +19,7 @@ class Figure;
 
 /// Two or three models side by side on the same input, layer and head: by default the vanilla,
 /// clipped-softmax and gated demo models of the current model's kind.
-class ComparePage : public QWidget
+class ComparePage : public QWidget, public Page
 {
     Q_OBJECT
 public:
@@ -28,12 +28,18 @@ public:
 
     /// Offers the demo trio of the given kind first; keeps the user's choice otherwise.
     void setCandidates(const QString& demoKind);
+    /// Offers the demo trio of the model's kind (of its family for a model of one's own); no input yet.
+    void setModel(const ModelInfo& model) override
+    {
+        setInput({});
+        setCandidates(ModelCatalog::compareKind(model));
+    }
     /// Runs `input` on every chosen model (when the page is visible; otherwise on showing it).
-    void setInput(const InputRequest& input);
+    void setInput(const InputRequest& input) override;
     /// The input the page shows (or will run when shown).
     const InputRequest& input() const { return m_input; }
-    void setSelection(int layer, int head);
-    const Figure* figure() const;
+    void setSelection(int layer, int head) override;
+    const Figure* figure() const override;
 
 Q_SIGNALS:
     void failed(const QString& message);

@@ -1,5 +1,6 @@
 #include "input_panel.h"
 
+#include "inspection_snapshot.h"
 #include "mnli_table_model.h"
 #include "text/mnli.h"
 
@@ -223,10 +224,10 @@ void InputPanel::loadGallery(const QString& folder)
     });
 }
 
-void InputPanel::setModelKind(const QString& family, bool synthetic, bool decoder)
+void InputPanel::setModelKind(const ModelInfo& model)
 {
+    const bool synthetic = model.synthetic, decoder = model.isDecoder(), text = model.takesText();
     m_decoder = decoder;
-    const bool text = decoder || family == QLatin1String("BERT");
     m_tabs->setTabVisible(m_tabs->indexOf(m_pairsTab), text && !synthetic && !decoder);
     m_tabs->setTabVisible(m_tabs->indexOf(m_textTab), text);
     m_tabs->setTabVisible(m_tabs->indexOf(m_imagesTab), !text);

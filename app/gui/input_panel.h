@@ -17,6 +17,7 @@ class QTableView;
 namespace outlierlens {
 
 class MnliTableModel;
+struct ModelInfo;
 
 /// Where the user picks an input: an MNLI pair from a searchable table (with gold label and the
 /// model's prediction), a sentence pair of their own, an image (gallery, file dialog, drop), or a
@@ -34,7 +35,7 @@ public:
     void loadGallery(const QString& folder);
     /// Shows the tabs that fit the loaded model: pairs and text for BERT, free text (and text files)
     /// for decoders, images for ViT, examples for synthetic-task models.
-    void setModelKind(const QString& family, bool synthetic, bool decoder = false);
+    void setModelKind(const ModelInfo& model);
     /// Puts `text` into the text box (a decoder's whole input, or BERT's premise with no
     /// hypothesis) and requests it.
     void runText(const QString& text);

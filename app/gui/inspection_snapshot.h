@@ -15,9 +15,12 @@ namespace outlierlens {
 /// What the app knows about the loaded model.
 struct ModelInfo
 {
+    /// The architecture family (None: no model open); decides the kind of input the model takes.
+    enum class Family { None, Bert, Vit, Gpt2, Opt, Llama };
+
     QString dir;
-    QString name;    ///< folder name
-    QString family;  ///< "BERT", "ViT", "GPT-2", "OPT" or "LLaMA"
+    QString name; ///< folder name
+    Family family = Family::None;
     QString head;    ///< "BertForSequenceClassification", "vit_small_patch16_224", ...
     QString variant; ///< e.g. "clipped softmax (gamma -0.025, zeta 1)"
     QString sha256;
@@ -33,7 +36,7 @@ struct ModelInfo
 
     bool isDecoder() const { return causal; }
     /// Takes text as input (BERT: pairs; decoders: free text).
-    bool takesText() const { return family == QLatin1String("BERT") || causal; }
+    bool takesText() const { return family == Family::Bert || causal; }
 };
 
 /// Every activation of one input, as flat float arrays with 0-based indices.

@@ -192,10 +192,10 @@ void InspectionWorker::loadModel(quint64 generation, const QString& dirText)
                 throw Error(dir + ": the tokenizer has " +
                             std::to_string(model->decoderTokenizer->vocabSize()) +
                             " tokens but the model's vocab_size is " + std::to_string(c.vocabSize));
-            static const std::map<DecoderArch, QString> kFamilies = {
-                {DecoderArch::Gpt2, QStringLiteral("GPT-2")},
-                {DecoderArch::Opt, QStringLiteral("OPT")},
-                {DecoderArch::Llama, QStringLiteral("LLaMA")}};
+            static const std::map<DecoderArch, ModelInfo::Family> kFamilies = {
+                {DecoderArch::Gpt2, ModelInfo::Family::Gpt2},
+                {DecoderArch::Opt, ModelInfo::Family::Opt},
+                {DecoderArch::Llama, ModelInfo::Family::Llama}};
             info.family = kFamilies.at(c.arch);
             info.head =
                 QString::fromStdString(c.architectures.empty() ? toString(c.arch) : c.architectures.front());
@@ -211,7 +211,7 @@ void InspectionWorker::loadModel(quint64 generation, const QString& dirText)
             if (model->tokenizer->vocabSize() != c.vocabSize)
                 throw Error(dir + "/vocab.txt has " + std::to_string(model->tokenizer->vocabSize()) +
                             " tokens but the model's vocab_size is " + std::to_string(c.vocabSize));
-            info.family = QStringLiteral("BERT");
+            info.family = ModelInfo::Family::Bert;
             info.head = QString::fromStdString(toString(model->bert->head()));
             describeAttention(info, c.variant, c.numLayers, c.numHeads, c.hiddenSize, c.headDim(),
                               model->bert->checkpointSha256());
@@ -224,7 +224,7 @@ void InspectionWorker::loadModel(quint64 generation, const QString& dirText)
             model->preprocessing =
                 std::make_unique<ImagePreprocessing>(ImagePreprocessing::fromModelDir(dir));
             const VitConfig& c = model->vit->config();
-            info.family = QStringLiteral("ViT");
+            info.family = ModelInfo::Family::Vit;
             info.head = QString::fromStdString(c.architecture);
             describeAttention(info, c.variant, c.numLayers, c.numHeads, c.hiddenSize, c.headDim(),
                               model->vit->checkpointSha256());

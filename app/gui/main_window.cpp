@@ -1,15 +1,12 @@
 #include "main_window.h"
 
-#include "analysis/showcase.h"
-#include "build_info.h"
-
-#include "colormap.h"
-
+#include "about_box.h"
+#include "colormap_menu.h"
 #include "compare_page.h"
 #include "export_dialog.h"
 #include "figure_export.h"
-#include "head_view.h"
-#include "image_view.h"
+#include "head_page.h"
+#include "image_page.h"
 #include "input_panel.h"
 #include "inspection_controller.h"
 #include "job_manager.h"
@@ -17,22 +14,17 @@
 #include "mnli_table_model.h"
 #include "model_catalog.h"
 #include "outliers_page.h"
-#include "overview_grid.h"
-#include "paths.h"
+#include "overview_page.h"
 #include "sweeps_page.h"
 #include "teaching_page.h"
 #include "view_builders.h"
 
 #include <QAction>
-#include <QActionGroup>
-#include <QApplication>
 #include <QCloseEvent>
 #include <QComboBox>
-#include <QDir>
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QIcon>
 #include <QInputDialog>
 #include <QLabel>
 #include <QMenuBar>
@@ -42,10 +34,8 @@
 #include <QSpinBox>
 #include <QStatusBar>
 #include <QTabWidget>
-#include <QTableView>
 #include <QToolBar>
 #include <QToolButton>
-#include <QUrl>
 
 namespace outlierlens {
 
@@ -68,10 +58,10 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
 
     // Pages.
     m_pages = new QTabWidget;
-    m_headView = new HeadView;
-    m_overview = new OverviewGrid;
+    m_headView = new HeadPage;
+    m_overview = new OverviewPage;
     m_outliers = new OutliersPage(m_controller);
-    m_imageView = new ImageView;
+    m_imageView = new ImagePage(m_controller);
     m_compare = new ComparePage;
     m_teaching = new TeachingPage;
     m_sweeps = new SweepsPage;
@@ -153,11 +143,11 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
     });
     connect(m_input, &InputPanel::pairsLoaded, this, [this] {
         const ModelInfo& m = m_controller->model();
-        const bool pairModel = m.takesText() && !m.isDecoder() && !m.synthetic; // reads sentence pairs
-        if (pairModel && m_lastInput.kind == InputRequest::Kind::None &&
+        const bool bert = m.family == ModelInfo::Family::Bert;
+        if (bert && !m.synthetic && m_lastInput.kind == InputRequest::Kind::None && // reads sentence pairs
             m_requested.kind == InputRequest::Kind::None)
             m_input->selectPair(0);
-        if (m.takesText() && !m.isDecoder() && !m.classNames.isEmpty())
+        if (bert && !m.classNames.isEmpty())
             m_controller->predictPairs(m_input->pairsModel()->premises(),
                                        m_input->pairsModel()->hypotheses());
     });
@@ -174,18 +164,10 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
         const ModelInfo& m = m_controller->model();
         if (m.dir.isEmpty()) return;
         bool ok = false;
-        const QString data =
-            m.isDecoder()
-                ? QStringLiteral("text:") + QString::fromStdString(sampleDataFile("text/wiki_en_valid.txt")) +
-                      QStringLiteral(":100")
-            : m.takesText() ? QStringLiteral("mnli:") +
-                                  QString::fromStdString(sampleDataFile("mnli/mnli_dev_matched.jsonl")) +
-                                  QStringLiteral(":1000")
-                            : QStringLiteral("images:") + m_galleryDir;
         const QString chosen =
             QInputDialog::getText(this, tr("Statistics over a data set"),
                                   tr("Data (mnli:FILE[:N], images:DIR[:N] or text:FILE[:N] chunks):"),
-                                  QLineEdit::Normal, data, &ok);
+                                  QLineEdit::Normal, ModelCatalog::statisticsData(m, m_galleryDir), &ok);
         if (ok && !chosen.isEmpty()) {
             m_jobs->queueStatistics(m.dir, chosen);
             m_pages->setCurrentWidget(m_jobs);
@@ -246,14 +228,14 @@ void MainWindow::buildActions()
     toolbar->addSeparator();
     toolbar->addWidget(m_layerBox);
     toolbar->addWidget(m_headBox);
-    connect(m_layerBox, &QSpinBox::valueChanged, this, [this](int v) { setSelection(v - 1, m_head); });
-    connect(m_headBox, &QSpinBox::valueChanged, this, [this](int v) { setSelection(m_layer, v - 1); });
+    connect(m_layerBox, &QSpinBox::valueChanged, this, [this](int v) { setSelection(v - 1, m_state.head); });
+    connect(m_headBox, &QSpinBox::valueChanged, this, [this](int v) { setSelection(m_state.layer, v - 1); });
 
     auto step = [this](int dl, int dh) {
         return [this, dl, dh] {
             const int L = std::max(1, m_controller->model().layers),
                       H = std::max(1, m_controller->model().heads);
-            setSelection((m_layer + dl + L) % L, (m_head + dh + H) % H);
+            setSelection((m_state.layer + dl + L) % L, (m_state.head + dh + H) % H);
         };
     };
     auto addShortcut = [this](const QString& text, const QKeySequence& key, std::function<void()> f) {
@@ -284,31 +266,8 @@ void MainWindow::buildActions()
         if (m_lastInput.kind != InputRequest::Kind::None) m_lastInput.sendTo(*m_controller); // rerun
     });
     view->addSeparator();
-    // Colour maps: remembered, applied before any view draws.
-    QMenu* palettes = view->addMenu(tr("&Colour maps"));
-    const auto addPalettes = [this, palettes](const QString& key,
-                                              std::initializer_list<ColorMap::Palette> choices,
-                                              ColorMap::Palette current) {
-        ColorMap::Palette saved = current;
-        if (ColorMap::parsePalette(QSettings().value(key).toString(), &saved)) ColorMap::setPalette(saved);
-        auto* group = new QActionGroup(this);
-        for (ColorMap::Palette p : choices) {
-            QAction* a = palettes->addAction(ColorMap::paletteName(p));
-            a->setCheckable(true);
-            a->setChecked(p == saved);
-            group->addAction(a);
-            connect(a, &QAction::triggered, this, [this, key, p] {
-                ColorMap::setPalette(p);
-                QSettings().setValue(key, ColorMap::paletteName(p));
-                setSelection(m_layer, m_head); // redraws every page with the new palette
-            });
-        }
-        palettes->addSeparator();
-    };
-    addPalettes(QStringLiteral("view/sequentialColormap"),
-                {ColorMap::Palette::Viridis, ColorMap::Palette::Grayscale}, ColorMap::sequentialPalette());
-    addPalettes(QStringLiteral("view/divergingColormap"),
-                {ColorMap::Palette::BlueRed, ColorMap::Palette::PurpleGreen}, ColorMap::divergingPalette());
+    // Redraws every page with the new palette.
+    addColourMapMenu(view, [this] { setSelection(m_state.layer, m_state.head); });
 
     auto* exportAction = new QAction(tr("&Export view…"), this);
     exportAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
@@ -331,32 +290,9 @@ void MainWindow::buildActions()
     connect(quit, &QAction::triggered, this, &QWidget::close);
     file->addSeparator();
     file->addAction(quit);
-    menuBar()->addMenu(tr("&Help"))->addAction(tr("&About OutlierLens"), this, [this] { showAbout(); });
-}
-
-void MainWindow::showAbout()
-{
-    const BuildInfo b = buildInfo();
-    const QString sources = QDir(b.dataDir).filePath(QStringLiteral("SOURCES.md"));
-    QMessageBox box(this);
-    box.setWindowTitle(tr("About OutlierLens"));
-    box.setIconPixmap(QIcon(QStringLiteral(":/outlierlens/outlierlens.svg")).pixmap(64, 64));
-    box.setTextFormat(Qt::RichText);
-    box.setText(tr("<p><b>OutlierLens %1</b></p>"
-                   "<p>Why transformers grow activation outliers: attention heads that want to do nothing "
-                   "(Bondarenko, Nagel and Blankevoort, 2023; An et al., 2025).</p><p>%2</p>"
-                   "<p><b>Bundled data and models</b>: the MultiNLI validation pairs (OANC; fiction parts "
-                   "CC BY-SA 3.0), English Wikipedia text (CC BY-SA 3.0), the BERT vocabulary (Apache-2.0), "
-                   "the GPT-2 BPE vocabulary (MIT), sample images (CC0, public domain, two CC BY 2.0 with "
-                   "their credit shown), Fashion-MNIST images (MIT); the demo models were trained by this "
-                   "project on that data (each model folder's README.md). Sources and licences, file by "
-                   "file: <a href=\"%3\">%4</a>.</p>"
-                   "<p>Built with LibTorch %5 and Qt %6 (running Qt %7).</p>")
-                    .arg(b.version.toHtmlEscaped(), Provenance::indexingNote().toHtmlEscaped(),
-                         QUrl::fromLocalFile(sources).toString().toHtmlEscaped(), sources.toHtmlEscaped(),
-                         b.torch.toHtmlEscaped(), b.qtBuilt.toHtmlEscaped(), b.qtRuntime.toHtmlEscaped()));
-    box.setTextInteractionFlags(Qt::TextBrowserInteraction);
-    box.exec();
+    menuBar()->addMenu(tr("&Help"))->addAction(tr("&About OutlierLens"), this, [this] {
+        showAboutBox(this);
+    });
 }
 
 QString MainWindow::modelDescription(const ModelInfo& info) const
@@ -400,79 +336,44 @@ void MainWindow::modelLoaded(const ModelInfo& info)
     }
     m_modelLabel->setText(modelDescription(info));
     m_modelLabel->setToolTip(info.card);
-    m_snapshot.reset();
-    // The Image page is for models that take images: a text model does not invite a drop.
-    m_pages->setTabVisible(m_pages->indexOf(m_imageView), !info.takesText());
-    m_input->setModelKind(info.family, info.synthetic, info.isDecoder());
+    m_state.snapshot.reset();
+    m_input->setModelKind(info);
     m_input->pairsModel()->clearPredictions();
     m_pairProgress->hide(); // a new prediction, if this model makes one, reports its own progress
     m_stopPredictions->hide();
-    const QString kind = ModelCatalog::demoKindOf(info.dir);
-    // A model of one's own is compared with the demo trio of its family.
-    const QString familyKind = info.isDecoder()   ? QStringLiteral("backcopy")
-                               : info.takesText() ? QStringLiteral("bert-mnli")
-                                                  : QStringLiteral("vit-fmnist");
-    m_compare->setInput({}); // the new model's first input follows once it has run
-    m_teaching->setInput({});
-    m_compare->setCandidates(kind.isEmpty() ? familyKind : kind);
-    m_teaching->setCandidates(kind, info.dir);
-    // Where the model shows its sink best, as stored with it (showcase.json, written when it was
-    // trained); else the second-to-last layer, head 1, where paper figures look.
-    std::optional<Showcase> showcase;
-    try {
-        if (info.isDecoder()) showcase = readShowcase(info.dir.toStdString());
-    } catch (const std::exception& e) {
-        statusBar()->showMessage(tr("Ignored: %1").arg(QString::fromStdString(e.what())), 15000);
-    }
-    setSelection(showcase ? showcase->layer : std::max(0, info.layers - 2), showcase ? showcase->head : 0);
+    forEachPage([&](Page& page, int tab) {
+        m_pages->setTabVisible(tab, page.showsModel(info));
+        page.setModel(info);
+    });
+    const StartPoint start = ModelCatalog::startPoint(info);
+    if (!start.ignored.isEmpty()) statusBar()->showMessage(tr("Ignored: %1").arg(start.ignored), 15000);
+    setSelection(start.layer, start.head);
     // Rerun the last input if it fits this model, else show a first one.
-    const bool text = info.takesText();
-    // A model's own sample input is not the user's text: it does not follow them to other models.
-    const bool userText = m_lastInput.kind == InputRequest::Kind::Text && m_lastInput.text != m_sampleShown;
-    const QString sample =
-        info.isDecoder() ? ModelCatalog::sampleInput(info.dir, showcase ? showcase->input : 0) : QString();
-    m_sampleShown.clear();
-    if (m_lastInput.kind == InputRequest::Kind::Synthetic && info.synthetic)
-        request(m_lastInput);
-    else if (info.synthetic)
-        request({InputRequest::Kind::Synthetic, {}, {}, {}, {}, 1});
-    else if (info.isDecoder() && userText && m_lastInput.pair.isEmpty())
-        m_input->runText(m_lastInput.text); // free text carries over between decoders
-    else if (!sample.isEmpty()) {
-        m_sampleShown = sample;
-        m_input->runText(sample); // the model's own kind of input
-    } else if (info.isDecoder())
-        // An et al.'s probe sentence: short, two strong delimiters, and a first token to sink on.
-        m_input->runText(QStringLiteral("Summer is warm. Winter is cold."));
-    else if (text && userText)
-        request(m_lastInput);
-    else if (text && m_input->pairsModel()->rowCount() > 0)
+    const FirstInput first =
+        ModelCatalog::firstInput(info, start, m_lastInput, m_lastInput.text == m_sampleShown,
+                                 m_input->pairsModel()->rowCount() > 0, m_galleryDir);
+    m_sampleShown = first.isSample ? first.input.text : QString();
+    switch (first.action) {
+    case FirstInput::Action::None:
+        break;
+    case FirstInput::Action::Run:
+        request(first.input);
+        break;
+    case FirstInput::Action::RunAsText:
+        m_input->runText(first.input.text);
+        break;
+    case FirstInput::Action::SelectPair:
         m_input->selectPair(0);
-    else if (!text && m_lastInput.kind == InputRequest::Kind::Image)
-        request(m_lastInput);
-    else if (!text && info.classNames.contains(QStringLiteral("Ankle boot")))
-        // A Fashion-MNIST model: start with one of its own kind of images.
-        request({InputRequest::Kind::Image,
-                 {},
-                 {},
-                 m_galleryDir + QStringLiteral("/fmnist_boot.png"),
-                 tr("Fashion-MNIST test image 0 (Zalando Research, MIT licence)"),
-                 0});
-    else if (!text)
-        request({InputRequest::Kind::Image,
-                 {},
-                 {},
-                 m_galleryDir + QStringLiteral("/chelsea_cat.png"),
-                 tr("Photo: Stefan van der Walt (CC0)"),
-                 0});
-    if (text && !info.classNames.isEmpty() && m_input->pairsModel()->rowCount() > 0)
+        break;
+    }
+    if (info.takesText() && !info.classNames.isEmpty() && m_input->pairsModel()->rowCount() > 0)
         m_controller->predictPairs(m_input->pairsModel()->premises(), m_input->pairsModel()->hypotheses());
 }
 
 void MainWindow::request(const InputRequest& input)
 {
     m_requested = input;
-    m_highlightTokens.clear();
+    m_state.highlightTokens.clear();
     // Compare and Teaching follow once this model has run the input: an input that fails (say, a
     // file that is no image) is reported once, here, and every page stays on the last good input.
     input.sendTo(*m_controller);
@@ -480,12 +381,11 @@ void MainWindow::request(const InputRequest& input)
 
 void MainWindow::snapshotReady(const SnapshotPtr& snapshot)
 {
-    m_snapshot = snapshot;
+    m_state.snapshot = snapshot;
     if (m_requested.kind != InputRequest::Kind::None) {
         m_lastInput = m_requested;
         m_requested = {};
-        m_compare->setInput(m_lastInput);
-        m_teaching->setInput(m_lastInput);
+        forEachPage([this](Page& page, int) { page.setInput(m_lastInput); });
     }
     const bool bf16 = snapshot->precision == QLatin1String("bf16");
     m_precisionLabel->setText(bf16 ? tr("bf16 (fast mode)") : QString());
@@ -516,63 +416,51 @@ void MainWindow::setSelection(int layer, int head)
     const ModelInfo& m = m_controller->model();
     layer = std::clamp(layer, 0, std::max(0, m.layers - 1));
     head = std::clamp(head, 0, std::max(0, m.heads - 1));
-    const bool changed = layer != m_layer || head != m_head;
-    m_layer = layer;
-    m_head = head;
+    const bool changed = layer != m_state.layer || head != m_state.head;
+    m_state.layer = layer;
+    m_state.head = head;
     {
         const QSignalBlocker a(m_layerBox), b(m_headBox);
         m_layerBox->setValue(layer + 1);
         m_headBox->setValue(head + 1);
     }
-    if (changed) m_highlightTokens.clear();
-    m_compare->setSelection(layer, head);
-    m_teaching->setSelection(layer, head);
+    if (changed) m_state.highlightTokens.clear();
+    forEachPage([&](Page& page, int) { page.setSelection(layer, head); });
     refreshCurrentPage();
 }
 
 void MainWindow::refreshCurrentPage()
 {
-    QWidget* page = m_pages->currentWidget();
-    if (page == m_outliers) {
-        m_outliers->refresh(m_snapshot, m_layer);
-        return;
-    }
-    if (!m_snapshot || m_layer >= m_snapshot->L() || m_head >= m_snapshot->H()) return;
-    if (page == m_headView) {
-        m_headView->setData(buildHeadView(*m_snapshot, m_layer, m_head));
-        m_headView->setHighlightedTokens(m_highlightTokens);
-    } else if (page == m_overview) {
-        m_overview->setData(buildOverview(*m_snapshot));
-        m_overview->setCurrent(m_layer, m_head);
-    } else if (page == m_imageView && !m_snapshot->model.takesText()) {
-        ImageViewData data = buildImageView(*m_snapshot, m_layer, m_head);
-        const StatisticsPtr stats = m_controller->statistics();
-        if (stats && m_controller->statisticsDescribeModel(*stats)) addDatasetPatches(data, *stats, m_layer);
-        m_imageView->setData(data);
-    }
+    if (auto* page = dynamic_cast<Page*>(m_pages->currentWidget())) page->refresh(m_state);
+}
+
+void MainWindow::forEachPage(const std::function<void(Page&, int)>& f)
+{
+    for (int tab = 0; tab < m_pages->count(); ++tab)
+        if (auto* page = dynamic_cast<Page*>(m_pages->widget(tab))) f(*page, tab);
 }
 
 void MainWindow::dimensionClicked(int dimension)
 {
-    if (!m_snapshot || m_snapshot->dh() == 0) return;
+    const SnapshotPtr s = m_state.snapshot;
+    if (!s || s->dh() == 0) return;
     // The dimension belongs to head dim / d_head of the next layer's attention input.
-    m_highlightTokens = tokensWithOutliersIn(*m_snapshot, m_layer, m_outliers->tensor(), dimension);
-    const int tokensLayer = m_layer;
+    const int layer = m_state.layer;
+    const QVector<int> tokens = tokensWithOutliersIn(*s, layer, m_outliers->tensor(), dimension);
     QStringList names;
-    for (int t : m_highlightTokens)
-        names << m_snapshot->tokens.value(t);
+    for (int t : tokens)
+        names << s->tokens.value(t);
     statusBar()->showMessage(tr("Dimension %1 of layer %2: head %3 of layer %4; outliers on %5")
                                  .arg(dimension)
-                                 .arg(tokensLayer + 1)
-                                 .arg(dimension / m_snapshot->dh() + 1)
-                                 .arg(std::min(m_layer + 1, m_snapshot->L() - 1) + 1)
+                                 .arg(layer + 1)
+                                 .arg(dimension / s->dh() + 1)
+                                 .arg(std::min(layer + 1, s->L() - 1) + 1)
                                  .arg(names.isEmpty() ? tr("no token") : names.join(QStringLiteral(", "))),
                              10000);
-    const QVector<int> keep = m_highlightTokens;
-    setSelection(std::min(m_layer + 1, m_snapshot->L() - 1), dimension / m_snapshot->dh());
-    m_highlightTokens = keep;
-    m_pages->setCurrentWidget(m_snapshot->model.takesText() ? m_headView
-                                                            : static_cast<QWidget*>(m_imageView));
+    m_state.highlightTokens = tokens;
+    setSelection(std::min(layer + 1, s->L() - 1), dimension / s->dh()); // clears them if the head changes
+    m_state.highlightTokens = tokens;
+    m_pages->setCurrentWidget(s->model.takesText() ? static_cast<QWidget*>(m_headView) : m_imageView);
     refreshCurrentPage();
 }
 
@@ -595,15 +483,11 @@ void MainWindow::showError(const QString& message)
 
 const Figure* MainWindow::currentFigure() const
 {
-    QWidget* page = m_pages->currentWidget();
-    if (page == m_headView) return m_headView;
-    if (page == m_overview) return m_overview;
-    if (page == m_outliers) return m_outliers->figure();
-    if (page == m_imageView) return m_imageView;
-    if (page == m_compare) return m_compare->figure();
-    if (page == m_teaching) return m_teaching->figure();
-    if (page == m_sweeps) return m_sweeps->figure();
-    if (page == m_jobs) return m_jobs->figure();
+    QWidget* current = m_pages->currentWidget();
+    if (const auto* page = dynamic_cast<const Page*>(current)) return page->figure();
+    // The Jobs and Sweeps pages have figures but are not Pages (yet).
+    if (current == m_sweeps) return m_sweeps->figure();
+    if (current == m_jobs) return m_jobs->figure();
     return nullptr;
 }
 

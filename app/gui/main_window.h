@@ -3,9 +3,11 @@
 // worker threads and in the pure view builders.
 
 #include "input_request.h"
-#include "inspection_snapshot.h"
+#include "page.h"
 
 #include <QMainWindow>
+
+#include <functional>
 
 class QAction;
 class QComboBox;
@@ -57,8 +59,8 @@ public:
     QLabel* pairProgressLabel() const { return m_pairProgress; }
     QToolButton* stopPredictionsButton() const { return m_stopPredictions; }
     QSpinBox* headBox() const { return m_headBox; }
-    int layer() const { return m_layer; }
-    int head() const { return m_head; }
+    int layer() const { return m_state.layer; }
+    int head() const { return m_state.head; }
     void setSelection(int layer, int head);
     /// View > Fast mode (bf16); remembered, off by default.
     QAction* fastModeAction() const { return m_fastMode; }
@@ -75,12 +77,13 @@ protected:
 
 private:
     void buildActions();
-    void showAbout();
     void modelLoaded(const ModelInfo& info);
     /// "name: head, L layers, H heads, hidden d; variant" (the label above the pages).
     QString modelDescription(const ModelInfo& info) const;
     void snapshotReady(const SnapshotPtr& snapshot);
     void refreshCurrentPage();
+    /// Calls `f` with every tab that is a Page and its tab index.
+    void forEachPage(const std::function<void(Page& page, int tab)>& f);
     void request(const InputRequest& input);
     void dimensionClicked(int dimension);
     void showError(const QString& message);
@@ -109,12 +112,10 @@ private:
     QProgressBar* m_busy = nullptr;
     QLabel* m_pairProgress = nullptr; ///< "Predicting pairs: N of M" while the table fills
     QToolButton* m_stopPredictions = nullptr;
-    SnapshotPtr m_snapshot;
     InputRequest m_lastInput; ///< the input the shown snapshot was computed from (the last that ran)
     InputRequest m_requested; ///< the newest input asked for, until its snapshot arrives (or it fails)
     QString m_sampleShown;    ///< the current model's sample input, when that is what the app ran
-    QVector<int> m_highlightTokens;
-    int m_layer = 0, m_head = 0;
+    PageState m_state;        ///< the snapshot shown, the chosen head and the tokens marked on it
     QString m_galleryDir;
 };
 

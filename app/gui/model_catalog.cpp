@@ -10,6 +10,10 @@
 #include <QFileInfo>
 #include <QSettings>
 
+#include <algorithm>
+#include <optional>
+#include <utility>
+
 namespace outlierlens {
 namespace {
 
@@ -95,6 +99,94 @@ QString ModelCatalog::sampleInput(const QString& dir, int index)
     } catch (const std::exception&) {
         return {}; // an unreadable file: the app shows another first input
     }
+}
+
+StartPoint ModelCatalog::startPoint(const ModelInfo& model)
+{
+    StartPoint start;
+    start.layer = std::max(0, model.layers - 2);
+    if (!model.isDecoder()) return start;
+    std::optional<Showcase> showcase;
+    try {
+        showcase = readShowcase(model.dir.toStdString());
+    } catch (const std::exception& e) {
+        start.ignored = QString::fromStdString(e.what());
+    }
+    if (showcase) start.layer = showcase->layer, start.head = showcase->head;
+    start.sample = sampleInput(model.dir, showcase ? showcase->input : 0);
+    return start;
+}
+
+FirstInput ModelCatalog::firstInput(const ModelInfo& model, const StartPoint& start, const InputRequest& last,
+                                    bool lastWasSample, bool havePairs, const QString& galleryDir)
+{
+    using Action = FirstInput::Action;
+    using Kind = InputRequest::Kind;
+    const auto run = [](InputRequest input) { return FirstInput{Action::Run, std::move(input), false}; };
+    const auto runText = [](const QString& text, bool isSample = false) {
+        return FirstInput{Action::RunAsText, {Kind::Text, text, {}, {}, {}, 0}, isSample};
+    };
+    const auto image = [&](const char* file, const QString& credit) {
+        return run({Kind::Image, {}, {}, galleryDir + QLatin1Char('/') + QLatin1String(file), credit, 0});
+    };
+    const bool text = model.takesText();
+    const bool userText = last.kind == Kind::Text && !lastWasSample;
+    if (model.synthetic)
+        return run(last.kind == Kind::Synthetic ? last : InputRequest{Kind::Synthetic, {}, {}, {}, {}, 1});
+    if (model.isDecoder()) {
+        if (userText && last.pair.isEmpty())
+            return runText(last.text); // free text carries over between decoders
+        if (!start.sample.isEmpty()) return runText(start.sample, true); // the model's own kind of input
+        // An et al.'s probe sentence: short, two strong delimiters, and a first token to sink on.
+        return runText(QStringLiteral("Summer is warm. Winter is cold."));
+    }
+    if (text && userText) return run(last);
+    if (text) return havePairs ? FirstInput{Action::SelectPair, {}, false} : FirstInput{};
+    if (last.kind == Kind::Image) return run(last);
+    // A Fashion-MNIST model: one of its own kind of images.
+    if (model.classNames.contains(QStringLiteral("Ankle boot")))
+        return image("fmnist_boot.png",
+                     QCoreApplication::translate(
+                         "ModelCatalog", "Fashion-MNIST test image 0 (Zalando Research, MIT licence)"));
+    return image("chelsea_cat.png",
+                 QCoreApplication::translate("ModelCatalog", "Photo: Stefan van der Walt (CC0)"));
+}
+
+QString ModelCatalog::compareKind(const ModelInfo& model)
+{
+    const QString kind = demoKindOf(model.dir);
+    if (!kind.isEmpty()) return kind;
+    switch (model.family) {
+    case ModelInfo::Family::None:
+        break;
+    case ModelInfo::Family::Bert:
+        return QStringLiteral("bert-mnli");
+    case ModelInfo::Family::Vit:
+        return QStringLiteral("vit-fmnist");
+    case ModelInfo::Family::Gpt2:
+    case ModelInfo::Family::Opt:
+    case ModelInfo::Family::Llama:
+        return QStringLiteral("backcopy");
+    }
+    return {};
+}
+
+QString ModelCatalog::statisticsData(const ModelInfo& model, const QString& galleryDir)
+{
+    const auto file = [](const char* path) { return QString::fromStdString(sampleDataFile(path)); };
+    switch (model.family) {
+    case ModelInfo::Family::None:
+        break;
+    case ModelInfo::Family::Bert:
+        return QStringLiteral("mnli:") + file("mnli/mnli_dev_matched.jsonl") + QStringLiteral(":1000");
+    case ModelInfo::Family::Vit:
+        return QStringLiteral("images:") + galleryDir;
+    case ModelInfo::Family::Gpt2:
+    case ModelInfo::Family::Opt:
+    case ModelInfo::Family::Llama:
+        return QStringLiteral("text:") + file("text/wiki_en_valid.txt") + QStringLiteral(":100");
+    }
+    return {};
 }
 
 void ModelCatalog::addRecent(const QString& dir)

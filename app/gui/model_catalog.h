@@ -1,6 +1,9 @@
 #pragma once
 // GUI thread (QSettings); listing folders is quick (a few stat calls).
 
+#include "input_request.h"
+#include "inspection_snapshot.h"
+
 #include <QString>
 #include <QVector>
 
@@ -10,6 +13,28 @@ struct ModelEntry
 {
     QString name; ///< shown in the model picker
     QString dir;
+};
+
+/// Where the app starts on a model it opens: the head it shows first and the model's own sample input.
+struct StartPoint
+{
+    int layer = 0, head = 0; ///< 0-based
+    QString sample;          ///< decoders: the model's own sample input (sample_inputs.txt), or empty
+    QString ignored;         ///< showcase.json was there but unreadable: why (the defaults stand)
+};
+
+/// The input the app runs first on a model it opens.
+struct FirstInput
+{
+    enum class Action {
+        None,       ///< nothing to run (a text model and no pairs loaded yet)
+        Run,        ///< run `input`
+        RunAsText,  ///< put `input.text` into the text box and run it
+        SelectPair, ///< select (and so run) the first pair of the input table
+    };
+    Action action = Action::None;
+    InputRequest input;
+    bool isSample = false; ///< `input` is the model's own sample input (StartPoint::sample)
 };
 
 /// The models the app offers: the demo models shipped in sample_data/models, the placeholder
@@ -29,6 +54,18 @@ public:
     /// Line `index` (0-based) of <dir>/sample_inputs.txt (the held-out sequences `outlierlens train`
     /// writes for generated tasks such as Bigram-Backcopy); empty when there is none.
     static QString sampleInput(const QString& dir, int index = 0);
+    /// Where `model` starts: the layer, head and sample input stored with it (showcase.json, written
+    /// when it was trained), else the second-to-last layer, head 1, where the paper's figures look.
+    static StartPoint startPoint(const ModelInfo& model);
+    /// The input `model` runs first, given the input that ran last (on the model before) and whether it
+    /// was that model's own sample (such a sample does not follow the user to other models). A
+    /// model reruns the last input if it takes its kind, else starts on its own kind of input.
+    static FirstInput firstInput(const ModelInfo& model, const StartPoint& start, const InputRequest& last,
+                                 bool lastWasSample, bool havePairs, const QString& galleryDir);
+    /// The demo kind compared with `model`: its own, or for a model of one's own that of its family.
+    static QString compareKind(const ModelInfo& model);
+    /// The data set offered for statistics of `model` ("text:", "mnli:" or "images:" source).
+    static QString statisticsData(const ModelInfo& model, const QString& galleryDir);
     static void addRecent(const QString& dir);
     static QString modelsDir();
 };

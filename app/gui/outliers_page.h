@@ -1,7 +1,7 @@
 #pragma once
 // GUI thread.
 
-#include "inspection_snapshot.h"
+#include "page.h"
 
 #include <QWidget>
 
@@ -18,7 +18,7 @@ struct StatisticsFile;
 
 /// The outlier dashboard with its controls: which tensor, and whether the counts come from the
 /// current input or from a data-set statistics file.
-class OutliersPage : public QWidget
+class OutliersPage : public QWidget, public Page
 {
     Q_OBJECT
 public:
@@ -26,9 +26,10 @@ public:
 
     /// Rebuilds the dashboard for `layer` (0-based) from the current source.
     void refresh(const SnapshotPtr& snapshot, int layer);
+    void refresh(const PageState& state) override { refresh(state.snapshot, state.layer); }
     QString tensor() const;
     OutlierDashboard* dashboard() const { return m_dashboard; }
-    const Figure* figure() const;
+    const Figure* figure() const override;
     /// The source list ("Current input", and the statistics file of this model if any) and the note
     /// above the dashboard (for tests).
     QComboBox* sourceBox() const { return m_source; }

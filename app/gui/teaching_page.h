@@ -1,8 +1,8 @@
 #pragma once
 // GUI thread. Owns one InspectionController for the model being taught.
 
-#include "input_request.h"
-#include "inspection_snapshot.h"
+#include "model_catalog.h"
+#include "page.h"
 
 #include <QWidget>
 
@@ -18,7 +18,7 @@ class Figure;
 
 /// The annotated attention block (Figures 4 and 5) with live numbers for a chosen token, layer and
 /// head; switching between the vanilla, clipped and gated demo models shows the mechanism change.
-class TeachingPage : public QWidget
+class TeachingPage : public QWidget, public Page
 {
     Q_OBJECT
 public:
@@ -26,11 +26,17 @@ public:
     ~TeachingPage() override;
 
     void setCandidates(const QString& demoKind, const QString& currentModel);
-    void setInput(const InputRequest& input);
+    /// Offers the model and the demo trio of its kind; no input yet.
+    void setModel(const ModelInfo& model) override
+    {
+        setInput({});
+        setCandidates(ModelCatalog::demoKindOf(model.dir), model.dir);
+    }
+    void setInput(const InputRequest& input) override;
     /// The input the page shows (or will run when shown).
     const InputRequest& input() const { return m_input; }
-    void setSelection(int layer, int head);
-    const Figure* figure() const;
+    void setSelection(int layer, int head) override;
+    const Figure* figure() const override;
     TeachingView* view() const { return m_view; }
 
 Q_SIGNALS:

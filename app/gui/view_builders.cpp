@@ -161,7 +161,7 @@ OverviewData buildOverview(const InspectionSnapshot& s)
     OverviewData o;
     o.layers = s.L(), o.heads = s.H();
     o.tokens = s.tokens;
-    const bool text = s.model.family == QLatin1String("BERT");
+    const bool text = s.model.family == ModelInfo::Family::Bert;
     const bool decoder = s.model.isDecoder();
     o.scoreDescription =
         decoder ? QStringLiteral("share of attention on the first token and on strong delimiters "
