@@ -25,6 +25,24 @@ std::string numberText(double v)
     return text;
 }
 
+std::string printableText(const std::string& text)
+{
+    static const char* const hex = "0123456789abcdef";
+    std::string out;
+    for (const char c : text) {
+        if (out.size() >= 100) {
+            out += "...";
+            break;
+        }
+        const auto u = static_cast<unsigned char>(c);
+        if (u < 0x20 || u >= 0x7f || c == '\\')
+            out += std::string("\\x") + hex[u >> 4] + hex[u & 15];
+        else
+            out.push_back(c);
+    }
+    return out;
+}
+
 std::string shapeText(const std::vector<std::int64_t>& dims)
 {
     std::string s = "[";

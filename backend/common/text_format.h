@@ -11,6 +11,10 @@ namespace outlierlens {
 /// locale; "nan", "inf", "-inf" spelled out.
 std::string numberText(double v);
 
+/// Text from a file (a tensor or record name) for a one-line message: control bytes, bytes from 0x7f
+/// and backslashes written as \xNN, cut after 100 characters ("...").
+std::string printableText(const std::string& text);
+
 /// "[2, 3, 768]": a tensor shape for messages.
 std::string shapeText(const std::vector<std::int64_t>& dims);
 

@@ -1,6 +1,7 @@
 #include "io/pickle.h"
 
 #include "common/error.h"
+#include "common/text_format.h"
 
 #include <cstdio>
 #include <cstring>
@@ -128,23 +129,6 @@ std::string hexByte(unsigned char c)
 }
 
 } // namespace
-
-std::string printableText(const std::string& text)
-{
-    std::string out;
-    for (const char c : text) {
-        if (out.size() >= 100) {
-            out += "...";
-            break;
-        }
-        const auto u = static_cast<unsigned char>(c);
-        if (u < 0x20 || u >= 0x7f || c == '\\')
-            out += "\\" + hexByte(u).substr(1); // \xNN
-        else
-            out.push_back(c);
-    }
-    return out;
-}
 
 std::string pickleTypeName(const PickleValue& value)
 {

@@ -39,10 +39,6 @@ struct PickleValue
 /// type name.
 std::string pickleTypeName(const PickleValue& value);
 
-/// A string from a pickle made safe for a one-line error message: control and non-ASCII bytes
-/// escaped as \xNN, cut to at most 100 characters.
-std::string printableText(const std::string& text);
-
 /// What the unpickler does not decide itself. Implementations throw Error to refuse.
 class PickleHooks
 {

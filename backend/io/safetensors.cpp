@@ -4,6 +4,7 @@
 #include "common/error.h"
 #include "common/input_file.h"
 #include "common/json_util.h"
+#include "common/text_format.h"
 
 #include <nlohmann/json.hpp>
 
@@ -108,26 +109,6 @@ struct Entry
     std::uint64_t end = 0;
 };
 
-// Names from the file in a one-line message: control bytes escaped, at most 100 characters.
-std::string printable(const std::string& text)
-{
-    std::string out;
-    for (const char c : text) {
-        if (out.size() >= 100) {
-            out += "...";
-            break;
-        }
-        const auto u = static_cast<unsigned char>(c);
-        if (u < 0x20 || u == 0x7f) {
-            const char hex[] = "0123456789abcdef";
-            out += std::string("\\x") + hex[u >> 4] + hex[u & 15];
-        } else {
-            out.push_back(c);
-        }
-    }
-    return out;
-}
-
 std::string describe(const nlohmann::json& v)
 {
     std::string s = v.dump();
@@ -152,7 +133,7 @@ bool asUInt(const nlohmann::json& v, std::uint64_t& out)
 Entry parseEntry(const std::string& path, const std::string& name, const nlohmann::json& info,
                  std::uint64_t dataSize)
 {
-    const std::string where = path + ": tensor '" + printable(name) + "'";
+    const std::string where = path + ": tensor '" + printableText(name) + "'";
     if (!info.is_object())
         throw Error(where + ": expected an object with dtype, shape and data_offsets, found " +
                     describe(info));
@@ -163,7 +144,7 @@ Entry parseEntry(const std::string& path, const std::string& name, const nlohman
     if (dtype == info.end() || !dtype->is_string()) throw Error(where + ": missing or non-string 'dtype'");
     e.dtype = findDtype(dtype->get<std::string>());
     if (!e.dtype)
-        throw Error(where + ": unsupported dtype '" + printable(dtype->get<std::string>()) +
+        throw Error(where + ": unsupported dtype '" + printableText(dtype->get<std::string>()) +
                     "' (expected F64, F32, F16, BF16, I64, I32, I16, I8, U8 or BOOL)");
 
     const auto shape = info.find("shape");
@@ -246,7 +227,8 @@ std::vector<Entry> parseHeader(const std::string& path, const InputFile& file,
     }
     if (!header.is_object()) throw Error(path + ": safetensors header is not a JSON object");
     if (!duplicate.empty())
-        throw Error(path + ": tensor '" + printable(duplicate) + "' appears more than once in the header");
+        throw Error(path + ": tensor '" + printableText(duplicate) +
+                    "' appears more than once in the header");
 
     dataStart = 8 + headerSize;
     const std::uint64_t dataSize = file.size() - dataStart;
@@ -257,8 +239,8 @@ std::vector<Entry> parseHeader(const std::string& path, const InputFile& file,
             if (!info.is_object()) throw Error(path + ": __metadata__ must be an object of strings");
             for (const auto& [key, value] : info.items()) {
                 if (!value.is_string())
-                    throw Error(path + ": __metadata__ '" + printable(key) + "' must be a string, found " +
-                                describe(value));
+                    throw Error(path + ": __metadata__ '" + printableText(key) +
+                                "' must be a string, found " + describe(value));
                 if (metadata) (*metadata)[key] = value.get<std::string>();
             }
             continue;
@@ -275,11 +257,11 @@ std::vector<Entry> parseHeader(const std::string& path, const InputFile& file,
     std::uint64_t covered = 0;
     for (std::size_t i = 0; i < entries.size(); ++i) {
         if (entries[i].begin < covered)
-            throw Error(path + ": data of tensors '" + printable(entries[i - 1].name) + "' and '" +
-                        printable(entries[i].name) + "' overlap");
+            throw Error(path + ": data of tensors '" + printableText(entries[i - 1].name) + "' and '" +
+                        printableText(entries[i].name) + "' overlap");
         if (entries[i].begin > covered)
             throw Error(path + ": " + std::to_string(entries[i].begin - covered) +
-                        " data bytes before tensor '" + printable(entries[i].name) +
+                        " data bytes before tensor '" + printableText(entries[i].name) +
                         "' belong to no tensor (bytes inserted, or wrong offsets)");
         covered = entries[i].end;
     }
@@ -302,7 +284,7 @@ StateDict readSafetensors(const std::string& path, std::map<std::string, std::st
     for (const Entry& e : entries) {
         torch::Tensor raw = torch::empty(e.shape, torch::dtype(e.dtype->stored));
         file.readAt(dataStart + e.begin, raw.data_ptr(), e.end - e.begin,
-                    "tensor '" + printable(e.name) + "'");
+                    "tensor '" + printableText(e.name) + "'");
         if (e.dtype->isBool)
             raw = raw.ne(0); // any non-zero byte is true; torch requires bools to be 0 or 1
         else if (raw.scalar_type() != targetType(*e.dtype))
@@ -379,7 +361,7 @@ void writeSafetensors(const std::string& path, const StateDict& tensors, Safeten
     nlohmann::json header = nlohmann::json::object();
     std::uint64_t offset = 0;
     for (const auto& [name, t] : tensors) {
-        const std::string where = path + ": tensor '" + printable(name) + "'";
+        const std::string where = path + ": tensor '" + printableText(name) + "'";
         if (name == "__metadata__") throw Error(where + ": the name is reserved for metadata");
         if (!t.defined()) throw Error(where + ": tensor is undefined");
         torch::ScalarType stored;
