@@ -206,17 +206,4 @@ void installInterruptHandlers()
     sigaction(SIGTERM, &action, nullptr);
 }
 
-std::string csvField(const std::string& text)
-{
-    const bool quote = text.find_first_of(",\"\n\r") != std::string::npos ||
-                       (!text.empty() && (text.front() == ' ' || text.back() == ' '));
-    if (!quote) return text;
-    std::string out = "\"";
-    for (char c : text) {
-        if (c == '"') out += '"';
-        out += c;
-    }
-    return out + '"';
-}
-
 } // namespace outlierlens::cli

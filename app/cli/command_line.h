@@ -74,10 +74,6 @@ struct UsageException
     std::string message;
 };
 
-/// One CSV field (RFC 4180): quoted, with quotes doubled, when it holds a comma, quote, line break or
-/// edge space; as is otherwise. The commands' CSV files use it for every text field.
-std::string csvField(const std::string& text);
-
 /// Set by SIGINT/SIGTERM; long commands check it between batches.
 std::atomic<bool>& interruptFlag();
 /// What a command stopped by a signal returns: 128 + the signal, as shells report it (130 after

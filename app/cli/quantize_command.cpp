@@ -4,7 +4,7 @@
 #include "cli/command_line.h"
 
 #include "common/atomic_file.h"
-
+#include "common/csv.h"
 #include "common/error.h"
 #include "model/runtime.h"
 #include "quant/evaluation.h"

@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "model/runtime.h"
 #include "paths.h"
+#include "train/job_progress.h"
 
 #include <QStringList>
 
@@ -18,13 +19,15 @@
 namespace outlierlens::cli {
 namespace {
 
-/// Progress on stderr: one redrawn line on a terminal, a line per 10% otherwise; at most ~10
-/// updates a second.
+/// Progress on stderr for a person: one redrawn line on a terminal, a line per 10% otherwise; at most
+/// ~10 updates a second. With `json`, progress lines on stdout for the app instead (train/job_progress.h:
+/// the protocol of `outlierlens train`), at most one a second and always the last.
 class ProgressPrinter
 {
 public:
-    explicit ProgressPrinter(std::string unit)
+    ProgressPrinter(std::string unit, bool json)
         : m_unit(std::move(unit))
+        , m_json(json)
         , m_tty(isatty(STDERR_FILENO))
     {}
 
@@ -33,7 +36,11 @@ public:
         const auto now = std::chrono::steady_clock::now();
         const double elapsed = std::chrono::duration<double>(now - m_start).count();
         const bool last = done >= total;
-        if (m_tty) {
+        if (m_json) {
+            // The runner may report the end twice (its last batch, then done): one line each.
+            if (done == m_lastDone || (!last && now - m_lastPrint < std::chrono::seconds(1))) return;
+            m_lastDone = done;
+        } else if (m_tty) {
             if (!last && now - m_lastPrint < std::chrono::milliseconds(100)) return;
         } else if (!last && done * 10 / total == m_lastDecile) {
             return;
@@ -42,6 +49,16 @@ public:
         m_lastDecile = done * 10 / total;
         const double rate = elapsed > 0 ? double(done) / elapsed : 0.0;
         const double eta = rate > 0 ? double(total - done) / rate : 0.0;
+        if (m_json) {
+            JobProgress p;
+            p.step = done;
+            p.total = total;
+            p.elapsed = elapsed;
+            if (rate > 0) p.eta = eta; // unknown before the first input is done
+            std::printf("%s\n", progressJsonLine(p, m_unit).c_str());
+            std::fflush(stdout);
+            return;
+        }
         std::fprintf(stderr, "%sstats: %lld/%lld %s (%.0f%%), %.1f/s, %s %dm%02ds%s", m_tty ? "\r" : "",
                      static_cast<long long>(done), static_cast<long long>(total), m_unit.c_str(),
                      100.0 * double(done) / double(total), rate, last ? "took" : "ETA",
@@ -52,10 +69,12 @@ public:
 
 private:
     std::string m_unit;
+    bool m_json;
     bool m_tty;
     std::chrono::steady_clock::time_point m_start = std::chrono::steady_clock::now();
     std::chrono::steady_clock::time_point m_lastPrint{};
     std::int64_t m_lastDecile = -1;
+    std::int64_t m_lastDone = -1;
 };
 
 std::vector<int> parseLayers(const QString& text)
@@ -102,6 +121,10 @@ int runStats(const QStringList& args)
          "every thread; 2 is faster when other programs keep the cores busy).",
          "N"},
         {"out", "Output HDF5 file (written atomically).", "stats.h5"},
+        {"json-progress",
+         "Report progress as JSON lines on stdout, as `outlierlens train` does ({\"type\": \"progress\", "
+         "\"step\": .., \"total\": .., \"elapsed\": .., \"eta\": ..}), instead of the line on stderr; the "
+         "app's job list reads them (docs/file-formats.md)."},
     });
     cmd.addVariantOptions();
     cmd.addPrecisionOption(
@@ -138,7 +161,8 @@ int runStats(const QStringList& args)
         }
         ProgressPrinter printer(o.data.kind == DataSpec::Kind::Mnli     ? "pairs"
                                 : o.data.kind == DataSpec::Kind::Images ? "images"
-                                                                        : "chunks");
+                                                                        : "chunks",
+                                cmd.isSet("json-progress"));
         const StatsRunResult r = runStatistics(
             o, interruptFlag(), [&](std::int64_t done, std::int64_t total) { printer.update(done, total); },
             [](const std::string& message) { std::fprintf(stderr, "\nstats: %s\n", message.c_str()); });

@@ -8,16 +8,20 @@
 #include "common/json_util.h"
 #include "tasks/config/train_config.h"
 #include "train/run_folder.h"
+#include "train/sweep_summary.h"
 
 #include <QCoreApplication>
 #include <QProcess>
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 
 namespace outlierlens::cli {
 namespace fs = std::filesystem;
@@ -56,50 +60,41 @@ std::vector<SweepPoint> expandGrid(const nlohmann::json& grid, const std::string
     return points;
 }
 
-/// Final metrics of a run from its metrics.jsonl: the last evaluation line.
-nlohmann::json lastEvaluation(const std::string& runDir)
+/// Final metrics of a run: the last evaluation line of its metrics.jsonl.
+std::optional<MetricsLine> lastEvaluation(const RunFolder& run)
 {
-    std::ifstream in(runDir + "/metrics.jsonl");
-    std::string line;
-    nlohmann::json last;
-    while (std::getline(in, line)) {
-        try {
-            const nlohmann::json j = jsonutil::parseWithDepthLimit(line, runDir + "/metrics.jsonl");
-            if (j.value("type", "") == "eval") last = j;
-        } catch (const nlohmann::json::exception&) {
-        }
-    }
+    std::optional<MetricsLine> last;
+    for (MetricsLine& line : run.readMetrics())
+        if (line.eval) last = std::move(line);
     return last;
 }
 
-struct PointSummary
+/// Per-layer values of one tracked tensor (empty if the evaluation has none).
+std::vector<double> valuesOf(const std::map<std::string, std::vector<double>>& tensors,
+                             const std::string& key)
 {
-    std::string metricName;
-    double metric = NAN, maxInfNorm = NAN, avgKurtosis = NAN;
-    std::int64_t step = 0;
-};
+    const auto it = tensors.find(key);
+    return it == tensors.end() ? std::vector<double>() : it->second;
+}
 
 /// DESIGN.md's model-level metrics: max inf norm = the largest per-layer mean (FFN output for
 /// BERT, block output for ViT); avg kurtosis = mean over layers (FFN and block outputs for BERT).
-PointSummary summarize(const nlohmann::json& eval, bool image)
+void summarize(const std::optional<MetricsLine>& eval, bool image, SweepSummaryRow& row)
 {
-    PointSummary s;
-    if (eval.is_null()) return s;
-    s.step = eval.value("step", std::int64_t(0));
-    for (auto it = eval["eval"].begin(); it != eval["eval"].end(); ++it)
-        s.metricName = it.key(), s.metric = it->get<double>();
-    const std::vector<double> norms =
-        eval["max_inf_norm"][image ? "out" : "ffn_out"].get<std::vector<double>>();
-    s.maxInfNorm = *std::max_element(norms.begin(), norms.end());
+    if (!eval) return;
+    row.step = eval->step;
+    row.metricName = eval->metricName;
+    row.metric = eval->metric;
+    const std::vector<double> norms = valuesOf(eval->maxInfNorm, image ? "out" : "ffn_out");
+    row.maxInfNorm = norms.empty() ? NAN : *std::max_element(norms.begin(), norms.end());
     double sum = 0;
     int count = 0;
     for (const char* key : {"ffn_out", "out"}) {
         if (image && std::string(key) == "ffn_out") continue;
-        for (double k : eval["kurtosis"][key].get<std::vector<double>>())
+        for (double k : valuesOf(eval->kurtosis, key))
             sum += k, ++count;
     }
-    s.avgKurtosis = count ? sum / count : NAN;
-    return s;
+    row.avgKurtosis = count ? sum / count : NAN;
 }
 
 int runChild(const QStringList& args, const std::string& prefix)
@@ -166,7 +161,7 @@ int runSweep(const QStringList& args)
         }
         fs::create_directories(output);
 
-        nlohmann::json rows = nlohmann::json::array();
+        std::vector<SweepSummaryRow> rows;
         for (std::size_t i = 0; i < points.size() && !interruptFlag(); ++i) {
             const SweepPoint& p = points[i];
             TrainConfig c = base;
@@ -191,16 +186,12 @@ int runSweep(const QStringList& args)
                     std::fprintf(stderr, "outlierlens sweep: %s ended with exit code %d; continuing\n",
                                  p.name.c_str(), code);
             }
-            nlohmann::json row = {{"name", p.name},
-                                  {"state", run.readStatus() ? run.readStatus()->state : "missing"}};
-            for (const auto& [key, value] : p.settings)
-                row[key] = value;
-            const PointSummary s = summarize(lastEvaluation(c.output), c.task == TrainTask::Image);
-            row["step"] = s.step;
-            row["metric_name"] = s.metricName;
-            row["metric"] = s.metric;
-            row["max_inf_norm"] = s.maxInfNorm;
-            row["avg_kurtosis"] = s.avgKurtosis;
+            SweepSummaryRow row;
+            row.name = p.name;
+            const auto ended = run.readStatus();
+            row.state = ended ? ended->state : "missing";
+            row.settings = p.settings;
+            summarize(lastEvaluation(run), c.task == TrainTask::Image, row);
             rows.push_back(row);
         }
         if (interruptFlag()) {
@@ -208,27 +199,9 @@ int runSweep(const QStringList& args)
             return interruptedExitCode();
         }
         // Relative metric: log-perplexity ratio (perplexity) or accuracy ratio, against the first row.
-        const double reference = rows.empty() ? NAN : rows[0]["metric"].get<double>();
-        for (auto& row : rows) {
-            const double m = row["metric"].get<double>();
-            row["relative_metric"] =
-                row["metric_name"] == "perplexity" ? std::log(m) / std::log(reference) : m / reference;
-        }
-        writeTextFileAtomically((fs::path(output) / "summary.json").string(), rows.dump(2) + "\n");
-        std::string csv = "name,state,step,metric_name,metric,relative_metric,max_inf_norm,avg_kurtosis\n";
-        for (const auto& row : rows) {
-            char numbers[256];
-            std::snprintf(numbers, sizeof numbers, "%.6g,%.6g,%.6g,%.6g\n", row["metric"].get<double>(),
-                          row["relative_metric"].get<double>(), row["max_inf_norm"].get<double>(),
-                          row["avg_kurtosis"].get<double>());
-            // Names such as "alpha=2,seq_length=32" hold commas: quoted, or the columns shift.
-            csv += csvField(row["name"].get<std::string>()) + ',' +
-                   csvField(row["state"].get<std::string>()) + ',' +
-                   std::to_string(row["step"].get<std::int64_t>()) + ',' +
-                   csvField(row["metric_name"].get<std::string>()) + ',' + numbers;
-        }
-        writeTextFileAtomically((fs::path(output) / "summary.csv").string(), csv);
-        std::printf("%s", csv.c_str());
+        setRelativeMetrics(rows);
+        writeSweepSummary(output, rows);
+        std::printf("%s", sweepSummaryCsv(rows).c_str());
         return Ok;
     });
 }

@@ -1,5 +1,6 @@
 #include "job_manager.h"
 
+#include "train/job_progress.h"
 #include "train/run_folder.h"
 
 #include <QDir>
@@ -12,7 +13,9 @@
 #include <QSettings>
 #include <QtConcurrent>
 
+#include <cmath>
 #include <csignal>
+#include <optional>
 #include <sys/types.h>
 
 namespace outlierlens {
@@ -64,7 +67,8 @@ bool processAlive(qint64 pid)
     return cmdline.readAll().contains("outlierlens");
 }
 
-QString lastLine(const QString& path, const QString& startsWith = {})
+/// The last non-empty line of a job's log (its result or its error), for the job's message.
+QString lastLine(const QString& path)
 {
     QFile file(path);
     if (!file.open(QIODevice::ReadOnly)) return {};
@@ -74,9 +78,16 @@ QString lastLine(const QString& path, const QString& startsWith = {})
     for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
         // Progress bars redraw with carriage returns: take the last segment.
         const QString line = QString::fromUtf8(it->split('\r').last()).trimmed();
-        if (!line.isEmpty() && (startsWith.isEmpty() || line.startsWith(startsWith))) return line;
+        if (!line.isEmpty()) return line;
     }
     return {};
+}
+
+/// The job's own estimate of the seconds it has left, from the last progress line of its log; -1 if none.
+double secondsLeft(const QString& logFile)
+{
+    const std::optional<JobProgress> progress = lastProgressIn(logFile.toStdString());
+    return progress && std::isfinite(progress->eta) ? progress->eta : -1;
 }
 
 /// A training job's state from its run folder: running while a trainer holds the folder's lock
@@ -84,17 +95,16 @@ QString lastLine(const QString& path, const QString& startsWith = {})
 /// status.json says.
 void updateTraining(JobInfo& j)
 {
-    const qint64 owner = runFolderOwner(j.folder.toStdString());
+    const RunFolder run(j.folder.toStdString());
+    const qint64 owner = runFolderOwner(run.dir());
     if (owner > 0) j.pid = owner;
     const bool alive = owner > 0 || (j.state == QLatin1String("running") && processAlive(j.pid));
     if (!alive && j.state != QLatin1String("running")) return; // stopped, failed, finished: as recorded
-    QFile file(j.folder + QStringLiteral("/status.json"));
-    if (file.open(QIODevice::ReadOnly)) {
-        const QJsonObject s = QJsonDocument::fromJson(file.readAll()).object();
-        j.step = s["step"].toInteger();
-        j.total = s["total"].toInteger();
-        const QString state = s["state"].toString();
-        j.message = s["message"].toString();
+    if (const std::optional<RunStatus> s = run.readStatus()) {
+        j.step = s->step;
+        j.total = s->total;
+        const QString state = QString::fromStdString(s->state);
+        j.message = QString::fromStdString(s->message);
         if (alive)
             j.state = QStringLiteral("running"); // status.json may still hold the last run's end
         else if (state == QLatin1String("running") || state == QLatin1String("starting"))
@@ -102,15 +112,9 @@ void updateTraining(JobInfo& j)
         else
             j.state = state;
         if (alive) j.message.clear();
-        // The trainer's progress lines carry its estimate ({"elapsed":..,"eta":..,...}: keys sorted).
+        // The trainer's progress lines (stdout, in the job's log) carry its own estimate.
         j.secondsLeft = -1;
-        if (alive) {
-            const QJsonObject progress =
-                QJsonDocument::fromJson(lastLine(j.logFile, QStringLiteral("{\"elapsed\"")).toUtf8())
-                    .object();
-            if (progress.contains(QStringLiteral("eta")))
-                j.secondsLeft = progress[QStringLiteral("eta")].toDouble();
-        }
+        if (alive) j.secondsLeft = secondsLeft(j.logFile);
         if (!alive && j.state == QLatin1String("stopped") && j.message.isEmpty())
             j.message = QStringLiteral(
                 "the process ended without finishing (killed?); resume continues from the last checkpoint");
@@ -122,20 +126,16 @@ void updateTraining(JobInfo& j)
     }
 }
 
+/// A statistics job's progress from its JSON progress lines (`stats --json-progress`, the same
+/// protocol as training), its state from its process and output file.
 void updateStatistics(JobInfo& j, bool alive)
 {
-    const QString progress = lastLine(j.logFile + QStringLiteral(".err"), QStringLiteral("stats: "));
-    const QRegularExpression counts(QStringLiteral("stats: (\\d+)/(\\d+)"));
-    const auto m = counts.match(progress);
-    if (m.hasMatch()) {
-        j.step = m.captured(1).toLongLong();
-        j.total = m.captured(2).toLongLong();
+    const std::optional<JobProgress> progress = lastProgressIn(j.logFile.toStdString());
+    if (progress) {
+        j.step = progress->step;
+        j.total = progress->total;
     }
-    // "stats: 40/1000 pairs (4%), 11.8/s, ...": the rest at the current rate.
-    const auto rate = QRegularExpression(QStringLiteral(", ([0-9.]+)/s")).match(progress);
-    j.secondsLeft = alive && rate.hasMatch() && rate.captured(1).toDouble() > 0
-                        ? double(j.total - j.step) / rate.captured(1).toDouble()
-                        : -1;
+    j.secondsLeft = alive && progress && std::isfinite(progress->eta) ? progress->eta : -1;
     if (alive) {
         j.state = QStringLiteral("running");
     } else if (QFileInfo::exists(j.output)) {
@@ -153,30 +153,25 @@ TrainingCurveData readTrainingCurves(const QString& runFolder)
 {
     TrainingCurveData c;
     c.name = QFileInfo(runFolder).fileName();
-    QFile file(runFolder + QStringLiteral("/metrics.jsonl"));
-    if (!file.open(QIODevice::ReadOnly)) return c;
-    const QList<QByteArray> lines = file.readAll().split('\n');
-    for (const QByteArray& line : lines) {
-        const QJsonObject o = QJsonDocument::fromJson(line).object();
-        if (o.isEmpty()) continue;
-        const double step = o["step"].toDouble();
-        if (o["type"].toString() == QLatin1String("eval")) {
-            const QJsonObject eval = o["eval"].toObject();
-            if (eval.isEmpty()) continue;
-            c.evalName = eval.keys().first();
+    const auto toQt = [](const std::vector<double>& values) {
+        return QVector<double>(values.begin(), values.end());
+    };
+    const auto perLayer = [&](const std::map<std::string, std::vector<double>>& tensors, const char* name) {
+        const auto it = tensors.find(name);
+        return it == tensors.end() ? QVector<double>() : toQt(it->second);
+    };
+    for (const MetricsLine& line : RunFolder(runFolder.toStdString()).readMetrics()) {
+        const double step = double(line.step);
+        if (line.eval) {
+            if (line.metricName.empty()) continue;
+            c.evalName = QString::fromStdString(line.metricName);
             c.evalSteps << step;
-            c.evalValue << eval[c.evalName].toDouble();
-            auto perLayer = [](const QJsonValue& v) {
-                QVector<double> out;
-                for (const auto& x : v.toArray())
-                    out << x.toDouble();
-                return out;
-            };
-            c.maxInfNorm << perLayer(o["max_inf_norm"].toObject()["ffn_out"]);
-            c.kurtosis << perLayer(o["kurtosis"].toObject()["ffn_out"]);
-        } else if (o.contains("loss")) {
+            c.evalValue << line.metric;
+            c.maxInfNorm << perLayer(line.maxInfNorm, "ffn_out");
+            c.kurtosis << perLayer(line.kurtosis, "ffn_out");
+        } else {
             c.steps << step;
-            c.loss << o["loss"].toDouble();
+            c.loss << line.loss;
         }
     }
     return c;
@@ -241,8 +236,9 @@ QString JobManager::queueStatistics(const QString& title, const QStringList& arg
     j.id = newId();
     j.kind = QStringLiteral("stats");
     j.title = title;
-    j.arguments =
-        QStringList{QStringLiteral("stats")} + arguments + QStringList{QStringLiteral("--out"), output};
+    // Progress as JSON lines on stdout (the log), read like a training run's.
+    j.arguments = QStringList{QStringLiteral("stats"), QStringLiteral("--json-progress")} + arguments +
+                  QStringList{QStringLiteral("--out"), output};
     j.folder = QFileInfo(output).absolutePath();
     j.output = output;
     j.logFile = m_jobsDir + QStringLiteral("/") + j.id + QStringLiteral(".log");

@@ -2,7 +2,9 @@
 // GUI thread. Training runs and statistics runs are separate `outlierlens` processes (DESIGN.md),
 // started detached so that they survive closing the window; the registry of jobs is kept in
 // QSettings, so a reopened app shows runs still going and finished ones. Progress comes from the
-// files the processes write (status.json, metrics.jsonl, logs), read on a worker thread.
+// files the processes write, read on a worker thread with the backend's readers of those formats:
+// the run folder (train/run_folder.h: status.json, metrics.jsonl, lock) and the JSON progress lines
+// both commands print into their logs (train/job_progress.h).
 
 #include "view_data.h"
 

@@ -1,14 +1,11 @@
 #include "sweeps_page.h"
 
 #include "sweep_view.h"
+#include "train/sweep_summary.h"
 
 #include <QFile>
 #include <QFileDialog>
-#include <QFileInfo>
 #include <QHBoxLayout>
-#include <QJsonArray>
-#include <QJsonDocument>
-#include <QJsonObject>
 #include <QLabel>
 #include <QPushButton>
 #include <QVBoxLayout>
@@ -16,36 +13,26 @@
 
 namespace outlierlens {
 
-QVector<SweepPointData> readSweepSummary(const QString& pathText, QString* error)
+QVector<SweepPointData> readSweepPoints(const QString& path, QString* error)
 {
-    const QString path = QFileInfo(pathText).isDir() ? pathText + QStringLiteral("/summary.json") : pathText;
-    QFile file(path);
-    if (!file.open(QIODevice::ReadOnly)) {
-        *error = path + QStringLiteral(": cannot open (run `outlierlens sweep` to make one)");
+    std::vector<SweepSummaryRow> rows;
+    try {
+        rows = readSweepSummary(QFile::encodeName(path).toStdString());
+    } catch (const std::exception& e) {
+        *error = QString::fromStdString(e.what());
         return {};
     }
-    QJsonParseError parse;
-    const QJsonDocument doc = QJsonDocument::fromJson(file.readAll(), &parse);
-    if (!doc.isArray()) {
-        *error = path + QStringLiteral(": not a sweep summary (%1)").arg(parse.errorString());
-        return {};
-    }
-    static const QStringList fixed = {"name",   "state",           "step",         "metric_name",
-                                      "metric", "relative_metric", "max_inf_norm", "avg_kurtosis"};
     QVector<SweepPointData> points;
-    for (const auto& value : doc.array()) {
-        const QJsonObject o = value.toObject();
+    for (const SweepSummaryRow& row : rows) {
         SweepPointData p;
-        p.name = o["name"].toString();
-        p.metricName = o["metric_name"].toString();
-        p.metric = o["metric"].toDouble(qQNaN());
-        p.relativeMetric = o["relative_metric"].toDouble(qQNaN());
-        p.maxInfNorm = o["max_inf_norm"].toDouble(qQNaN());
-        p.avgKurtosis = o["avg_kurtosis"].toDouble(qQNaN());
-        for (auto it = o.begin(); it != o.end(); ++it)
-            if (!fixed.contains(it.key()))
-                p.settings.append({it.key(), it.value().isString() ? it.value().toString()
-                                                                   : QString::number(it.value().toDouble())});
+        p.name = QString::fromStdString(row.name);
+        p.metricName = QString::fromStdString(row.metricName);
+        p.metric = row.metric;
+        p.relativeMetric = row.relativeMetric;
+        p.maxInfNorm = row.maxInfNorm;
+        p.avgKurtosis = row.avgKurtosis;
+        for (const auto& [key, value] : row.settings)
+            p.settings.append({QString::fromStdString(key), QString::fromStdString(value)});
         points << p;
     }
     return points;
@@ -93,7 +80,7 @@ void SweepsPage::openSummary(const QString& path)
     m_source->setText(path);
     m_watcher.setFuture(QtConcurrent::run([path] {
         Loaded loaded;
-        loaded.points = readSweepSummary(path, &loaded.error);
+        loaded.points = readSweepPoints(path, &loaded.error);
         return loaded;
     }));
 }

@@ -38,7 +38,8 @@ private:
     QFutureWatcher<Loaded> m_watcher;
 };
 
-/// Parses a sweep's summary.json (any thread).
-QVector<SweepPointData> readSweepSummary(const QString& path, QString* error);
+/// A sweep's summary.json (the file or its folder) as the points the charts show, read with the
+/// backend's reader (train/sweep_summary.h); empty with `error` set if it cannot be read. Any thread.
+QVector<SweepPointData> readSweepPoints(const QString& path, QString* error);
 
 } // namespace outlierlens

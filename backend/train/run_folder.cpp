@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -68,6 +69,71 @@ void RunFolder::appendMetrics(const std::string& jsonLine) const
     out << jsonLine << '\n';
     out.flush();
     if (!out) throw Error(path("metrics.jsonl") + ": cannot append");
+}
+
+namespace {
+
+/// A number of a metrics line; NaN for null (how NaN is written), a missing key or another type.
+double numberIn(const nlohmann::json& j, const char* key)
+{
+    const auto it = j.find(key);
+    return it != j.end() && it->is_number() ? it->get<double>() : NAN;
+}
+
+/// {"tensor": [per layer], ...} of an eval line; null entries read as NaN.
+std::map<std::string, std::vector<double>> perLayerIn(const nlohmann::json& j, const char* key)
+{
+    std::map<std::string, std::vector<double>> out;
+    const auto it = j.find(key);
+    if (it == j.end() || !it->is_object()) return out;
+    for (auto tensor = it->begin(); tensor != it->end(); ++tensor) {
+        if (!tensor->is_array()) continue;
+        std::vector<double>& values = out[tensor.key()];
+        for (const auto& v : *tensor)
+            values.push_back(v.is_number() ? v.get<double>() : NAN);
+    }
+    return out;
+}
+
+} // namespace
+
+std::vector<MetricsLine> RunFolder::readMetrics() const
+{
+    std::vector<MetricsLine> out;
+    const std::string where = path("metrics.jsonl");
+    std::ifstream in(where, std::ios::binary);
+    std::string text;
+    while (std::getline(in, text)) {
+        if (text.empty()) continue;
+        nlohmann::json j;
+        try {
+            j = jsonutil::parseWithDepthLimit(text, where);
+        } catch (const Error&) {
+            continue;
+        } catch (const nlohmann::json::exception&) {
+            continue; // a torn last line of a killed run
+        }
+        if (!j.is_object()) continue;
+        MetricsLine line;
+        const auto type = j.find("type");
+        line.eval = type != j.end() && type->is_string() && type->get<std::string>() == "eval";
+        if (!line.eval && !j.contains("loss")) continue; // neither a training nor an evaluation line
+        const double step = numberIn(j, "step");
+        line.step = std::isfinite(step) && std::fabs(step) < 9e18 ? std::int64_t(step) : 0;
+        line.loss = numberIn(j, "loss");
+        line.lr = numberIn(j, "lr");
+        if (line.eval) {
+            const auto eval = j.find("eval");
+            if (eval != j.end() && eval->is_object() && !eval->empty()) {
+                line.metricName = eval->begin().key();
+                line.metric = eval->begin()->is_number() ? eval->begin()->get<double>() : NAN;
+            }
+            line.maxInfNorm = perLayerIn(j, "max_inf_norm");
+            line.kurtosis = perLayerIn(j, "kurtosis");
+        }
+        out.push_back(std::move(line));
+    }
+    return out;
 }
 
 void RunFolder::truncateMetricsAfter(std::int64_t step) const

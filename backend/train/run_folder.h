@@ -4,7 +4,9 @@
 
 #include "common/atomic_file.h" // writeTextFileAtomically
 
+#include <cmath>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +25,21 @@ struct RunStatus
     std::string updated;        ///< ISO 8601 time of the last update
 };
 
+/// One line of <run>/metrics.jsonl: a training line ({"step", "loss", "lr"}, every log_every steps) or an
+/// evaluation ({"type": "eval", "step", "loss", "lr", "eval": {metric: value}, "max_inf_norm",
+/// "kurtosis", ...}). A number the file holds as null (JSON has no NaN) reads as NaN.
+struct MetricsLine
+{
+    bool eval = false; ///< an evaluation line
+    std::int64_t step = 0;
+    double loss = NAN; ///< training lines: mean loss since the last one; eval lines: the step's loss
+    double lr = NAN;
+    std::string metricName; ///< eval lines: "perplexity", "accuracy", ...; empty if the line has none
+    double metric = NAN;
+    /// Eval lines: tracked tensor ("ffn_out", "out", ...) -> one value per layer, 0-based.
+    std::map<std::string, std::vector<double>> maxInfNorm, kurtosis;
+};
+
 /// A training run's folder: run.json (resolved config), status.json, metrics.jsonl,
 /// checkpoints/step-NNNNNNN/ (model folder + optimizer.safetensors + trainer_state.json), final/.
 class RunFolder
@@ -38,6 +55,9 @@ public:
 
     /// Appends one JSON object (one line) to metrics.jsonl and flushes it.
     void appendMetrics(const std::string& jsonLine) const;
+    /// The training and evaluation lines of metrics.jsonl, in file order; other lines and a torn last
+    /// line (a killed run) are left out. Empty if the file is missing.
+    std::vector<MetricsLine> readMetrics() const;
     /// Drops metrics lines of steps after `step` (a resumed run recomputes them).
     void truncateMetricsAfter(std::int64_t step) const;
 

@@ -436,6 +436,27 @@ private Q_SLOTS:
         QVERIFY2(last > stoppedAt && last <= m_jobs->job(id)->step, qPrintable(QString::number(last)));
     }
 
+    /// Issue #18: a statistics job reports progress as JSON lines (`stats --json-progress`), read by the
+    /// same parser as a training run's: the finished job says how many inputs it went through.
+    void statisticsJobReportsItsProgress()
+    {
+        const QString vit = QStringLiteral(OUTLIERLENS_SOURCE_DIR "/sample_data/models/vit-fmnist-vanilla");
+        const QString out = m_home.path() + QStringLiteral("/job-stats.h5");
+        const QString id =
+            m_jobs->queueStatistics(QStringLiteral("statistics job"),
+                                    {QStringLiteral("--model"), vit, QStringLiteral("--data"),
+                                     QStringLiteral("images:") + kImages + QStringLiteral(":5"),
+                                     QStringLiteral("--batch"), QStringLiteral("2")},
+                                    out);
+        QVERIFY(m_jobs->job(id)->arguments.contains(QStringLiteral("--json-progress")));
+        QTRY_COMPARE_WITH_TIMEOUT(m_jobs->job(id)->state, QStringLiteral("finished"), 180000);
+        QCOMPARE(m_jobs->job(id)->total, qint64(5));
+        QCOMPARE(m_jobs->job(id)->step, qint64(5));
+        QVERIFY2(m_jobs->job(id)->message.startsWith(QStringLiteral("wrote ") + out),
+                 qPrintable(m_jobs->job(id)->message));
+        QVERIFY(QFile::exists(out));
+    }
+
     void demoModelsOpenWithTheirOwnInputs()
     {
         // The app opens the Bigram-Backcopy decoder by default, and every demo trio is complete.

@@ -10,15 +10,18 @@
 #include "model/precision.h"
 #include "model/vit_network.h"
 #include "text/mnli.h"
+#include "train/job_progress.h"
 
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 
 using namespace outlierlens;
 using outlierlens::test::fixture;
@@ -263,6 +266,62 @@ private Q_SLOTS:
         const double top1 = s.numberAttribute("/", "accuracy_top1"),
                      top5 = s.numberAttribute("/", "accuracy_top5");
         QVERIFY(top1 >= 0 && top1 <= top5 && top5 <= 1);
+    }
+
+    /// For the app's job list: --json-progress reports progress as the JSON lines `train` prints, read
+    /// by the job list's parser (train/job_progress.h); without it a person gets the line on stderr.
+    void jsonProgressLinesForTheJobList()
+    {
+        QTemporaryDir dir;
+        const QString data = "mnli:" OUTLIERLENS_SOURCE_DIR "/sample_data/mnli/mnli_dev_matched.jsonl:10";
+        const QString statsPath = dir.path() + "/stats.h5";
+        Run r = runApp({"stats", "--json-progress", "--model", fx("bert/hf"), "--data", data, "--batch", "3",
+                        "--out", statsPath});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QVERIFY2(!r.err.contains("stats: "), qPrintable(r.err)); // no human progress line
+        const std::int64_t samples =
+            std::int64_t(Hdf5Reader(statsPath.toStdString()).numberAttribute("/", "samples"));
+        QCOMPARE(samples, std::int64_t(10));
+
+        std::vector<JobProgress> progress;
+        QStringList other;
+        for (const QString& line : r.out.split('\n', Qt::SkipEmptyParts)) {
+            if (const auto p = parseProgressLine(line.toStdString()))
+                progress.push_back(*p);
+            else
+                other << line;
+        }
+        // Progress lines, then the result line a person reads (and the job list shows when done).
+        QCOMPARE(other.size(), 1);
+        QVERIFY2(other.first().startsWith("wrote " + statsPath), qPrintable(other.first()));
+        QVERIFY2(!progress.empty(), qPrintable(r.out));
+        // Batches of three over ten pairs: 3, 6, 9, 10 done (at most one line a second, always the last).
+        std::int64_t before = 0;
+        double elapsedBefore = 0;
+        for (const JobProgress& p : progress) {
+            QCOMPARE(p.total, samples);
+            QVERIFY(p.step > before && (p.step % 3 == 0 || p.step == samples));
+            QVERIFY(std::isfinite(p.elapsed) && p.elapsed >= elapsedBefore);
+            QVERIFY(std::isfinite(p.eta) && p.eta >= 0);
+            before = p.step;
+            elapsedBefore = p.elapsed;
+        }
+        QCOMPARE(progress.front().step, std::int64_t(3));
+        QCOMPARE(progress.back().step, samples);
+        QCOMPARE(progress.back().eta, 0.0);
+        // The job list reads the last progress line from the job's log (stdout).
+        const std::string log = dir.path().toStdString() + "/job.log";
+        std::ofstream(log) << r.out.toStdString();
+        const std::optional<JobProgress> last = lastProgressIn(log);
+        QVERIFY(last.has_value());
+        QCOMPARE(last->step, samples);
+        QCOMPARE(last->total, samples);
+
+        // Without the flag: the progress a person reads, on stderr; no JSON on stdout.
+        r = runApp({"stats", "--model", fx("bert/hf"), "--data", data, "--batch", "3", "--out", statsPath});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QVERIFY2(r.err.contains("stats: 10/10 pairs (100%)"), qPrintable(r.err));
+        QVERIFY2(!r.out.contains("\"progress\""), qPrintable(r.out));
     }
 
     void interruptLeavesNoFile()
