@@ -1,5 +1,6 @@
 #include "analysis/bert_inspection.h"
 
+#include "analysis/bert_batch.h"
 #include "analysis/metrics.h"
 #include "common/error.h"
 
@@ -28,13 +29,11 @@ BertInspection inspectBert(BertNetwork& network, const BertTokenizer& tokenizer,
                         std::to_string(network.config().vocabSize) +
                         " (does vocab.txt belong to this model?)");
 
-    const auto T = std::int64_t(result.encoding.inputIds.size());
-    const torch::Tensor ids = torch::tensor(result.encoding.inputIds, torch::kLong).view({1, T});
-    const torch::Tensor types = torch::tensor(result.encoding.tokenTypeIds, torch::kLong).view({1, T});
-    const torch::Tensor mask = torch::ones({1, T}, torch::kLong);
+    const PaddedBertBatch input = padBertBatch({&result.encoding}, tokenizer.padId()); // B = 1: no padding
 
     c10::InferenceMode guard;
-    const BertForward out = network.forward(ids, types, mask, &result.activations);
+    const BertForward out =
+        network.forward(input.inputIds, input.tokenTypeIds, input.attentionMask, &result.activations);
     if (out.logits.defined()) result.outputNotice = nonFiniteOutputNotice(out.logits);
     if (network.head() == BertHead::SequenceClassification && result.outputNotice.empty()) {
         const torch::Tensor probs = torch::softmax(out.logits[0].to(torch::kDouble), -1).contiguous();

@@ -1,5 +1,6 @@
 #include "analysis/stats_runner.h"
 
+#include "analysis/bert_batch.h"
 #include "analysis/dataset_statistics.h"
 #include "analysis/decoder_inspection.h"
 #include "analysis/metrics.h"
@@ -335,12 +336,6 @@ StatsRunResult runText(const StatsRunOptions& o, const std::atomic<bool>& cancel
     std::set<std::string> captures = requiredCaptures(so);
     if (classifier) captures.insert("logits");
 
-    // Label ids of the model for the gold labels, when its id2label names them.
-    auto labelId = [&](const std::string& label) {
-        for (std::size_t i = 0; i < c.id2label.size(); ++i)
-            if (c.id2label[i] == label) return int(i);
-        return -1;
-    };
     // One accumulator, sink and accuracy count per worker, merged in worker order at the end.
     const Workers workers = workerCount(o);
     std::vector<DatasetStatistics> stats(std::size_t(workers.count), DatasetStatistics(so));
@@ -377,41 +372,32 @@ StatsRunResult runText(const StatsRunOptions& o, const std::atomic<bool>& cancel
         auto runBatch = [&](int w, std::size_t batch) {
             const auto [b0, b1] = batches[batch];
             const auto B = std::int64_t(b1 - b0);
-            std::int64_t T = 0;
-            for (std::size_t i = b0; i < b1; ++i)
-                T = std::max(T, std::int64_t(encodings[order[i]].inputIds.size()));
-            torch::Tensor ids = torch::full({B, T}, tokenizer.padId(), torch::kLong);
-            torch::Tensor types = torch::zeros({B, T}, torch::kLong);
-            torch::Tensor mask = torch::zeros({B, T}, torch::kLong);
-            for (std::int64_t r = 0; r < B; ++r) {
-                const Encoding& e = encodings[order[b0 + std::size_t(r)]];
-                const auto n = std::int64_t(e.inputIds.size());
-                std::copy(e.inputIds.begin(), e.inputIds.end(), ids[r].data_ptr<std::int64_t>());
-                std::copy(e.tokenTypeIds.begin(), e.tokenTypeIds.end(), types[r].data_ptr<std::int64_t>());
-                std::fill_n(mask[r].data_ptr<std::int64_t>(), n, std::int64_t(1));
-            }
-            StreamingStatisticsSink& sink = sinks[std::size_t(w)];
+            std::vector<const Encoding*> rows;
             std::vector<std::int64_t> lengths;
             std::vector<const std::vector<std::string>*> tokens;
-            for (std::int64_t r = 0; r < B; ++r) {
-                const Encoding& e = encodings[order[b0 + std::size_t(r)]];
+            for (std::size_t i = b0; i < b1; ++i) {
+                const Encoding& e = encodings[order[i]];
+                rows.push_back(&e);
                 lengths.push_back(std::int64_t(e.inputIds.size()));
                 tokens.push_back(&e.tokens);
             }
+            const PaddedBertBatch input = padBertBatch(rows, tokenizer.padId());
+            StreamingStatisticsSink& sink = sinks[std::size_t(w)];
             sink.begin(lengths, tokens);
             {
                 c10::InferenceMode guard;
                 const AutocastScope autocast(o.precision); // thread-local: set where the forward runs
                 if (classifier)
-                    network.forward(ids, types, mask, &sink);
+                    network.forward(input.inputIds, input.tokenTypeIds, input.attentionMask, &sink);
                 else
-                    network.encoder()->forward(ids, types, mask, &sink);
+                    network.encoder()->forward(input.inputIds, input.tokenTypeIds, input.attentionMask,
+                                               &sink);
             }
             sink.finish();
             if (classifier) {
                 refuseNonFiniteLogits(sink.at("logits"), o.modelDir);
                 for (std::int64_t r = 0; r < B; ++r) {
-                    const int gold = labelId(pairs[start + order[b0 + std::size_t(r)]].label);
+                    const int gold = goldLabelId(c.id2label, pairs[start + order[b0 + std::size_t(r)]].label);
                     if (gold >= 0) {
                         ++labelled[std::size_t(w)];
                         correct[std::size_t(w)] += sink.at("logits")[r].argmax().item<std::int64_t>() == gold;

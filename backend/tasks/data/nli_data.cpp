@@ -1,21 +1,13 @@
 #include "tasks/data/nli_data.h"
 
+#include "analysis/bert_batch.h"
 #include "common/error.h"
 #include "text/mnli.h"
 
 #include <algorithm>
-#include <cctype>
-#include <cstring>
 
 namespace outlierlens {
 namespace {
-
-std::string lower(std::string s)
-{
-    for (char& c : s)
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-}
 
 std::string joined(const std::vector<std::string>& names)
 {
@@ -41,19 +33,15 @@ NliDataset NliDataset::build(const std::string& file, const BertTokenizer& token
                     ") must hold at least one pair and leave at least one for evaluation");
     data.m_trainSize = static_cast<std::int64_t>(trainPairs);
 
-    std::vector<std::string> lowered;
-    for (const std::string& name : data.m_labelNames)
-        lowered.push_back(lower(name));
-    data.m_inputIds.reserve(pairs.size());
-    data.m_tokenTypeIds.reserve(pairs.size());
+    data.m_encodings.reserve(pairs.size());
     data.m_labels.reserve(pairs.size());
     for (std::size_t i = 0; i < pairs.size(); ++i) {
         const NliPair& pair = pairs[i];
         if (pair.label.empty())
             throw Error(file + ": pair " + std::to_string(i) +
                         " (0-based) has no label; fine-tuning needs labelled pairs");
-        const auto it = std::find(lowered.begin(), lowered.end(), lower(pair.label));
-        if (it == lowered.end())
+        const int label = goldLabelId(data.m_labelNames, pair.label);
+        if (label < 0)
             throw Error(file + ": pair " + std::to_string(i) + " (0-based) has label '" + pair.label +
                         "', which is not in id2label (" + joined(data.m_labelNames) + ")");
         Encoding e;
@@ -62,9 +50,9 @@ NliDataset NliDataset::build(const std::string& file, const BertTokenizer& token
         } catch (const Error& err) {
             throw Error(file + ": pair " + std::to_string(i) + " (0-based): " + err.what());
         }
-        data.m_inputIds.push_back(std::move(e.inputIds));
-        data.m_tokenTypeIds.push_back(std::move(e.tokenTypeIds));
-        data.m_labels.push_back(it - lowered.begin());
+        // Batches read ids and token types only: the rest (the token strings are most of it) is not kept.
+        data.m_encodings.push_back(Encoding{std::move(e.inputIds), std::move(e.tokenTypeIds), {}, {}});
+        data.m_labels.push_back(label);
     }
     return data;
 }
@@ -101,28 +89,18 @@ NliDataset::Batch NliDataset::evalBatch(std::int64_t start, int size) const
 
 NliDataset::Batch NliDataset::gather(const std::vector<std::int64_t>& pairIndices) const
 {
-    const auto b = static_cast<std::int64_t>(pairIndices.size());
-    std::size_t longest = 0;
-    for (const std::int64_t i : pairIndices)
-        longest = std::max(longest, m_inputIds[static_cast<std::size_t>(i)].size());
-    const auto l = static_cast<std::int64_t>(longest);
+    std::vector<const Encoding*> rows;
     Batch batch;
-    batch.inputIds = torch::full({b, l}, m_padId, torch::kInt64);
-    batch.tokenTypeIds = torch::zeros({b, l}, torch::kInt64);
-    batch.attentionMask = torch::zeros({b, l}, torch::kInt64);
-    batch.labels = torch::empty({b}, torch::kInt64);
-    auto* ids = batch.inputIds.data_ptr<std::int64_t>();
-    auto* types = batch.tokenTypeIds.data_ptr<std::int64_t>();
-    auto* mask = batch.attentionMask.data_ptr<std::int64_t>();
+    batch.labels = torch::empty({static_cast<std::int64_t>(pairIndices.size())}, torch::kInt64);
     auto* labels = batch.labels.data_ptr<std::int64_t>();
-    for (std::int64_t r = 0; r < b; ++r) {
-        const auto i = static_cast<std::size_t>(pairIndices[static_cast<std::size_t>(r)]);
-        const std::vector<std::int64_t>& src = m_inputIds[i];
-        std::memcpy(ids + r * l, src.data(), src.size() * sizeof(std::int64_t));
-        std::memcpy(types + r * l, m_tokenTypeIds[i].data(), src.size() * sizeof(std::int64_t));
-        std::fill(mask + r * l, mask + r * l + static_cast<std::int64_t>(src.size()), 1);
-        labels[r] = m_labels[i];
+    for (const std::int64_t i : pairIndices) {
+        rows.push_back(&m_encodings[static_cast<std::size_t>(i)]);
+        *labels++ = m_labels[static_cast<std::size_t>(i)];
     }
+    PaddedBertBatch input = padBertBatch(rows, m_padId);
+    batch.inputIds = std::move(input.inputIds);
+    batch.tokenTypeIds = std::move(input.tokenTypeIds);
+    batch.attentionMask = std::move(input.attentionMask);
     return batch;
 }
 

@@ -16,8 +16,8 @@ namespace outlierlens {
 
 /// MNLI pairs encoded for BertForSequenceClassification ([CLS] premise [SEP] hypothesis [SEP]) with a
 /// fixed split: pairs [0, trainPairs) of the file for training, [trainPairs, N) held out (the MNLI-m
-/// validation set is the only MNLI data on these machines). Labels are mapped through their names:
-/// entailment 0, neutral 1, contradiction 2 unless id2label says otherwise.
+/// validation set is the only MNLI data on these machines). Labels are mapped through their names
+/// (goldLabelId()): entailment 0, neutral 1, contradiction 2 unless id2label says otherwise.
 class NliDataset
 {
 public:
@@ -30,8 +30,8 @@ public:
 
     /// Reads `file` with readNliPairs() (GLUE TSV or JSONL) and tokenizes every pair once, truncated to
     /// maxLength tokens (Hugging Face longest_first; 0 = no truncation). id2label[i] is the name of class
-    /// i, compared case-insensitively with the file's labels; empty = nliLabelNames(). Throws Error
-    /// naming the file for an unlabelled pair or a label not in id2label (0-based pair index), a
+    /// i, compared case-insensitively with the file's labels (goldLabelId()); empty = nliLabelNames(). Throws
+    /// Error naming the file for an unlabelled pair or a label not in id2label (0-based pair index), a
     /// trainPairs of 0 or not below the number of pairs, and the errors of readNliPairs/encode.
     static NliDataset build(const std::string& file, const BertTokenizer& tokenizer, int maxLength,
                             std::size_t trainPairs, const std::vector<std::string>& id2label);
@@ -58,7 +58,7 @@ private:
     std::int64_t m_padId = 0;
     std::int64_t m_trainSize = 0;
     std::vector<std::string> m_labelNames;
-    std::vector<std::vector<std::int64_t>> m_inputIds, m_tokenTypeIds;
+    std::vector<Encoding> m_encodings; ///< per pair: inputIds and tokenTypeIds only
     std::vector<std::int64_t> m_labels;
 };
 
