@@ -144,8 +144,8 @@ int runStats(const QStringList& args)
         checkCanWrite(o.outPath); // before the passes, not after them
         if (cmd.isSet("layers")) o.layers = parseLayers(cmd.parser().value("layers"));
         if (cmd.isSet("rule")) o.criterion.rule = parseOutlierRule(cmd.value("rule"));
-        o.criterion.k = cmd.doubleValue("k", 6.0);
-        o.criterion.tau = cmd.doubleValue("tau", 1000.0);
+        o.criterion.k = cmd.doubleValue("k", kDefaultSigmaK);
+        o.criterion.tau = cmd.doubleValue("tau", kDefaultTau);
         if (!(o.criterion.k > 0) || !(o.criterion.tau > 0))
             throw UsageException{"--k and --tau must be positive"};
         o.batchSize = cmd.intValue("batch", 16, 1, 4096);

@@ -39,6 +39,17 @@ struct ModelInfo
     bool takesText() const { return family == Family::Bert || causal; }
 };
 
+/// Outliers of one [T x d] tensor of one layer and input, computed by the inspection worker with
+/// analysis/metrics (docs/metrics.md), so that views read them instead of computing them again.
+struct TensorOutliers
+{
+    QVector<int> perDimension; ///< [d]: outlier values in each hidden dimension (0-based)
+    QVector<int> perToken;     ///< [T]: outlier values of each token
+    QVector<int> positions;    ///< flat indices t * d + j of the outlier values, ascending
+    double maxInfNorm = 0;     ///< max |x|, in the tensor's units
+    double kurtosis = 0;       ///< Pearson kurtosis (not excess: a Gaussian gives about 3)
+};
+
 /// Every activation of one input, as flat float arrays with 0-based indices.
 struct InspectionSnapshot
 {
@@ -65,6 +76,12 @@ struct InspectionSnapshot
     QVector<float> ffnOut;   ///< [L][T][d]
     QVector<float> residual; ///< [L][T][d]
     QVector<float> out;      ///< [L][T][d]
+
+    /// The sigma rule's k of `outliers` (|x - mean| > k std over the input's T x d values).
+    double outlierK = 0;
+    /// [4][L]: outliers of attn_out, ffn_out, residual and out (perLayerNames() order) in every layer,
+    /// so that switching layer or tensor in a view needs no worker. Empty for a tensor not captured.
+    QVector<QVector<TensorOutliers>> outliers;
 
     QString precision = QStringLiteral("fp32"); ///< what the forward pass computed in: "fp32" or "bf16"
     QString precisionNotice; ///< fast mode asked for but not possible here: the one sentence why
@@ -98,8 +115,12 @@ struct InspectionSnapshot
     {
         return gates.isEmpty() ? nullptr : gates.constData() + (std::size_t(layer) * H() + head) * T;
     }
-    /// A [T][d] tensor of `layer`; `name` is attn_out, ffn_out, residual or out.
+    /// The [T][d] tensors kept per layer, in the order of `outliers`.
+    static const QStringList& perLayerNames();
+    /// A [T][d] tensor of `layer`; `name` is attn_out, ffn_out, residual or out (anything else: ffn_out).
     const QVector<float>& perLayer(const QString& name) const;
+    /// Outliers of tensor `name` (as perLayer) in `layer`; an empty entry when that tensor was not captured.
+    const TensorOutliers& outliersOf(const QString& name, int layer) const;
 };
 
 using SnapshotPtr = std::shared_ptr<const InspectionSnapshot>;

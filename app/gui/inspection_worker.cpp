@@ -2,8 +2,10 @@
 
 #include "tasks/task_common.h"
 
+#include "analysis/bert_batch.h"
 #include "analysis/bert_inspection.h"
 #include "analysis/decoder_inspection.h"
+#include "analysis/metrics.h"
 #include "analysis/statistics_file.h"
 #include "analysis/vit_inspection.h"
 #include "common/error.h"
@@ -128,6 +130,52 @@ QVector<QVector<float>> perHead(const RecordingSink& sink, CapturePoint point, i
     return out;
 }
 
+QVector<int> toInts(const std::vector<std::int64_t>& v)
+{
+    QVector<int> out;
+    out.reserve(qsizetype(v.size()));
+    for (std::int64_t x : v)
+        out << int(x);
+    return out;
+}
+
+/// The dashboard's numbers of one [T, d] tensor, by analysis/metrics.
+TensorOutliers tensorOutliers(const torch::Tensor& x, const OutlierCriterion& criterion)
+{
+    const SampleSummary s = summariseSample(x, criterion);
+    TensorOutliers o;
+    o.perDimension = toInts(s.perDim);
+    o.perToken = toInts(s.perToken);
+    o.positions = toInts(s.positions);
+    o.maxInfNorm = s.maxInfNorm;
+    o.kurtosis = s.kurtosis;
+    return o;
+}
+
+/// Outliers of every per-layer tensor the snapshot keeps, in every layer, by the default criterion.
+/// Memory stays small: counts of [d] and [T] and the outliers' positions (at most 1/k^2 of the
+/// values, Chebyshev) per tensor and layer, beside the [T][d] values the snapshot holds anyway.
+void fillOutliers(InspectionSnapshot& s, const RecordingSink& sink)
+{
+    const OutlierCriterion criterion; // sigma rule, k = kDefaultSigmaK
+    s.outlierK = criterion.k;
+    static const CapturePoint kPoints[] = {CapturePoint::AttnOut, CapturePoint::FfnOut,
+                                           CapturePoint::Residual, CapturePoint::Out};
+    s.outliers.clear();
+    for (CapturePoint point : kPoints) {
+        QVector<TensorOutliers> layers;
+        for (int l = 0; l < s.model.layers; ++l) {
+            const std::string name = captureName(point, l);
+            if (!sink.contains(name)) {
+                layers.clear();
+                break;
+            }
+            layers << tensorOutliers(sink.at(name)[0], criterion);
+        }
+        s.outliers << layers;
+    }
+}
+
 void fillActivations(InspectionSnapshot& s, const RecordingSink& sink)
 {
     const int L = s.model.layers;
@@ -141,6 +189,7 @@ void fillActivations(InspectionSnapshot& s, const RecordingSink& sink)
     s.ffnOut = stackLayers(sink, CapturePoint::FfnOut, L);
     s.residual = stackLayers(sink, CapturePoint::Residual, L);
     s.out = stackLayers(sink, CapturePoint::Out, L);
+    fillOutliers(s, sink);
 }
 
 /// What every family reports alike: its attention variant, geometry and checkpoint hash.
@@ -404,24 +453,14 @@ void InspectionWorker::predictPairs(quint64 generation, const QStringList& premi
         while (count < kBatch && start + count < total && !m_predicted[start + count])
             ++count;
         std::vector<Encoding> encodings;
-        std::int64_t T = 0;
-        for (int i = 0; i < count; ++i) {
+        for (int i = 0; i < count; ++i)
             encodings.push_back(m_model->tokenizer->encode(premises[start + i].toStdString(),
                                                            hypotheses[start + i].toStdString(),
                                                            net.config().maxPositions));
-            T = std::max<std::int64_t>(T, std::int64_t(encodings.back().inputIds.size()));
-        }
-        torch::Tensor ids = torch::zeros({count, T}, torch::kLong),
-                      types = torch::zeros({count, T}, torch::kLong),
-                      mask = torch::zeros({count, T}, torch::kLong);
-        using torch::indexing::Slice;
-        for (int i = 0; i < count; ++i) {
-            const auto n = std::int64_t(encodings[std::size_t(i)].inputIds.size());
-            ids.index_put_({i, Slice(0, n)}, torch::tensor(encodings[std::size_t(i)].inputIds, torch::kLong));
-            types.index_put_({i, Slice(0, n)},
-                             torch::tensor(encodings[std::size_t(i)].tokenTypeIds, torch::kLong));
-            mask.index_put_({i, Slice(0, n)}, 1);
-        }
+        std::vector<const Encoding*> rows;
+        for (const Encoding& e : encodings)
+            rows.push_back(&e);
+        const PaddedBertBatch input = padBertBatch(rows, m_model->tokenizer->padId());
         torch::Tensor predicted;
         {
             // Background work: leave a core to the GUI thread (redraws stay smooth while the
@@ -433,7 +472,9 @@ void InspectionWorker::predictPairs(quint64 generation, const QStringList& premi
                 ~FewerThreads() { at::set_num_threads(threads); }
             } fewer;
             c10::InferenceMode guard;
-            predicted = net.forward(ids, types, mask).logits.argmax(-1).contiguous();
+            predicted = net.forward(input.inputIds, input.tokenTypeIds, input.attentionMask)
+                            .logits.argmax(-1)
+                            .contiguous();
         }
         QVector<int> labels;
         for (int i = 0; i < count; ++i) {
@@ -483,12 +524,36 @@ void InspectionWorker::loadStatistics(quint64 generation, const QString& path)
     }
 }
 
+namespace {
+
+/// Index of a per-layer tensor in perLayerNames(); anything unknown is ffn_out.
+int perLayerIndex(const QString& name)
+{
+    const int i = int(InspectionSnapshot::perLayerNames().indexOf(name));
+    return i < 0 ? 1 : i;
+}
+
+} // namespace
+
+const QStringList& InspectionSnapshot::perLayerNames()
+{
+    static const QStringList names = {QStringLiteral("attn_out"), QStringLiteral("ffn_out"),
+                                      QStringLiteral("residual"), QStringLiteral("out")};
+    return names;
+}
+
 const QVector<float>& InspectionSnapshot::perLayer(const QString& name) const
 {
-    if (name == QLatin1String("attn_out")) return attnOut;
-    if (name == QLatin1String("residual")) return residual;
-    if (name == QLatin1String("out")) return out;
-    return ffnOut;
+    const QVector<float>* tensors[] = {&attnOut, &ffnOut, &residual, &out};
+    return *tensors[perLayerIndex(name)];
+}
+
+const TensorOutliers& InspectionSnapshot::outliersOf(const QString& name, int layer) const
+{
+    static const TensorOutliers kNone;
+    const int i = perLayerIndex(name);
+    if (i >= outliers.size() || layer < 0 || layer >= outliers[i].size()) return kNone;
+    return outliers[i][layer];
 }
 
 } // namespace outlierlens

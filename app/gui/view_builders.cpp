@@ -42,40 +42,6 @@ QStringList dimensionLabels(int n)
     return labels;
 }
 
-/// Outlier mask of one [T x d] sample with the sigma rule (unbiased std), as analysis/metrics.
-std::vector<bool> sigmaMask(const float* x, std::size_t n, double k)
-{
-    double sum = 0;
-    for (std::size_t i = 0; i < n; ++i)
-        sum += x[i];
-    const double mean = sum / double(n);
-    double squares = 0;
-    for (std::size_t i = 0; i < n; ++i)
-        squares += (x[i] - mean) * (x[i] - mean);
-    const double stdev = n > 1 ? std::sqrt(squares / double(n - 1)) : 0.0;
-    std::vector<bool> mask(n, false);
-    if (stdev == 0) return mask;
-    for (std::size_t i = 0; i < n; ++i)
-        mask[i] = std::abs(x[i] - mean) > k * stdev;
-    return mask;
-}
-
-double kurtosis(const float* x, std::size_t n)
-{
-    double sum = 0;
-    for (std::size_t i = 0; i < n; ++i)
-        sum += x[i];
-    const double mean = sum / double(n);
-    double m2 = 0, m4 = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-        const double d = x[i] - mean;
-        m2 += d * d;
-        m4 += d * d * d * d;
-    }
-    const double s2 = n > 1 ? m2 / double(n - 1) : 0.0;
-    return (m4 / double(n)) / (s2 * s2 + 1e-6);
-}
-
 double meanAbs(const float* v, int n)
 {
     double sum = 0;
@@ -202,40 +168,32 @@ OverviewData buildOverview(const InspectionSnapshot& s)
     return o;
 }
 
-OutlierDashboardData buildDashboard(const InspectionSnapshot& s, int layer, const QString& tensor, double k)
+OutlierDashboardData buildDashboard(const InspectionSnapshot& s, int layer, const QString& tensor)
 {
     OutlierDashboardData d;
     d.sourceDescription = QStringLiteral("current input: %1").arg(s.input.left(120));
     d.layer = layer, d.tensor = tensor, d.headDim = s.dh();
-    d.criterion =
-        QStringLiteral("|x - mean| > %1 std over the input's %2 x %3 values").arg(k).arg(s.T).arg(s.d());
-    const QVector<float>& all = s.perLayer(tensor);
-    const std::size_t n = std::size_t(s.T) * s.d();
-    const float* x = all.constData() + std::size_t(layer) * n;
-    const std::vector<bool> mask = sigmaMask(x, n, k);
+    d.criterion = QStringLiteral("|x - mean| > %1 std over the input's %2 x %3 values")
+                      .arg(s.outlierK)
+                      .arg(s.T)
+                      .arg(s.d());
+    const TensorOutliers& o = s.outliersOf(tensor, layer);
     d.perDimension.title =
         QStringLiteral("Outliers per hidden dimension (layer %1, %2)").arg(layer + 1).arg(tensor);
     d.perDimension.axisTitle = QStringLiteral("outlier values");
     d.perDimension.labels = dimensionLabels(s.d());
-    d.perDimension.values = QVector<double>(s.d(), 0.0);
-    QVector<double> perToken(s.T, 0.0);
-    for (int t = 0; t < s.T; ++t)
-        for (int j = 0; j < s.d(); ++j)
-            if (mask[std::size_t(t) * s.d() + j]) {
-                d.perDimension.values[j] += 1;
-                perToken[t] += 1;
-            }
+    for (int j = 0; j < s.d(); ++j)
+        d.perDimension.values << double(o.perDimension.value(j));
     QStringList labels;
-    for (int t = 0; t < s.T; ++t)
+    QVector<double> perToken;
+    for (int t = 0; t < s.T; ++t) {
         labels << QStringLiteral("%1 (%2)").arg(s.tokens[t]).arg(t);
+        perToken << double(o.perToken.value(t));
+    }
     d.perToken = topTokens(labels, perToken, 20, QStringLiteral("Tokens carrying the most outliers"));
     for (int l = 0; l < s.L(); ++l) {
-        const float* y = all.constData() + std::size_t(l) * n;
-        double maxAbs = 0;
-        for (std::size_t i = 0; i < n; ++i)
-            maxAbs = std::max(maxAbs, double(std::abs(y[i])));
-        d.maxInfNormPerLayer << maxAbs;
-        d.kurtosisPerLayer << kurtosis(y, n);
+        d.maxInfNormPerLayer << s.outliersOf(tensor, l).maxInfNorm;
+        d.kurtosisPerLayer << s.outliersOf(tensor, l).kurtosis;
     }
     d.provenance = provenanceOf(s, QStringLiteral("layer %1, %2").arg(layer + 1).arg(tensor));
     return d;
@@ -296,18 +254,15 @@ OutlierDashboardData buildDashboard(const StatisticsFile& stats, const QString& 
 }
 
 QVector<int> tokensWithOutliersIn(const InspectionSnapshot& s, int layer, const QString& tensor,
-                                  int dimension, double k)
+                                  int dimension)
 {
-    const std::size_t n = std::size_t(s.T) * s.d();
-    const float* x = s.perLayer(tensor).constData() + std::size_t(layer) * n;
-    const std::vector<bool> mask = sigmaMask(x, n, k);
     QVector<int> tokens;
-    for (int t = 0; t < s.T; ++t)
-        if (mask[std::size_t(t) * s.d() + dimension]) tokens << t;
+    for (int p : s.outliersOf(tensor, layer).positions) // ascending: tokens come in order, once each
+        if (p % s.d() == dimension) tokens << p / s.d();
     return tokens;
 }
 
-ImageViewData buildImageView(const InspectionSnapshot& s, int layer, int head, double k)
+ImageViewData buildImageView(const InspectionSnapshot& s, int layer, int head)
 {
     ImageViewData v;
     v.image = s.image;
@@ -315,16 +270,13 @@ ImageViewData buildImageView(const InspectionSnapshot& s, int layer, int head, d
     v.gridRows = v.gridCols = s.model.gridSize;
     v.layer = layer, v.head = head;
     const int next = std::min(layer + 1, s.L() - 1);
-    const std::size_t n = std::size_t(s.T) * s.d();
-    const std::vector<bool> mask = sigmaMask(s.out.constData() + std::size_t(layer) * n, n, k);
+    const QVector<int>& perToken = s.outliersOf(QStringLiteral("out"), layer).perToken;
     v.patchOutliers = QVector<float>(v.gridRows * v.gridCols, 0.0f);
     std::vector<bool> outlierToken(std::size_t(s.T), false);
-    for (int t = 0; t < s.T; ++t)
-        for (int j = 0; j < s.d(); ++j)
-            if (mask[std::size_t(t) * s.d() + j]) {
-                outlierToken[std::size_t(t)] = true;
-                if (t > 0) v.patchOutliers[t - 1] += 1;
-            }
+    for (int t = 0; t < s.T; ++t) {
+        outlierToken[std::size_t(t)] = perToken.value(t) > 0;
+        if (t > 0) v.patchOutliers[t - 1] = float(perToken.value(t)); // token 0 is [CLS]
+    }
     const float* p = s.probsOf(next, head);
     v.cumulativeAttention = QVector<float>(v.gridRows * v.gridCols, 0.0f);
     for (int i = 0; i < s.T; ++i)
@@ -411,21 +363,16 @@ TeachingData buildTeaching(const InspectionSnapshot& s, int token, int layer, in
     if (const float* g = s.gatesOf(layer, head)) t.gate = g[token];
     t.visibleKeys = keys;
     t.exactZeros = int(std::count(probs, probs + keys, 0.0f));
-    // Outliers in what the head reads, by the paper's 6-sigma rule over the previous layer's [T x d]
+    // Outliers in what the head reads, by the snapshot's sigma rule over the previous layer's [T x d]
     // tensor (the FFN output for BERT, the block output for ViT and decoders, as in the figures).
-    constexpr double kSigmas = 6.0;
-    t.outlierRule = QStringLiteral("%1σ").arg(kSigmas);
+    t.outlierRule = QStringLiteral("%1σ").arg(s.outlierK);
     t.outlierTensor = outlierTensorRead(s.model);
     if (layer > 0) {
         const std::size_t n = std::size_t(s.T) * d;
         const float* x = s.perLayer(t.outlierTensor).constData() + std::size_t(layer - 1) * n;
-        const std::vector<bool> mask = sigmaMask(x, n, kSigmas);
-        const auto rowCount = [&](int row) {
-            return int(std::count(mask.begin() + std::ptrdiff_t(row) * d,
-                                  mask.begin() + std::ptrdiff_t(row + 1) * d, true));
-        };
-        t.keyOutliers = rowCount(best);
-        t.tokenOutliers = rowCount(token);
+        const QVector<int>& perToken = s.outliersOf(t.outlierTensor, layer - 1).perToken;
+        t.keyOutliers = perToken.value(best);
+        t.tokenOutliers = perToken.value(token);
         for (int j = 0; j < d; ++j)
             t.keyInputMax = std::max(t.keyInputMax, double(std::abs(x[std::size_t(best) * d + j])));
     }

@@ -22,21 +22,20 @@ HeadViewData buildHeadView(const InspectionSnapshot& s, int layer, int head);
 OverviewData buildOverview(const InspectionSnapshot& s);
 
 /// Outliers of one input: counts per hidden dimension and per token of `tensor` in `layer`
-/// (|x - mean| > k std over the input's T x d values, unbiased std), and the max inf norm and
-/// kurtosis of that tensor in every layer.
-OutlierDashboardData buildDashboard(const InspectionSnapshot& s, int layer, const QString& tensor,
-                                    double k = 6.0);
+/// (|x - mean| > k std over the input's T x d values, unbiased std, k = s.outlierK), and the max inf
+/// norm and kurtosis of that tensor in every layer; the worker computed them (s.outliers).
+OutlierDashboardData buildDashboard(const InspectionSnapshot& s, int layer, const QString& tensor);
 /// The same from a data-set statistics file (`tensor` of `layer` must have been analysed).
 OutlierDashboardData buildDashboard(const StatisticsFile& stats, const QString& path, int layer,
                                     const QString& tensor, int headDim);
 
-/// Tokens (indices) that carry at least one outlier in `dimension` of `tensor` in `layer`.
+/// Tokens (indices, ascending) that carry at least one outlier in `dimension` of `tensor` in `layer`.
 QVector<int> tokensWithOutliersIn(const InspectionSnapshot& s, int layer, const QString& tensor,
-                                  int dimension, double k = 6.0);
+                                  int dimension);
 
 /// The image view for a ViT snapshot: outlier patches of `layer`'s block output, and attention,
 /// cumulative attention and |V| of `head` in the next layer (the same layer for the last one).
-ImageViewData buildImageView(const InspectionSnapshot& s, int layer, int head, double k = 6.0);
+ImageViewData buildImageView(const InspectionSnapshot& s, int layer, int head);
 /// Adds the data set's outlier counts per patch for `layer` (block outputs) from a statistics file.
 void addDatasetPatches(ImageViewData& view, const StatisticsFile& stats, int layer);
 

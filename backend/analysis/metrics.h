@@ -3,7 +3,9 @@
 
 #include <torch/types.h>
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace outlierlens {
 
@@ -18,13 +20,18 @@ std::string outlierRuleName(OutlierRule rule);
 /// Inverse of outlierRuleName(); throws Error for anything else.
 OutlierRule parseOutlierRule(const std::string& name);
 
+/// The sigma rule's default k, the paper's |x - mean| > 6 std (DESIGN.md): every default of k is this one.
+inline constexpr double kDefaultSigmaK = 6.0;
+/// The tau rule's default (An et al. 2025).
+inline constexpr double kDefaultTau = 1000.0;
+
 /// An outlier rule with its threshold. Statistics are always over one sample's whole [T, d]
 /// tensor with padding left out.
 struct OutlierCriterion
 {
     OutlierRule rule = OutlierRule::Sigma;
-    double k = 6.0;      ///< sigma rule: |x - mean(X)| > k * std(X), std unbiased (torch default)
-    double tau = 1000.0; ///< tau rule: |x| > tau * mean(|X|)
+    double k = kDefaultSigmaK; ///< sigma rule: |x - mean(X)| > k * std(X), std unbiased (torch default)
+    double tau = kDefaultTau;  ///< tau rule: |x| > tau * mean(|X|)
 
     /// One line for files and figure captions, e.g. "|x - mean| > 6 std (unbiased), per sample over T x d".
     std::string describe() const;
@@ -37,6 +44,22 @@ struct OutlierCriterion
 /// indexing (token, hidden dimension; 0-based). Statistics are computed in float64. Fewer than two
 /// values, or a constant tensor, give no outliers (never NaN).
 torch::Tensor outlierMask(const torch::Tensor& x, const OutlierCriterion& criterion);
+
+/// One sample's outliers, max inf norm and kurtosis: see summariseSample().
+struct SampleSummary
+{
+    std::vector<std::int64_t> perDim;    ///< [d]: outliers in each hidden dimension
+    std::vector<std::int64_t> perToken;  ///< [T]: outliers of each token
+    std::vector<std::int64_t> positions; ///< flat indices t * d + j of the outliers, ascending
+    double maxInfNorm = 0;               ///< as maxInfNorm()
+    double kurtosis = 0;                 ///< as pearsonKurtosis()
+};
+
+/// x [T, d] (token, hidden dimension; 0-based; any floating dtype and strides, no padding) summarised
+/// in three passes in float64, read where it lies: the numbers of outlierMask() (per dimension, per
+/// token and where), maxInfNorm() and pearsonKurtosis(), without their float64 copy and temporaries.
+/// Throws Error for a tensor that is not 2-D or is empty.
+SampleSummary summariseSample(const torch::Tensor& x, const OutlierCriterion& criterion);
 
 /// "" when every value of a model's output is finite; else one line such as "the model's output holds
 /// 3 NaN and 0 infinite values (of 3): no prediction from it (are the weights finite?)". NaN or Inf

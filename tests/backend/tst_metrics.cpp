@@ -251,6 +251,46 @@ private Q_SLOTS:
         QVERIFY_THROWS_EXCEPTION(Error, attentionOutlierKeys(torch::ones({3, 3})));
     }
 
+    /// summariseSample() (three passes over the values) gives the numbers of outlierMask(),
+    /// maxInfNorm() and pearsonKurtosis() (torch ops in float64), for any dtype, layout and rule.
+    void sampleSummaryAgreesWithTheTensorMetrics_data()
+    {
+        QTest::addColumn<QString>("layout");
+        QTest::addColumn<bool>("tauRule");
+        for (const char* layout : {"float", "bfloat16", "transposed", "constant"})
+            for (bool tauRule : {false, true})
+                QTest::newRow(qPrintable(QStringLiteral("%1, %2").arg(layout).arg(tauRule ? "tau" : "sigma")))
+                    << QString::fromLatin1(layout) << tauRule;
+    }
+
+    void sampleSummaryAgreesWithTheTensorMetrics()
+    {
+        QFETCH(QString, layout);
+        QFETCH(bool, tauRule);
+        torch::Tensor x = smallPattern(40, 24).to(torch::kFloat);
+        x[3][5] = 90.0f, x[17][5] = -70.0f, x[39][23] = 60.0f, x[20][0] = 1e6f; // a tau outlier (tau 100) too
+        if (layout == QLatin1String("bfloat16")) x = x.to(torch::kBFloat16);
+        if (layout == QLatin1String("transposed")) x = x.t().contiguous().t(); // strides (1, 40)
+        if (layout == QLatin1String("constant")) x = torch::full({40, 24}, 2.5f);
+        const OutlierCriterion c = tauRule ? tau(100) : sigma(kDefaultSigmaK); // n = 960 > tau
+        const SampleSummary s = summariseSample(x, c);
+        const torch::Tensor mask = outlierMask(x, c);
+        const auto list = [](const torch::Tensor& t) {
+            const torch::Tensor l = t.to(torch::kLong).contiguous();
+            return std::vector<std::int64_t>(l.data_ptr<std::int64_t>(),
+                                             l.data_ptr<std::int64_t>() + l.numel());
+        };
+        QCOMPARE(s.perDim, list(mask.sum(0)));
+        QCOMPARE(s.perToken, list(mask.sum(1)));
+        QCOMPARE(s.positions, list(mask.flatten().nonzero().flatten()));
+        if (layout != QLatin1String("constant")) QVERIFY(!s.positions.empty());
+        QCOMPARE(s.maxInfNorm, maxInfNorm(x));
+        QVERIFY2(std::abs(s.kurtosis - pearsonKurtosis(x)) <= 1e-9 * std::max(1.0, pearsonKurtosis(x)),
+                 qPrintable(QStringLiteral("%1 vs %2").arg(s.kurtosis).arg(pearsonKurtosis(x))));
+        QVERIFY_THROWS_EXCEPTION(Error, summariseSample(torch::zeros({0, 4}), c));
+        QVERIFY_THROWS_EXCEPTION(Error, summariseSample(torch::zeros({2, 3, 4}), c));
+    }
+
     void criterionNames()
     {
         QCOMPARE(OutlierCriterion().describe(),
