@@ -162,8 +162,9 @@ struct TrainingCurveData
     QVector<double> steps, loss;          ///< progress lines
     QVector<double> evalSteps, evalValue; ///< evaluations
     QString evalName;                     ///< "perplexity" or "accuracy"
-    QVector<QVector<double>> maxInfNorm;  ///< [evaluation][layer] of the tracked FFN output
-    QVector<QVector<double>> kurtosis;    ///< [evaluation][layer]
+    QVector<QVector<double>>
+        maxInfNorm; ///< [evaluation][layer] of the run's figure tensor (BERT ffn_out, else out)
+    QVector<QVector<double>> kurtosis; ///< [evaluation][layer]
 };
 
 /// One point of a finished sweep (summary.json).

@@ -77,21 +77,20 @@ std::vector<double> valuesOf(const std::map<std::string, std::vector<double>>& t
     return it == tensors.end() ? std::vector<double>() : it->second;
 }
 
-/// DESIGN.md's model-level metrics: max inf norm = the largest per-layer mean (FFN output for
-/// BERT, block output for ViT); avg kurtosis = mean over layers (FFN and block outputs for BERT).
-void summarize(const std::optional<MetricsLine>& eval, bool image, SweepSummaryRow& row)
+/// DESIGN.md's model-level metrics: max inf norm = the largest per-layer mean of the task's figure
+/// tensor; avg kurtosis = mean over layers of its kurtosis tensors (figureTensorOf, kurtosisTensorsOf).
+void summarize(const std::optional<MetricsLine>& eval, TrainTask task, SweepSummaryRow& row)
 {
     if (!eval) return;
     row.step = eval->step;
     row.metricName = eval->metricName;
     row.metric = eval->metric;
-    const std::vector<double> norms = valuesOf(eval->maxInfNorm, image ? "out" : "ffn_out");
+    const std::vector<double> norms = valuesOf(eval->maxInfNorm, pointName(figureTensorOf(task)));
     row.maxInfNorm = norms.empty() ? NAN : *std::max_element(norms.begin(), norms.end());
     double sum = 0;
     int count = 0;
-    for (const char* key : {"ffn_out", "out"}) {
-        if (image && std::string(key) == "ffn_out") continue;
-        for (double k : valuesOf(eval->kurtosis, key))
+    for (CapturePoint point : kurtosisTensorsOf(task)) {
+        for (double k : valuesOf(eval->kurtosis, pointName(point)))
             sum += k, ++count;
     }
     row.avgKurtosis = count ? sum / count : NAN;
@@ -191,7 +190,7 @@ int runSweep(const QStringList& args)
             const auto ended = run.readStatus();
             row.state = ended ? ended->state : "missing";
             row.settings = p.settings;
-            summarize(lastEvaluation(run), c.task == TrainTask::Image, row);
+            summarize(lastEvaluation(run), c.task, row);
             rows.push_back(row);
         }
         if (interruptFlag()) {

@@ -1,5 +1,6 @@
 #include "job_manager.h"
 
+#include "tasks/config/train_config.h"
 #include "train/job_progress.h"
 #include "train/run_folder.h"
 
@@ -156,19 +157,29 @@ TrainingCurveData readTrainingCurves(const QString& runFolder)
     const auto toQt = [](const std::vector<double>& values) {
         return QVector<double>(values.begin(), values.end());
     };
-    const auto perLayer = [&](const std::map<std::string, std::vector<double>>& tensors, const char* name) {
+    const auto perLayer = [&](const std::map<std::string, std::vector<double>>& tensors,
+                              const std::string& name) {
         const auto it = tensors.find(name);
         return it == tensors.end() ? QVector<double>() : toQt(it->second);
     };
-    for (const MetricsLine& line : RunFolder(runFolder.toStdString()).readMetrics()) {
+    const RunFolder run(runFolder.toStdString());
+    // The run's figure tensor (BERT's FFN output, the block output of ViT and decoders); the block
+    // output, which every task tracks, when run.json cannot be read.
+    std::string tensor = pointName(CapturePoint::Out);
+    try {
+        if (const std::optional<TrainConfig> config = run.readConfig())
+            tensor = pointName(figureTensorOf(config->task));
+    } catch (const std::exception&) {
+    }
+    for (const MetricsLine& line : run.readMetrics()) {
         const double step = double(line.step);
         if (line.eval) {
             if (line.metricName.empty()) continue;
             c.evalName = QString::fromStdString(line.metricName);
             c.evalSteps << step;
             c.evalValue << line.metric;
-            c.maxInfNorm << perLayer(line.maxInfNorm, "ffn_out");
-            c.kurtosis << perLayer(line.kurtosis, "ffn_out");
+            c.maxInfNorm << perLayer(line.maxInfNorm, tensor);
+            c.kurtosis << perLayer(line.kurtosis, tensor);
         } else {
             c.steps << step;
             c.loss << line.loss;

@@ -1,6 +1,8 @@
 #pragma once
 // GUI thread.
 
+#include "page.h"
+
 #include <QWidget>
 
 class QComboBox;
@@ -20,12 +22,12 @@ class Figure;
 /// Training runs and statistics runs as background jobs: a form to start one, the queue with
 /// progress, live charts of the selected run (loss, evaluation metric, max inf norm and kurtosis
 /// per layer), cancel, resume, and opening a finished model or statistics file in the views.
-class JobsPage : public QWidget
+class JobsPage : public QWidget, public Page
 {
     Q_OBJECT
 public:
     JobsPage(JobManager* jobs, QWidget* parent = nullptr);
-    const Figure* figure() const;
+    const Figure* figure() const override;
     /// Queues a statistics run over `data` (mnli:FILE[:N] or images:DIR[:N]) for `model`.
     void queueStatistics(const QString& model, const QString& data);
     QPushButton* startButton() const { return m_start; }

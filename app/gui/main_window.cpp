@@ -484,11 +484,8 @@ void MainWindow::showError(const QString& message)
 const Figure* MainWindow::currentFigure() const
 {
     QWidget* current = m_pages->currentWidget();
-    if (const auto* page = dynamic_cast<const Page*>(current)) return page->figure();
-    // The Jobs and Sweeps pages have figures but are not Pages (yet).
-    if (current == m_sweeps) return m_sweeps->figure();
-    if (current == m_jobs) return m_jobs->figure();
-    return nullptr;
+    const auto* page = dynamic_cast<const Page*>(current);
+    return page ? page->figure() : nullptr;
 }
 
 bool MainWindow::exportCurrent(const QString& path, QSize size, int dpi, QString* error) const

@@ -1,6 +1,7 @@
 #pragma once
 // GUI thread; the summary file is read on a worker thread.
 
+#include "page.h"
 #include "view_data.h"
 
 #include <QFutureWatcher>
@@ -14,7 +15,7 @@ class SweepView;
 class Figure;
 
 /// Charts of a finished sweep (`outlierlens sweep`), like the paper's Figures 6 and 7.
-class SweepsPage : public QWidget
+class SweepsPage : public QWidget, public Page
 {
     Q_OBJECT
 public:
@@ -22,7 +23,7 @@ public:
     ~SweepsPage() override;
     /// Reads <folder>/summary.json (or a summary.json path) in the background and shows it.
     void openSummary(const QString& path);
-    const Figure* figure() const;
+    const Figure* figure() const override;
 
 Q_SIGNALS:
     void failed(const QString& message);

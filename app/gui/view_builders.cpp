@@ -1,5 +1,6 @@
 #include "view_builders.h"
 
+#include "analysis/figure_tensor.h"
 #include "analysis/statistics_file.h"
 
 #include <algorithm>
@@ -322,7 +323,8 @@ void addDatasetPatches(ImageViewData& view, const StatisticsFile& stats, int lay
 
 QString outlierTensorRead(const ModelInfo& model)
 {
-    return model.takesText() && !model.isDecoder() ? QStringLiteral("ffn_out") : QStringLiteral("out");
+    const InputKind kind = model.takesText() ? InputKind::Text : InputKind::Image;
+    return QString::fromStdString(pointName(figureTensor(kind, model.isDecoder())));
 }
 
 TeachingData buildTeaching(const InspectionSnapshot& s, int token, int layer, int head)

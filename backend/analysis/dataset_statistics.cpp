@@ -1,4 +1,6 @@
 #include "analysis/dataset_statistics.h"
+#include "analysis/element_access.h"
+#include "analysis/metrics.h"
 #include "analysis/statistics_detail.h"
 
 #include "common/error.h"
@@ -17,101 +19,14 @@ namespace outlierlens {
 namespace {
 
 using namespace statistics_detail;
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using elements::forRow;
+using elements::withElements;
 
 void checkShape(const torch::Tensor& t, const std::string& name, const std::vector<std::int64_t>& expected)
 {
     if (t.sizes() != c10::IntArrayRef(expected))
         throw Error(name + ": expected shape " + shapeText(expected) + ", found " +
                     shapeText(t.sizes().vec()));
-}
-
-/// Calls f(const S* first, strides) with S the tensor's element type (float, double, bfloat16 or half;
-/// any other type is converted to float first), so values are read where they are: a sample's slice of
-/// a padded batch is not copied.
-template<typename F>
-void withElements(const torch::Tensor& tensor, F&& f)
-{
-    torch::Tensor t = tensor.device().is_cpu() ? tensor : tensor.to(torch::kCPU);
-    if (!t.is_floating_point()) t = t.to(torch::kFloat);
-    AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, t.scalar_type(), "statistics",
-                                    [&] { f(t.data_ptr<scalar_t>(), t.strides()); });
-}
-
-/// Calls f(index, value as double) for the `n` values row[0], row[stride], ...; the unit stride
-/// (the common case) gets its own loop so that the compiler can vectorise it.
-template<typename S, typename F>
-inline void forRow(const S* row, std::int64_t n, std::int64_t stride, F&& f)
-{
-    if (stride == 1) {
-        for (std::int64_t j = 0; j < n; ++j)
-            f(j, double(row[j]));
-    } else {
-        for (std::int64_t j = 0; j < n; ++j)
-            f(j, double(row[j * stride]));
-    }
-}
-
-/// One sample's [T, d] tensor summarised in three passes over its values, in float64, exactly as
-/// metrics.h defines outlierMask(), maxInfNorm() and pearsonKurtosis() (which make a float64 copy and a
-/// dozen temporaries each): outliers per hidden dimension and per token, max |x| and the kurtosis.
-struct TensorSummary
-{
-    std::vector<std::int64_t> perDim;   ///< [d]
-    std::vector<std::int64_t> perToken; ///< [T]
-    double maxInfNorm = 0;
-    double kurtosis = 0;
-};
-
-TensorSummary summarise(const torch::Tensor& x, const OutlierCriterion& criterion)
-{
-    const std::int64_t T = x.size(0), d = x.size(1), n = T * d;
-    TensorSummary out;
-    out.perDim.assign(std::size_t(d), 0);
-    out.perToken.assign(std::size_t(T), 0);
-    withElements(x, [&](const auto* p, c10::IntArrayRef strides) {
-        const std::int64_t sT = strides[0], sD = strides[1];
-        double sum = 0, sumAbs = 0, lo = std::numeric_limits<double>::infinity(), hi = -lo;
-        for (std::int64_t t = 0; t < T; ++t)
-            forRow(p + t * sT, d, sD, [&](std::int64_t, double v) {
-                sum += v;
-                sumAbs += std::abs(v);
-                lo = std::min(lo, v);
-                hi = std::max(hi, v);
-            });
-        out.maxInfNorm = std::max(std::abs(lo), std::abs(hi));
-        if (n < 2) {
-            out.kurtosis = kNaN;
-            return;
-        }
-        // A constant tensor: no outliers and kurtosis 0 / (0 + eps), without the ulp noise of the mean.
-        if (lo == hi) return;
-        const double mean = sum / double(n);
-        double sq = 0, fourth = 0;
-        for (std::int64_t t = 0; t < T; ++t)
-            forRow(p + t * sT, d, sD, [&](std::int64_t, double v) {
-                const double dev2 = (v - mean) * (v - mean);
-                sq += dev2;
-                fourth += dev2 * dev2;
-            });
-        const double variance = sq / double(n - 1); // unbiased
-        out.kurtosis = (fourth / double(n)) / (variance * variance + 1e-6);
-        const bool tau = criterion.rule == OutlierRule::Tau;
-        const double centre = tau ? 0.0 : mean;
-        const double threshold =
-            tau ? (sumAbs / double(n)) * criterion.tau : criterion.k * std::sqrt(variance);
-        for (std::int64_t t = 0; t < T; ++t) {
-            std::int64_t count = 0;
-            forRow(p + t * sT, d, sD, [&](std::int64_t j, double v) {
-                const bool outlier = std::abs(v - centre) > threshold;
-                out.perDim[std::size_t(j)] += outlier;
-                count += outlier;
-            });
-            out.perToken[std::size_t(t)] = count;
-        }
-    });
-    return out;
 }
 
 template<typename T>
@@ -133,8 +48,7 @@ CapturePoint infNormPoint(const StatisticsOptions& o)
 
 std::vector<CapturePoint> kurtosisPoints(const StatisticsOptions& o)
 {
-    if (o.kind == InputKind::Text && !o.decoder) return {CapturePoint::FfnOut, CapturePoint::Out};
-    return {CapturePoint::Out};
+    return kurtosisTensors(o.kind, o.decoder);
 }
 
 std::size_t tensorSlot(CapturePoint point)
@@ -149,11 +63,6 @@ std::string previousOutputName(int layer)
 }
 
 } // namespace statistics_detail
-
-CapturePoint figureTensor(InputKind kind, bool decoder)
-{
-    return kind == InputKind::Text && !decoder ? CapturePoint::FfnOut : CapturePoint::Out;
-}
 
 const std::vector<CapturePoint>& statisticsTensorPoints()
 {
@@ -395,7 +304,7 @@ void DatasetStatistics::accumulateLayer(const StatisticsOptions& o, LayerAccumul
 
     for (std::size_t ti = 0; ti < in.tensors.size(); ++ti) {
         TensorAccumulator& acc = layer.tensors[ti];
-        const TensorSummary x = summarise(in.tensors[ti], o.criterion);
+        const SampleSummary x = summariseSample(in.tensors[ti], o.criterion, false);
         addInto(acc.outliersPerDim, x.perDim);
         for (std::size_t t = 0; t < x.perToken.size(); ++t) {
             acc.outliers += x.perToken[t];
@@ -431,7 +340,7 @@ void DatasetStatistics::accumulateLayer(const StatisticsOptions& o, LayerAccumul
     h.keysExamined += T;
 
     // Figure 3e: mean |v| of keys with / without an outlier in the previous layer's output.
-    const TensorSummary previous = summarise(in.previous, o.criterion);
+    const SampleSummary previous = summariseSample(in.previous, o.criterion, false);
     std::int64_t outlierKeys = 0;
     for (std::int64_t c : previous.perToken)
         outlierKeys += c > 0;

@@ -4,6 +4,7 @@
 // reading a file back (statistics_file.h) touch HDF5, which is not thread-safe on Debian: one file at a
 // time per process.
 
+#include "analysis/figure_tensor.h"
 #include "analysis/metrics.h"
 #include "analysis/statistics_file.h"
 #include "model/capture.h"
@@ -21,8 +22,6 @@ namespace outlierlens {
 
 class Hdf5Writer;
 
-enum class InputKind { Text, Image };
-
 /// What a DatasetStatistics accumulates. Layer numbers are 0-based.
 struct StatisticsOptions
 {
@@ -39,10 +38,6 @@ struct StatisticsOptions
     std::vector<std::string> delimiters = {"[SEP]", ".", ","}; ///< text models
     bool decoder = false; ///< text through a causal decoder: the figures use `out` (DESIGN.md)
 };
-
-/// The one home of "which tensor do a family's figures use" (DESIGN.md, Metrics): BERT's ffn_out,
-/// the block output `out` for images (ViT) and decoders. Its max inf norm is the model's.
-CapturePoint figureTensor(InputKind kind, bool decoder);
 
 /// The [T, d] tensors analysed in every selected layer, in file order: attn_out, ffn_out, residual, out.
 const std::vector<CapturePoint>& statisticsTensorPoints();

@@ -1,6 +1,8 @@
 #include "analysis/metrics.h"
 
+#include "analysis/element_access.h"
 #include "common/error.h"
+#include "common/text_format.h"
 
 #include <torch/torch.h>
 
@@ -8,50 +10,13 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <type_traits>
 
 namespace outlierlens {
 namespace {
 
-std::string number(double value)
-{
-    std::ostringstream out;
-    out << value;
-    return out.str();
-}
-
-std::string shapeText(const torch::Tensor& t)
-{
-    std::string s = "[";
-    for (int64_t i = 0; i < t.dim(); ++i)
-        s += (i ? ", " : "") + std::to_string(t.size(i));
-    return s + "]";
-}
-
-/// Calls f(const S* first, strides) with S the tensor's element type (float, double, bfloat16 or half;
-/// any other type is converted to float first), so values are read where they are: a sample's slice of
-/// a padded batch is not copied.
-template<typename F>
-void withElements(const torch::Tensor& tensor, F&& f)
-{
-    torch::Tensor t = tensor.device().is_cpu() ? tensor : tensor.to(torch::kCPU);
-    if (!t.is_floating_point()) t = t.to(torch::kFloat);
-    AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, t.scalar_type(), "summariseSample",
-                                    [&] { f(t.data_ptr<scalar_t>(), t.strides()); });
-}
-
-/// Calls f(index, value as double) for the `n` values row[0], row[stride], ...; the unit stride
-/// (the common case) gets its own loop so that the compiler can vectorise it.
-template<typename S, typename F>
-inline void forRow(const S* row, std::int64_t n, std::int64_t stride, F&& f)
-{
-    if (stride == 1) {
-        for (std::int64_t j = 0; j < n; ++j)
-            f(j, double(row[j]));
-    } else {
-        for (std::int64_t j = 0; j < n; ++j)
-            f(j, double(row[j * stride]));
-    }
-}
+using elements::forRow;
+using elements::withElements;
 
 torch::Tensor asDouble(const torch::Tensor& x)
 {
@@ -79,8 +44,8 @@ OutlierRule parseOutlierRule(const std::string& name)
 
 std::string OutlierCriterion::describe() const
 {
-    if (rule == OutlierRule::Tau) return "|x| > " + number(tau) + " mean|x|, per sample over T x d";
-    return "|x - mean| > " + number(k) + " std (unbiased), per sample over T x d";
+    if (rule == OutlierRule::Tau) return "|x| > " + numberText(tau) + " mean|x|, per sample over T x d";
+    return "|x - mean| > " + numberText(k) + " std (unbiased), per sample over T x d";
 }
 
 bool OutlierCriterion::operator==(const OutlierCriterion& other) const
@@ -105,10 +70,11 @@ torch::Tensor outlierMask(const torch::Tensor& x, const OutlierCriterion& criter
     return dev.abs() > criterion.k * std;
 }
 
-SampleSummary summariseSample(const torch::Tensor& x, const OutlierCriterion& criterion)
+SampleSummary summariseSample(const torch::Tensor& x, const OutlierCriterion& criterion, bool positions)
 {
     if (x.dim() != 2 || x.numel() == 0)
-        throw Error("sample summary: expected a non-empty [T, d] tensor, found " + shapeText(x));
+        throw Error("sample summary: expected a non-empty [T, d] tensor, found " +
+                    shapeText(x.sizes().vec()));
     const std::int64_t T = x.size(0), d = x.size(1), n = T * d;
     SampleSummary out;
     out.perDim.assign(std::size_t(d), 0);
@@ -144,17 +110,25 @@ SampleSummary summariseSample(const torch::Tensor& x, const OutlierCriterion& cr
         const double centre = tau ? 0.0 : mean;
         const double threshold =
             tau ? (sumAbs / double(n)) * criterion.tau : criterion.k * std::sqrt(variance);
-        for (std::int64_t t = 0; t < T; ++t) {
-            std::int64_t count = 0;
-            forRow(p + t * sT, d, sD, [&](std::int64_t j, double v) {
-                if (std::abs(v - centre) > threshold) {
-                    ++out.perDim[std::size_t(j)];
-                    ++count;
-                    out.positions.push_back(t * d + j);
-                }
-            });
-            out.perToken[std::size_t(t)] = count;
-        }
+        // Counting without positions stays branch-free (vectorised); positions are rare (Chebyshev:
+        // at most 1/k^2 of the values) and only the GUI asks for them.
+        const auto count = [&](auto keepPositions) {
+            for (std::int64_t t = 0; t < T; ++t) {
+                std::int64_t inRow = 0;
+                forRow(p + t * sT, d, sD, [&](std::int64_t j, double v) {
+                    const bool outlier = std::abs(v - centre) > threshold;
+                    out.perDim[std::size_t(j)] += outlier;
+                    inRow += outlier;
+                    if constexpr (decltype(keepPositions)::value)
+                        if (outlier) out.positions.push_back(t * d + j);
+                });
+                out.perToken[std::size_t(t)] = inRow;
+            }
+        };
+        if (positions)
+            count(std::true_type{});
+        else
+            count(std::false_type{});
     });
     return out;
 }
@@ -171,7 +145,7 @@ std::string nonFiniteOutputNotice(const torch::Tensor& output)
 
 double maxInfNorm(const torch::Tensor& x)
 {
-    if (x.numel() == 0) throw Error("max inf norm of an empty tensor " + shapeText(x));
+    if (x.numel() == 0) throw Error("max inf norm of an empty tensor " + shapeText(x.sizes().vec()));
     return asDouble(x).abs().max().item<double>();
 }
 
@@ -191,7 +165,8 @@ double pearsonKurtosis(const torch::Tensor& x)
 torch::Tensor attentionOutlierKeys(const torch::Tensor& probs, double fraction)
 {
     if (probs.dim() != 3 || probs.size(1) != probs.size(2))
-        throw Error("attention outliers: expected probabilities [H, T, T], found " + shapeText(probs));
+        throw Error("attention outliers: expected probabilities [H, T, T], found " +
+                    shapeText(probs.sizes().vec()));
     const torch::Tensor cumulative = asDouble(probs).sum(1); // [H, T]: sum over queries
     return cumulative >= fraction * double(probs.size(2));
 }

@@ -58,8 +58,10 @@ struct SampleSummary
 /// x [T, d] (token, hidden dimension; 0-based; any floating dtype and strides, no padding) summarised
 /// in three passes in float64, read where it lies: the numbers of outlierMask() (per dimension, per
 /// token and where), maxInfNorm() and pearsonKurtosis(), without their float64 copy and temporaries.
+/// `positions` false leaves SampleSummary::positions empty (data-set statistics need only counts).
 /// Throws Error for a tensor that is not 2-D or is empty.
-SampleSummary summariseSample(const torch::Tensor& x, const OutlierCriterion& criterion);
+SampleSummary summariseSample(const torch::Tensor& x, const OutlierCriterion& criterion,
+                              bool positions = true);
 
 /// "" when every value of a model's output is finite; else one line such as "the model's output holds
 /// 3 NaN and 0 infinite values (of 3): no prediction from it (are the weights finite?)". NaN or Inf

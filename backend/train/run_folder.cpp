@@ -2,7 +2,9 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/input_file.h"
 #include "common/json_util.h"
+#include "tasks/config/train_config.h"
 
 #include <nlohmann/json.hpp>
 
@@ -42,6 +44,13 @@ void RunFolder::writeStatus(const RunStatus& s) const
                               {"message", s.message}, {"last_checkpoint", s.lastCheckpoint},
                               {"updated", stamp}};
     writeTextFileAtomically(path("status.json"), j.dump(2) + "\n");
+}
+
+std::optional<TrainConfig> RunFolder::readConfig() const
+{
+    const std::string file = path("run.json");
+    if (!std::filesystem::exists(file)) return std::nullopt;
+    return parseTrainConfig(readWholeFile(file, "run configuration", std::uint64_t(16) << 20), file);
 }
 
 std::optional<RunStatus> RunFolder::readStatus() const

@@ -13,6 +13,8 @@
 
 namespace outlierlens {
 
+struct TrainConfig;
+
 /// The state of a run as recorded in <run>/status.json.
 struct RunStatus
 {
@@ -52,6 +54,9 @@ public:
     void writeStatus(const RunStatus& status) const;
     /// Reads status.json; nullopt if missing or unreadable.
     std::optional<RunStatus> readStatus() const;
+    /// The run's resolved config (run.json); nullopt if the folder has none. A malformed run.json is an
+    /// Error naming it.
+    std::optional<TrainConfig> readConfig() const;
 
     /// Appends one JSON object (one line) to metrics.jsonl and flushes it.
     void appendMetrics(const std::string& jsonLine) const;

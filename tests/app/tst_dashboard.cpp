@@ -5,6 +5,7 @@
 // Pearson kurtosis = mean((x - mean)^4) / (s^4 + 1e-6) with s the unbiased std.
 
 #include "inspection_worker.h"
+#include "job_manager.h"
 #include "model_catalog.h"
 #include "view_builders.h"
 
@@ -202,6 +203,42 @@ private Q_SLOTS:
             }
         }
         if (outliers) QVERIFY2(total > 0, qPrintable(model + QStringLiteral(": no outliers in any tensor")));
+    }
+
+    /// A training run's curves (Jobs page) follow DESIGN.md's figure tensor of the run's task: FFN
+    /// outputs for BERT tasks, block outputs for ViT and decoders; the block output without run.json.
+    void trainingCurvesUseTheRunsFigureTensor_data()
+    {
+        QTest::addColumn<QString>("task");
+        QTest::addColumn<double>("expected");
+        QTest::newRow("nli") << "nli" << 1.5;
+        QTest::newRow("image") << "image" << 7.5;
+        QTest::newRow("clm") << "clm" << 7.5;
+        QTest::newRow("no run.json") << QString() << 7.5;
+    }
+
+    void trainingCurvesUseTheRunsFigureTensor()
+    {
+        QFETCH(QString, task);
+        QFETCH(double, expected);
+        QTemporaryDir run;
+        const auto write = [&](const char* name, const QByteArray& text) {
+            QFile f(run.filePath(QString::fromLatin1(name)));
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write(text);
+        };
+        if (!task.isEmpty())
+            write("run.json",
+                  "{\"task\": \"" + task.toUtf8() + "\", \"output\": \"" + run.path().toUtf8() + "\"}");
+        write("metrics.jsonl",
+              "{\"type\": \"eval\", \"step\": 10, \"loss\": 1.0, \"eval\": {\"accuracy\": 0.5}, "
+              "\"max_inf_norm\": {\"ffn_out\": [1.5, 2.5], \"out\": [7.5, 8.5]}, "
+              "\"kurtosis\": {\"ffn_out\": [3, 4], \"out\": [30, 40]}}\n");
+        const TrainingCurveData curves = readTrainingCurves(run.path());
+        QCOMPARE(curves.maxInfNorm.size(), 1);
+        QCOMPARE(curves.maxInfNorm[0].size(), 2);
+        QCOMPARE(curves.maxInfNorm[0][0], expected);
+        QCOMPARE(curves.kurtosis[0][0], expected == 1.5 ? 3.0 : 30.0);
     }
 };
 

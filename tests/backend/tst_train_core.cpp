@@ -5,6 +5,7 @@
 // field by flag and by JSON, round trips, unknown keys, wrong types, validation, presets.
 
 #include "common/error.h"
+#include "common/text_format.h"
 #include "io/safetensors.h"
 #include "model/bert.h"
 #include "model/vit.h"
@@ -23,7 +24,10 @@
 #include <QtTest>
 
 #include <cmath>
+#include <cstdlib>
 #include <functional>
+#include <limits>
+#include <random>
 #include <set>
 
 using namespace outlierlens;
@@ -966,6 +970,62 @@ private Q_SLOTS:
         }
         QVERIFY(parseTrainTask(toString(TrainTask::Synthetic)) == TrainTask::Synthetic);
         expectError([] { parseTrainTask("cls"); }, {"unknown task 'cls'"});
+    }
+
+    /// common/text_format: how numbers, shapes and names from files are written in messages and flags.
+    void textFormat()
+    {
+        QCOMPARE(numberText(0.1), std::string("0.1"));
+        QCOMPARE(numberText(3e-5), std::string("3e-05"));
+        QCOMPARE(numberText(1000), std::string("1000"));
+        QCOMPARE(numberText(-3), std::string("-3"));
+        QCOMPARE(numberText(0.30000000000000004), std::string("0.30000000000000004"));
+        QCOMPARE(numberText(2.5e20), std::string("2.5e+20"));
+        QCOMPARE(numberText(std::nan("")), std::string("nan"));
+        QCOMPARE(numberText(-std::numeric_limits<double>::infinity()), std::string("-inf"));
+        std::mt19937_64 engine(7);
+        std::uniform_real_distribution<double> exponent(-30, 30);
+        for (int i = 0; i < 1000; ++i) {
+            const double v = std::pow(10.0, exponent(engine)) * (i % 2 ? -1 : 1);
+            QCOMPARE(std::strtod(numberText(v).c_str(), nullptr), v); // reads back exactly
+        }
+        QCOMPARE(shapeText({2, 3, 768}), std::string("[2, 3, 768]"));
+        QCOMPARE(shapeText({}), std::string("[]"));
+        QCOMPARE(printableText(std::string("a\nb\\c\xff\x00", 7)), std::string("a\\x0ab\\x5cc\\xff\\x00"));
+        QCOMPARE(printableText(std::string(150, 'x')), std::string(100, 'x') + "...");
+    }
+
+    /// DESIGN.md, Metrics: a BERT model's max inf norm is that of its FFN outputs, and its avg kurtosis
+    /// averages FFN and block outputs; ViT and decoders use the block output for both.
+    void eachTaskHasItsFigureTensor_data()
+    {
+        QTest::addColumn<QString>("task");
+        QTest::addColumn<QString>("figure");
+        QTest::addColumn<QStringList>("kurtosis");
+        const QStringList bert{"ffn_out", "out"}, block{"out"};
+        QTest::newRow("mlm") << "mlm"
+                             << "ffn_out" << bert;
+        QTest::newRow("nli") << "nli"
+                             << "ffn_out" << bert;
+        QTest::newRow("synthetic") << "synthetic"
+                                   << "ffn_out" << bert;
+        QTest::newRow("image") << "image"
+                               << "out" << block;
+        QTest::newRow("clm") << "clm"
+                             << "out" << block;
+    }
+
+    void eachTaskHasItsFigureTensor()
+    {
+        QFETCH(QString, task);
+        QFETCH(QString, figure);
+        QFETCH(QStringList, kurtosis);
+        const TrainTask t = parseTrainTask(task.toStdString());
+        QCOMPARE(QString::fromStdString(pointName(figureTensorOf(t))), figure);
+        QStringList names;
+        for (CapturePoint p : kurtosisTensorsOf(t))
+            names << QString::fromStdString(pointName(p));
+        QCOMPARE(names, kurtosis);
     }
 };
 

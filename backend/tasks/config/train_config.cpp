@@ -404,6 +404,18 @@ std::string toString(InitScheme scheme)
     return scheme == InitScheme::PyTorch ? "pytorch" : "hf";
 }
 
+CapturePoint figureTensorOf(TrainTask task)
+{
+    return figureTensor(task == TrainTask::Image ? InputKind::Image : InputKind::Text,
+                        task == TrainTask::CausalLm);
+}
+
+std::vector<CapturePoint> kurtosisTensorsOf(TrainTask task)
+{
+    return kurtosisTensors(task == TrainTask::Image ? InputKind::Image : InputKind::Text,
+                           task == TrainTask::CausalLm);
+}
+
 TrainTask parseTrainTask(const std::string& text)
 {
     if (const auto task = enumFromName<TrainTask>(text)) return *task;

@@ -1,6 +1,7 @@
 #pragma once
 // Any thread: plain values and pure functions (the tables are built once, thread-safely).
 
+#include "analysis/figure_tensor.h"
 #include "model/config.h"
 #include "model/decoder_config.h"
 #include "model/precision.h"
@@ -44,6 +45,10 @@ enum class InitScheme {
 std::string toString(InitScheme scheme);
 /// Parses the names of toString(); throws Error listing them otherwise.
 TrainTask parseTrainTask(const std::string& text);
+/// The tensor whose per-layer max inf norm is a run's (figureTensor() of the task's model family:
+/// ffn_out for the BERT tasks, out for image and clm), and those averaged into its avg kurtosis.
+CapturePoint figureTensorOf(TrainTask task);
+std::vector<CapturePoint> kurtosisTensorsOf(TrainTask task);
 
 /// Everything `outlierlens train` needs. Every field is a key of run.json and a command-line flag
 /// (--name for key "name"); the names, types, help and defaults are in trainFields(). Defaults are
