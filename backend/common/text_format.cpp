@@ -11,6 +11,8 @@ std::string numberText(double v)
 {
     if (std::isnan(v)) return "nan";
     if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    // Whole numbers in full ("1000", not the shorter "1e+03"), up to where doubles stop being exact.
+    if (v == std::trunc(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
     std::string text;
     for (int precision = 1; precision <= 17; ++precision) {
         std::ostringstream out;

@@ -7,8 +7,8 @@
 
 namespace outlierlens {
 
-/// The shortest decimal that reads back as the same double ("0.1", "3e-05", "1234"), whatever the
-/// locale; "nan", "inf", "-inf" spelled out.
+/// The shortest decimal that reads back as the same double ("0.1", "3e-05", "2.5e+20"), whatever the
+/// locale; whole numbers below 1e15 in full ("1000", "-3", "0"); "nan", "inf", "-inf" spelled out.
 std::string numberText(double v);
 
 /// Text from a file (a tensor or record name) for a one-line message: control bytes, bytes from 0x7f

@@ -2,12 +2,12 @@
 
 #include "common/error.h"
 #include "common/input_file.h"
+#include "common/text_format.h"
 #include "io/safetensors.h"
 #include "io/torch_bin.h"
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 namespace outlierlens {
 namespace fs = std::filesystem;
@@ -48,12 +48,7 @@ StateDict readStateDict(const std::string& path)
 
 std::string shapeString(c10::IntArrayRef sizes)
 {
-    std::ostringstream out;
-    out << '[';
-    for (std::size_t i = 0; i < sizes.size(); ++i)
-        out << (i ? ", " : "") << sizes[i];
-    out << ']';
-    return out.str();
+    return shapeText(sizes.vec());
 }
 
 std::string shapeString(const torch::Tensor& t)

@@ -3,27 +3,18 @@
 #include "tasks/config/train_config.h"
 
 #include "common/error.h"
+#include "common/text_format.h"
 #include "model/decoder_config.h"
 #include "tasks/config/closest_name.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <locale>
-#include <sstream>
 
 namespace outlierlens {
 namespace {
 
 const std::vector<std::string> kVitPresetNames = {"vit-fmnist", "vit-tiny", "vit-small", "vit-base"};
-
-std::string number(double v)
-{
-    std::ostringstream out;
-    out.imbue(std::locale::classic());
-    out << v;
-    return out.str();
-}
 
 /// Errors name the field by its JSON key / flag.
 [[noreturn]] void fail(const std::string& field, const std::string& message)
@@ -113,8 +104,8 @@ void checkVariantFields(const AttentionVariant& v)
         if (stray) fail(stray, "only used by clipped softmax: add --softmax clipped (or remove it)");
     }
     if (v.alpha && v.gamma != 0)
-        fail("alpha", "give gamma or alpha (gamma = -alpha / T), not both (found gamma " + number(v.gamma) +
-                          ", alpha " + number(*v.alpha) + ")");
+        fail("alpha", "give gamma or alpha (gamma = -alpha / T), not both (found gamma " +
+                          numberText(v.gamma) + ", alpha " + numberText(*v.alpha) + ")");
     if (v.maxSeqLength < 0) fail("max_seq_length", "must be >= 0, found " + std::to_string(v.maxSeqLength));
     if (v.maxSeqLength > 0 && !v.alpha) fail("max_seq_length", "only used with alpha (gamma = -alpha / T)");
     if (v.gate == GateKind::None && v.piInit != defaults.piInit)
@@ -129,9 +120,9 @@ void checkRange(double value, double lo, double hi, bool loOpen, bool hiOpen, co
     const bool ok =
         std::isfinite(value) && (loOpen ? value > lo : value >= lo) && (hiOpen ? value < hi : value <= hi);
     if (!ok)
-        fail(field, std::string("must be in ") + (loOpen ? "(" : "[") + number(lo) + ", " +
-                        (std::isinf(hi) ? "inf" : number(hi)) + (hiOpen ? ")" : "]") + ", found " +
-                        number(value));
+        fail(field, std::string("must be in ") + (loOpen ? "(" : "[") + numberText(lo) + ", " +
+                        (std::isinf(hi) ? "inf" : numberText(hi)) + (hiOpen ? ")" : "]") + ", found " +
+                        numberText(value));
 }
 
 void atLeast(long long value, long long lo, const char* field)
