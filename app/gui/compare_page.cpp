@@ -136,7 +136,9 @@ void ComparePage::modelChosen(int slot)
         });
         connect(controller.get(), &InspectionController::failed, this, &ComparePage::failed);
     }
-    if (controller->model().dir != dir)
+    // The requested model, not the loaded one: a load still running (the page's previous model) must
+    // not be taken for this one.
+    if (controller->requestedModelDir() != dir)
         controller->loadModel(dir);
     else if (m_input.kind != InputRequest::Kind::None)
         m_input.sendTo(*controller);

@@ -56,6 +56,8 @@ InspectionController::InspectionController(QObject* parent)
     connect(m_worker, &InspectionWorker::failed, this, [this](quint64 g, const QString& message) {
         for (const auto& [kind, generation] : m_wanted)
             if (generation == g) {
+                if (kind == Kind::Model)
+                    m_requestedDir = m_model.dir; // still the loaded one; asking again retries
                 Q_EMIT failed(message);
                 if (kind == Kind::Model) Q_EMIT modelLoadFailed();
                 if (kind == Kind::Inspect) Q_EMIT inspectFailed();
@@ -81,7 +83,12 @@ bool InspectionController::wanted(Kind kind, quint64 generation) const
 
 void InspectionController::submit(Kind kind, std::function<void(quint64)> request)
 {
-    if (m_inFlight.count(kind)) {
+    // One request per kind on the worker; a newer one waits and replaces any older waiting one. A
+    // request for the model (an input, predictions, statistics) also waits while a model load waits:
+    // the worker runs requests in the order they are started, so started now it would run on the
+    // model that is about to be replaced ("load a ViT model to run images" for an image sent right
+    // after switching from a text model).
+    if (m_inFlight.count(kind) || (kind != Kind::Model && m_pending.count(Kind::Model))) {
         m_pending[kind] = std::move(request);
         m_wanted[kind] = 0; // the running request's result is stale now
         return;
@@ -103,21 +110,27 @@ void InspectionController::requestFinished(quint64 generation)
 {
     for (auto it = m_inFlight.begin(); it != m_inFlight.end(); ++it) {
         if (it->second != generation) continue;
-        const Kind kind = it->first;
         m_inFlight.erase(it);
-        const auto pending = m_pending.find(kind);
-        if (pending != m_pending.end()) {
-            auto request = std::move(pending->second);
-            m_pending.erase(pending);
-            start(kind, std::move(request));
-        }
         break;
+    }
+    // Waiting requests whose kind is free, a waiting model load first (std::map orders Kind::Model
+    // first): what waited for it is started after it, so the worker runs it on the new model.
+    for (auto pending = m_pending.begin(); pending != m_pending.end();) {
+        const Kind kind = pending->first;
+        if (m_inFlight.count(kind) || (kind != Kind::Model && m_pending.count(Kind::Model))) {
+            ++pending;
+            continue;
+        }
+        auto request = std::move(pending->second);
+        pending = m_pending.erase(pending);
+        start(kind, std::move(request));
     }
     if (m_busy && m_inFlight.empty()) Q_EMIT busyChanged(m_busy = false);
 }
 
 void InspectionController::loadModel(const QString& dir)
 {
+    m_requestedDir = dir;
     m_worker->cancelFlag() = true; // stop a running prediction of the old model
     m_wanted[Kind::Predict] = 0;
     InspectionWorker* w = m_worker;

@@ -40,6 +40,8 @@ public:
 
     /// The model loaded last (empty name before the first load succeeds).
     const ModelInfo& model() const { return m_model; }
+    /// The folder of the latest loadModel() request, loaded or not yet: what the controller will hold.
+    const QString& requestedModelDir() const { return m_requestedDir; }
     SnapshotPtr snapshot() const { return m_snapshot; }
     /// The statistics file shown for the current model: the last one opened for it (matched by
     /// checkpoint SHA-256), or one the user opened while this model was current. Null when none.
@@ -74,8 +76,8 @@ Q_SIGNALS:
 
 private:
     enum class Kind { Model, Inspect, Predict, Statistics };
-    /// Runs `request` on the worker now, or, while one of its kind runs, keeps it as the pending
-    /// request of that kind (replacing an older pending one).
+    /// Runs `request` on the worker now, or, while one of its kind runs (or, for any other kind, while
+    /// a model load waits), keeps it as the pending request of that kind (replacing an older one).
     void submit(Kind kind, std::function<void(quint64)> request);
     void start(Kind kind, std::function<void(quint64)> request);
     void requestFinished(quint64 generation);
@@ -90,6 +92,7 @@ private:
     bool m_busy = false;
     bool m_fastMode = false;
     ModelInfo m_model;
+    QString m_requestedDir;
     SnapshotPtr m_snapshot;
     StatisticsPtr m_statistics;
     QString m_statisticsPath;

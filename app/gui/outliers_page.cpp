@@ -26,7 +26,8 @@ OutliersPage::OutliersPage(InspectionController* controller, QWidget* parent)
     for (const char* t : {"ffn_out", "out", "attn_out", "residual"})
         m_tensor->addItem(QString::fromLatin1(t));
     m_tensor->setToolTip(tr("ffn_out: the FFN output before the residual add (the paper's BERT figures); "
-                            "out: the block output (its ViT figures)"));
+                            "out: the block output (ViT and decoder figures). Opening a model shows its "
+                            "family's."));
     auto* open = new QPushButton(tr("Open statistics file…"));
     auto* compute = new QPushButton(tr("Compute over a data set…"));
     m_note = new QLabel;
@@ -63,6 +64,12 @@ OutliersPage::OutliersPage(InspectionController* controller, QWidget* parent)
     connect(m_source, &QComboBox::currentIndexChanged, this, [this] { refresh(m_snapshot, m_layer); });
     connect(m_tensor, &QComboBox::currentIndexChanged, this, [this] { refresh(m_snapshot, m_layer); });
     connect(m_dashboard, &OutlierDashboard::dimensionClicked, this, &OutliersPage::dimensionClicked);
+}
+
+void OutliersPage::setModel(const ModelInfo& model)
+{
+    const QSignalBlocker block(m_tensor); // the page refreshes when the model's first input has run
+    m_tensor->setCurrentText(outlierTensorRead(model));
 }
 
 void OutliersPage::showStatisticsSource()

@@ -26,6 +26,8 @@ public:
 
     /// Rebuilds the dashboard for `layer` (0-based) from the current source.
     void refresh(const SnapshotPtr& snapshot, int layer);
+    /// A model was opened: the tensor shown becomes its family's figure tensor (outlierTensorRead).
+    void setModel(const ModelInfo& model) override;
     void refresh(const PageState& state) override { refresh(state.snapshot, state.layer); }
     QString tensor() const;
     OutlierDashboard* dashboard() const { return m_dashboard; }

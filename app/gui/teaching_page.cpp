@@ -75,7 +75,7 @@ void TeachingPage::modelChosen()
         });
         connect(m_controller.get(), &InspectionController::failed, this, &TeachingPage::failed);
     }
-    if (m_controller->model().dir != dir) m_controller->loadModel(dir);
+    if (m_controller->requestedModelDir() != dir) m_controller->loadModel(dir); // not the loaded one
 }
 
 void TeachingPage::setInput(const InputRequest& input)

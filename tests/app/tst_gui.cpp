@@ -686,6 +686,15 @@ private Q_SLOTS:
         QTRY_COMPARE_WITH_TIMEOUT(page->sourceBox()->currentIndex(), 1, 30000);
         QVERIFY2(page->note().contains(QStringLiteral("another checkpoint")), qPrintable(page->note()));
         page->sourceBox()->setCurrentIndex(0);
+
+        // Each family opens on its figure tensor (DESIGN.md): the block output for ViT and decoders,
+        // BERT's FFN output.
+        QCOMPARE(page->tensor(), QStringLiteral("out"));
+        open(vit);
+        QCOMPARE(page->tensor(), QStringLiteral("out"));
+        open(models + QStringLiteral("bert-mnli-vanilla"));
+        QCOMPARE(page->tensor(), QStringLiteral("ffn_out"));
+        QTRY_COMPARE(page->dashboard()->data().tensor, QStringLiteral("ffn_out"));
     }
 
     /// Issue #14.3: a file that is no image, dropped on a ViT while the Compare page shows: one error
