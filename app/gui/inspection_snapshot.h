@@ -30,13 +30,13 @@ struct ModelInfo
     QStringList classNames;          ///< classifier labels
     QString card;                    ///< README.md model card, if any
     int imageSize = 0, gridSize = 0; ///< ViT
-    bool causal = false;             ///< decoder LLM: keys after the query are masked
     bool preLayerNorm = false;       ///< blocks normalise their input (ViT, GPT-2, pre-LN OPT, LLaMA)
     QString tokenizerKind;           ///< decoders: "byte-level BPE" or "SentencePiece"
 
-    bool isDecoder() const { return causal; }
+    /// A decoder LLM: causal attention, keys after the query are masked.
+    bool isDecoder() const { return family == Family::Gpt2 || family == Family::Opt || family == Family::Llama; }
     /// Takes text as input (BERT: pairs; decoders: free text).
-    bool takesText() const { return family == Family::Bert || causal; }
+    bool takesText() const { return family == Family::Bert || isDecoder(); }
 };
 
 /// Outliers of one [T x d] tensor of one layer and input, computed by the inspection worker with

@@ -180,7 +180,7 @@ void fillActivations(InspectionSnapshot& s, const RecordingSink& sink)
 {
     const int L = s.model.layers;
     s.embeddings = toFloats(sink.at("embeddings")[0]);
-    s.scoreRanges = scoreRanges(sink, L, s.model.causal);
+    s.scoreRanges = scoreRanges(sink, L, s.model.isDecoder());
     s.probs = perHead(sink, CapturePoint::AttnProbs, L);
     s.values = stackLayers(sink, CapturePoint::AttnValues, L);
     s.context = stackLayers(sink, CapturePoint::AttnContext, L);
@@ -250,7 +250,6 @@ void InspectionWorker::loadModel(quint64 generation, const QString& dirText)
                 QString::fromStdString(c.architectures.empty() ? toString(c.arch) : c.architectures.front());
             describeAttention(info, c.variant, c.numLayers, c.numHeads, c.hiddenSize, c.headDim(),
                               model->decoder->checkpointSha256());
-            info.causal = true;
             info.preLayerNorm = c.arch != DecoderArch::Opt || c.doLayerNormBefore;
             info.tokenizerKind = QString::fromStdString(model->decoderTokenizer->kind());
         } else if (detectModelFamily(dir) == ModelFamily::Bert) {

@@ -69,7 +69,7 @@ void TeachingPage::modelChosen()
             // Keep the token; by default a content token, not [CLS]: the second in an encoder, the last
             // in a causal model (the second there sees only the first two keys, so weight on the first
             // says little; the last sees them all).
-            const int fallback = s->model.causal ? s->T - 1 : std::min(1, s->T - 1);
+            const int fallback = s->model.isDecoder() ? s->T - 1 : std::min(1, s->T - 1);
             m_token->setCurrentIndex(previous >= 0 && previous < s->T ? previous : fallback);
             rebuild();
         });

@@ -117,8 +117,8 @@ HeadViewData buildHeadView(const InspectionSnapshot& s, int layer, int head)
                        QStringLiteral("dimension (0-based)"), QStringLiteral("P.V (before the gate)"));
     if (const float* g = s.gatesOf(layer, head)) v.gate = QVector<float>(g, g + s.T);
     v.clippedSoftmax = s.model.clipped;
-    v.causal = s.model.causal;
-    v.probabilities.causal = s.model.causal;
+    v.causal = s.model.isDecoder();
+    v.probabilities.causal = s.model.isDecoder();
     v.provenance = provenanceOf(s, QStringLiteral("layer %1, head %2").arg(layer + 1).arg(head + 1));
     return v;
 }
@@ -349,7 +349,7 @@ TeachingData buildTeaching(const InspectionSnapshot& s, int token, int layer, in
     }
     t.preLayerNorm = s.model.preLayerNorm;
     // Causal attention: the keys after the query are masked, so they are no softmax input.
-    const int keys = s.model.causal ? token + 1 : s.T;
+    const int keys = s.model.isDecoder() ? token + 1 : s.T;
     const auto [lowest, highest] = s.scoreRange(layer, head, token);
     t.softmaxInputMin = lowest;
     t.softmaxInputMax = highest;

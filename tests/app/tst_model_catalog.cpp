@@ -1,0 +1,156 @@
+// The model catalogue's start-up policy (ModelCatalog): which input a model opens on after another
+// one, rule by rule, and where it starts (layer, head, sample) from the showcase stored with it.
+// Plain functions: no window, no model is loaded.
+
+#include "input_request.h"
+#include "model_catalog.h"
+
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QtTest>
+
+using namespace outlierlens;
+
+namespace {
+
+const QString kModel = QStringLiteral(OUTLIERLENS_TEST_DATA "/bert/hf");
+
+} // namespace
+
+class TstModelCatalog : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    /// The input a model opens on (ModelCatalog::firstInput), rule by rule: a model reruns the last
+    /// input when it takes that kind, else starts on its own kind of input.
+    void firstInputFitsTheModel_data()
+    {
+        using Family = ModelInfo::Family;
+        using Kind = InputRequest::Kind;
+        using Action = FirstInput::Action;
+        QTest::addColumn<int>("family");
+        QTest::addColumn<bool>("synthetic");
+        QTest::addColumn<QStringList>("classNames");
+        QTest::addColumn<QString>("sample"); // StartPoint::sample
+        QTest::addColumn<int>("lastKind");
+        QTest::addColumn<QString>("lastText");
+        QTest::addColumn<QString>("lastPair");
+        QTest::addColumn<QString>("lastPath");
+        QTest::addColumn<bool>("lastWasSample");
+        QTest::addColumn<bool>("havePairs");
+        QTest::addColumn<int>("action");
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<QString>("path");
+        QTest::addColumn<int>("seed");
+        QTest::addColumn<bool>("isSample");
+        const QStringList mnli{QStringLiteral("entailment"), QStringLiteral("neutral"),
+                               QStringLiteral("contradiction")};
+        const QStringList fmnist{QStringLiteral("T-shirt/top"), QStringLiteral("Ankle boot")};
+        const QString gallery = QStringLiteral("/gallery");
+        const QString none, userText = QStringLiteral("my text"), pair = QStringLiteral("my pair");
+        const QString cat = gallery + QStringLiteral("/chelsea_cat.png");
+        const QString probe = QStringLiteral("Summer is warm. Winter is cold.");
+        // clang-format off
+        QTest::newRow("bert, nothing run yet: first pair")       << int(Family::Bert) << false << mnli << none << int(Kind::None) << none << none << none << false << true << int(Action::SelectPair) << none << none << 0 << false;
+        QTest::newRow("bert, no pairs loaded: nothing")          << int(Family::Bert) << false << mnli << none << int(Kind::None) << none << none << none << false << false << int(Action::None) << none << none << 0 << false;
+        QTest::newRow("bert, user's pair: rerun")                << int(Family::Bert) << false << mnli << none << int(Kind::Text) << userText << pair << none << false << true << int(Action::Run) << userText << none << 0 << false;
+        QTest::newRow("bert, a decoder's sample: first pair")    << int(Family::Bert) << false << mnli << none << int(Kind::Text) << userText << none << none << true << true << int(Action::SelectPair) << none << none << 0 << false;
+        QTest::newRow("bert, after an image: first pair")        << int(Family::Bert) << false << mnli << none << int(Kind::Image) << none << none << cat << false << true << int(Action::SelectPair) << none << none << 0 << false;
+        QTest::newRow("synthetic, after text: example 1")        << int(Family::Bert) << true << QStringList() << none << int(Kind::Text) << userText << none << none << false << true << int(Action::Run) << none << none << 1 << false;
+        QTest::newRow("vit fmnist, after a pair: a boot")        << int(Family::Vit) << false << fmnist << none << int(Kind::Text) << userText << pair << none << false << true << int(Action::Run) << none << gallery + QStringLiteral("/fmnist_boot.png") << 0 << false;
+        QTest::newRow("vit imagenet, nothing run: the cat")      << int(Family::Vit) << false << QStringList() << none << int(Kind::None) << none << none << none << false << true << int(Action::Run) << none << cat << 0 << false;
+        QTest::newRow("vit, user's image: rerun")                << int(Family::Vit) << false << fmnist << none << int(Kind::Image) << none << none << QStringLiteral("/mine.png") << false << true << int(Action::Run) << none << QStringLiteral("/mine.png") << 0 << false;
+        QTest::newRow("decoder, user's free text: carried over") << int(Family::Gpt2) << false << QStringList() << QStringLiteral("abc") << int(Kind::Text) << userText << none << none << false << true << int(Action::RunAsText) << userText << none << 0 << false;
+        QTest::newRow("decoder, after a bert pair: its sample")  << int(Family::Opt) << false << QStringList() << QStringLiteral("abc") << int(Kind::Text) << userText << pair << none << false << true << int(Action::RunAsText) << QStringLiteral("abc") << none << 0 << true;
+        QTest::newRow("decoder, after a sample: its own sample") << int(Family::Opt) << false << QStringList() << QStringLiteral("abc") << int(Kind::Text) << userText << none << none << true << true << int(Action::RunAsText) << QStringLiteral("abc") << none << 0 << true;
+        QTest::newRow("decoder, no sample: the probe sentence")  << int(Family::Llama) << false << QStringList() << none << int(Kind::Image) << none << none << cat << false << true << int(Action::RunAsText) << probe << none << 0 << false;
+        // clang-format on
+    }
+
+    void firstInputFitsTheModel()
+    {
+        QFETCH(int, family);
+        QFETCH(bool, synthetic);
+        QFETCH(QStringList, classNames);
+        QFETCH(QString, sample);
+        QFETCH(int, lastKind);
+        QFETCH(QString, lastText);
+        QFETCH(QString, lastPair);
+        QFETCH(QString, lastPath);
+        QFETCH(bool, lastWasSample);
+        QFETCH(bool, havePairs);
+        QFETCH(int, action);
+        QFETCH(QString, text);
+        QFETCH(QString, path);
+        QFETCH(int, seed);
+        QFETCH(bool, isSample);
+        ModelInfo model;
+        model.family = ModelInfo::Family(family);
+        model.synthetic = synthetic;
+        model.classNames = classNames;
+        StartPoint start;
+        start.sample = sample;
+        const InputRequest last{InputRequest::Kind(lastKind), lastText, lastPair, lastPath, {}, 0};
+        const FirstInput first = ModelCatalog::firstInput(model, start, last, lastWasSample, havePairs,
+                                                          QStringLiteral("/gallery"));
+        QCOMPARE(int(first.action), action);
+        QCOMPARE(first.isSample, isSample);
+        if (action == int(FirstInput::Action::Run) || action == int(FirstInput::Action::RunAsText)) {
+            const InputRequest::Kind kind = seed > 0          ? InputRequest::Kind::Synthetic
+                                            : !path.isEmpty() ? InputRequest::Kind::Image
+                                                              : InputRequest::Kind::Text;
+            QCOMPARE(int(first.input.kind), int(kind));
+            QCOMPARE(first.input.text, text);
+            QCOMPARE(first.input.path, path);
+            QCOMPARE(int(first.input.seed), seed);
+            if (kind == InputRequest::Kind::Text && action == int(FirstInput::Action::Run))
+                QCOMPARE(first.input.pair, lastPair); // a rerun keeps the pair
+        }
+    }
+
+    /// Where a model starts (ModelCatalog::startPoint), against its showcase.json and
+    /// sample_inputs.txt read here as plain JSON and lines.
+    void startPointIsTheShowcase()
+    {
+        const QString dir = QStringLiteral(OUTLIERLENS_SOURCE_DIR "/sample_data/models/backcopy-gated");
+        QFile json(dir + QStringLiteral("/showcase.json")), lines(dir + QStringLiteral("/sample_inputs.txt"));
+        QVERIFY(json.open(QIODevice::ReadOnly) && lines.open(QIODevice::ReadOnly | QIODevice::Text));
+        const QJsonObject showcase = QJsonDocument::fromJson(json.readAll()).object();
+        const QStringList samples = QString::fromUtf8(lines.readAll()).split(QLatin1Char('\n'));
+        ModelInfo decoder;
+        decoder.dir = dir;
+        decoder.family = ModelInfo::Family::Opt;
+        decoder.layers = 3, decoder.heads = 2;
+        const StartPoint start = ModelCatalog::startPoint(decoder);
+        QCOMPARE(start.layer, showcase[QStringLiteral("layer")].toInt());
+        QCOMPARE(start.head, showcase[QStringLiteral("head")].toInt());
+        QCOMPARE(start.sample, samples.value(showcase[QStringLiteral("input")].toInt()));
+        QVERIFY(start.ignored.isEmpty());
+        // A BERT has no showcase: the second-to-last layer, head 1, no sample.
+        ModelInfo bert;
+        bert.dir = kModel;
+        bert.family = ModelInfo::Family::Bert;
+        bert.layers = 4, bert.heads = 4;
+        const StartPoint bertStart = ModelCatalog::startPoint(bert);
+        QCOMPARE(bertStart.layer, 2);
+        QCOMPARE(bertStart.head, 0);
+        QVERIFY(bertStart.sample.isEmpty());
+        // An unreadable showcase.json is said, and the defaults stand.
+        QTemporaryDir broken;
+        QFile bad(broken.path() + QStringLiteral("/showcase.json"));
+        QVERIFY(bad.open(QIODevice::WriteOnly));
+        bad.write("{ not json");
+        bad.close();
+        decoder.dir = broken.path();
+        const StartPoint brokenStart = ModelCatalog::startPoint(decoder);
+        QVERIFY(!brokenStart.ignored.isEmpty());
+        QCOMPARE(brokenStart.layer, 1);
+        QCOMPARE(brokenStart.head, 0);
+    }
+};
+
+QTEST_GUILESS_MAIN(TstModelCatalog)
+#include "tst_model_catalog.moc"
