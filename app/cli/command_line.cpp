@@ -4,6 +4,7 @@
 
 #include "common/atomic_file.h"
 #include "model/config.h"
+#include "model/variant_fields.h"
 
 #include <cmath>
 #include <csignal>
@@ -142,31 +143,37 @@ Precision Command::precision() const
     return p;
 }
 
+namespace {
+
+/// "max_seq_length" -> "max-seq-length": the variant table's keys as options.
+QString variantOption(const char* key)
+{
+    return QString::fromLatin1(key).replace('_', '-');
+}
+
+} // namespace
+
 void Command::addVariantOptions()
 {
-    m_parser.addOptions({
-        {"softmax", "Override the attention softmax: vanilla or clipped.", "kind"},
-        {"gamma", "Clipped softmax gamma (<= 0).", "g"},
-        {"zeta", "Clipped softmax zeta (>= 1).", "z"},
-        {"alpha", "Clipped softmax alpha: gamma = -alpha / T (needs --max-seq-length).", "a"},
-        {"max-seq-length", "T of the alpha rule (the training sequence length).", "T"},
-        {"gate", "Override the attention gate: none, linear, mlp or all_heads_linear.", "kind"},
-        {"n-hid", "Hidden units of the mlp gate.", "n"},
-        {"pi-init", "Initial gate probability (new models only).", "p"},
-    });
+    for (const VariantField& f : variantFields()) {
+        QString help = QString::fromUtf8(f.help) + '.';
+        help[0] = help[0].toUpper();
+        m_parser.addOption({variantOption(f.key), help, QStringLiteral("value")});
+    }
 }
 
 VariantOverride Command::variantOverride() const
 {
     VariantOverride o;
-    if (isSet("softmax")) o.softmax = value("softmax");
-    if (isSet("gamma")) o.gamma = doubleValue("gamma", 0);
-    if (isSet("zeta")) o.zeta = doubleValue("zeta", 1);
-    if (isSet("alpha")) o.alpha = doubleValue("alpha", 0);
-    if (isSet("max-seq-length")) o.maxSeqLength = intValue("max-seq-length", 0, 1, 1 << 20);
-    if (isSet("gate")) o.gate = value("gate");
-    if (isSet("n-hid")) o.nHid = intValue("n-hid", 0, 1, 1 << 16);
-    if (isSet("pi-init")) o.piInit = doubleValue("pi-init", 0.25);
+    for (const VariantField& f : variantFields()) {
+        const QString option = variantOption(f.key);
+        if (!isSet(option)) continue;
+        try {
+            o.set(f.key, value(option));
+        } catch (const Error& e) {
+            throw UsageException{"--" + option.toStdString() + ": " + e.what()};
+        }
+    }
     return o;
 }
 

@@ -5,6 +5,8 @@
 #include "common/error.h"
 #include "common/input_file.h"
 #include "common/json_util.h"
+#include "common/text_format.h"
+#include "model/variant_fields.h"
 #include "paths.h"
 #include "tasks/config/train_config.h"
 #include "train/trainer.h"
@@ -60,6 +62,11 @@ int runTrain(const QStringList& args)
         {"print-config", "Print the resolved configuration and exit without training."},
         {"resume",
          "Continue the run in --output from its newest checkpoint (same losses as without the break)."},
+        {"attention",
+         "An et al.'s attention variant by name (task clm): " +
+             QString::fromStdString(joinedText(namedVariants())) +
+             "; sets softmax, bias or context_scale (the flags for those win).",
+         "name"},
     });
     for (const TrainFieldInfo& f : trainFields()) {
         const QString name = QString::fromStdString(f.name);
@@ -96,6 +103,7 @@ int runTrain(const QStringList& args)
                 "give --config, --from-preset, --task (with flags for the rest), or --resume "
                 "with --output"};
         }
+        if (cmd.isSet("attention")) applyTrainFlag(config, "attention", cmd.value("attention"));
         for (const TrainFieldInfo& f : trainFields()) {
             const QString name = QString::fromStdString(f.name);
             if (name != QLatin1String("config") && cmd.isSet(name))

@@ -53,4 +53,29 @@ std::string shapeText(const std::vector<std::int64_t>& dims)
     return s + "]";
 }
 
+std::string joinedText(const std::vector<std::string>& items, const std::string& separator)
+{
+    std::string out;
+    for (std::size_t i = 0; i < items.size(); ++i)
+        out += (i ? separator : std::string()) + items[i];
+    return out;
+}
+
+std::optional<double> numberFromText(std::string text)
+{
+    if (!text.empty() && text[0] == '+') text.erase(0, 1);
+    double v = 0;
+    const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (text.empty() || r.ec != std::errc() || r.ptr != text.data() + text.size() || !std::isfinite(v))
+        return std::nullopt;
+    return v;
+}
+
+std::optional<bool> switchFromText(const std::string& text)
+{
+    if (text == "true" || text == "1" || text == "yes" || text == "on") return true;
+    if (text == "false" || text == "0" || text == "no" || text == "off") return false;
+    return std::nullopt;
+}
+
 } // namespace outlierlens

@@ -12,88 +12,6 @@
 #include <sstream>
 
 namespace outlierlens {
-namespace {
-
-AttentionVariant parseVariant(const nlohmann::json& block, const std::string& where)
-{
-    using namespace jsonutil;
-    AttentionVariant v;
-    if (!block.is_object()) throw Error(where + ": \"outlierlens\" must be an object");
-    try {
-        v.softmax = parseSoftmaxKind(getString(block, "softmax", where, std::string("vanilla")));
-        v.gate = parseGateKind(getString(block, "gate", where, std::string("none")));
-    } catch (const Error& e) {
-        const std::string message = e.what();
-        throw Error(message.rfind(where, 0) == 0 ? message : where + ": \"outlierlens\": " + message);
-    }
-    v.gamma = getNumber(block, "gamma", where, 0.0);
-    v.zeta = getNumber(block, "zeta", where, 1.0);
-    if (block.contains("alpha") && !block["alpha"].is_null()) v.alpha = getNumber(block, "alpha", where);
-    v.maxSeqLength = getInt32(block, "max_seq_length", where, 0);
-    v.nHid = getInt32(block, "n_hid", where, 0);
-    v.piInit = getNumber(block, "pi_init", where, 0.25);
-    const std::string bias = getString(block, "bias", where, std::string("none"));
-    v.bias = BiasKind::None;
-    for (BiasKind kind : {BiasKind::Fixed, BiasKind::Context, BiasKind::Attention})
-        if (bias == toString(kind)) v.bias = kind;
-    if (v.bias == BiasKind::None && bias != "none")
-        throw Error(where + ": \"outlierlens\": unknown bias '" + bias +
-                    "' (expected none, fixed, context or attention)");
-    v.contextScale = getBool(block, "context_scale", where, false);
-    // An et al.'s Table-2 names as one field, as their scripts call them.
-    const std::string named = getString(block, "variant", where, std::string());
-    if (named == "fixed-bias")
-        v.bias = BiasKind::Fixed;
-    else if (named == "context-bias")
-        v.bias = BiasKind::Context;
-    else if (named == "attention-bias")
-        v.bias = BiasKind::Attention;
-    else if (named == "context-scale")
-        v.contextScale = true;
-    else if (named == "sigmoid")
-        v.softmax = SoftmaxKind::Sigmoid;
-    else if (!named.empty() && named != "default")
-        throw Error(where + ": \"outlierlens\": unknown variant '" + named +
-                    "' (expected fixed-bias, context-bias, attention-bias, context-scale or sigmoid)");
-    if (v.alpha && block.contains("gamma") && std::abs(v.effectiveGamma() - v.gamma) > 1e-9)
-        throw Error(where + ": \"outlierlens\" gives both alpha " + numberText(*v.alpha) +
-                    " (gamma = -alpha/" + std::to_string(v.maxSeqLength) + " = " +
-                    numberText(v.effectiveGamma()) + ") and a different gamma " + numberText(v.gamma));
-    v = v.withAlphaResolved();
-    v.validate(where);
-    return v;
-}
-
-} // namespace
-
-AttentionVariant variantFromConfigJson(const nlohmann::json& config, const std::string& where)
-{
-    if (!config.contains("outlierlens") || config["outlierlens"].is_null()) return {};
-    return parseVariant(config["outlierlens"], where);
-}
-
-void addVariantToConfigJson(const AttentionVariant& v, nlohmann::json& config)
-{
-    if (v.isVanilla()) return;
-    nlohmann::json j;
-    j["softmax"] = toString(v.softmax);
-    if (v.softmax == SoftmaxKind::Clipped) {
-        j["gamma"] = v.effectiveGamma();
-        j["zeta"] = v.zeta;
-        if (v.alpha) {
-            j["alpha"] = *v.alpha;
-            j["max_seq_length"] = v.maxSeqLength;
-        }
-    }
-    if (v.gate != GateKind::None) {
-        j["gate"] = toString(v.gate);
-        j["pi_init"] = v.piInit;
-        if (v.gate == GateKind::Mlp) j["n_hid"] = v.nHid;
-    }
-    if (v.bias != BiasKind::None) j["bias"] = toString(v.bias);
-    if (v.contextScale) j["context_scale"] = true;
-    config["outlierlens"] = j;
-}
 
 double AttentionVariant::effectiveGamma() const
 {
@@ -121,6 +39,13 @@ AttentionVariant AttentionVariant::clipFadedIn(double strength) const
     return faded;
 }
 
+namespace {
+
+constexpr int kMaxGateHidden = 1 << 16;
+constexpr int kMaxAlphaLength = 1 << 20;
+
+} // namespace
+
 void AttentionVariant::validate(const std::string& where) const
 {
     if (softmax == SoftmaxKind::Clipped) {
@@ -137,6 +62,12 @@ void AttentionVariant::validate(const std::string& where) const
             throw Error(where + ": clipped softmax zeta must be >= 1 and finite, found " + numberText(zeta));
     }
     if (gate == GateKind::Mlp && nHid <= 0) throw Error(where + ": the mlp gate needs n_hid > 0");
+    if (gate == GateKind::Mlp && nHid > kMaxGateHidden)
+        throw Error(where + ": n_hid " + std::to_string(nHid) + " is implausibly large (at most " +
+                    std::to_string(kMaxGateHidden) + ")");
+    if (maxSeqLength > kMaxAlphaLength)
+        throw Error(where + ": max_seq_length " + std::to_string(maxSeqLength) +
+                    " is implausibly large (at most " + std::to_string(kMaxAlphaLength) + ")");
     if (softmax == SoftmaxKind::Sigmoid && bias != BiasKind::None)
         throw Error(where + ": sigmoid attention cannot be combined with a bias variant");
     if (contextScale && gate != GateKind::None)
@@ -217,6 +148,13 @@ SoftmaxKind parseSoftmaxKind(const std::string& text)
     throw Error("unknown softmax '" + text + "' (expected vanilla, clipped or sigmoid)");
 }
 
+BiasKind parseBiasKind(const std::string& text)
+{
+    for (BiasKind kind : {BiasKind::None, BiasKind::Fixed, BiasKind::Context, BiasKind::Attention})
+        if (text == toString(kind)) return kind;
+    throw Error("unknown bias '" + text + "' (expected none, fixed, context or attention)");
+}
+
 GateKind parseGateKind(const std::string& text)
 {
     if (text == "none" || text.empty()) return GateKind::None;
@@ -224,33 +162,6 @@ GateKind parseGateKind(const std::string& text)
     if (text == "mlp") return GateKind::Mlp;
     if (text == "all_heads_linear") return GateKind::AllHeadsLinear;
     throw Error("unknown gate '" + text + "' (expected none, linear, mlp or all_heads_linear)");
-}
-
-bool VariantOverride::empty() const
-{
-    return !softmax && !gamma && !zeta && !alpha && !maxSeqLength && !gate && !nHid && !piInit;
-}
-
-AttentionVariant VariantOverride::applyTo(AttentionVariant v) const
-{
-    if (softmax) v.softmax = parseSoftmaxKind(*softmax);
-    if (gamma) {
-        v.gamma = *gamma;
-        v.alpha.reset();
-    }
-    if (zeta) v.zeta = *zeta;
-    if (alpha) {
-        v.alpha = *alpha;
-        v.softmax = SoftmaxKind::Clipped;
-    }
-    if (maxSeqLength) v.maxSeqLength = *maxSeqLength;
-    if (gamma || zeta) v.softmax = SoftmaxKind::Clipped;
-    if (gate) v.gate = parseGateKind(*gate);
-    if (nHid) v.nHid = *nHid;
-    if (piInit) v.piInit = *piInit;
-    v = v.withAlphaResolved();
-    v.validate("command-line variant");
-    return v;
 }
 
 BertConfig BertConfig::fromFile(const std::string& path)

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace outlierlens {
@@ -58,27 +59,29 @@ struct AttentionVariant
 std::string toString(SoftmaxKind kind);
 std::string toString(GateKind kind);
 std::string toString(BiasKind kind);
-/// Parses "vanilla"/"clipped"/"sigmoid" and "none"/"linear"/"mlp"/"all_heads_linear"; throws Error otherwise.
+/// Parses "vanilla"/"clipped"/"sigmoid", "none"/"linear"/"mlp"/"all_heads_linear" and
+/// "none"/"fixed"/"context"/"attention"; throws Error otherwise.
 SoftmaxKind parseSoftmaxKind(const std::string& text);
 GateKind parseGateKind(const std::string& text);
+BiasKind parseBiasKind(const std::string& text);
 
 /// The "outlierlens" block of a config.json object (vanilla when absent); errors name `where`.
+/// Both are written with the table of model/variant_fields.h (variant_fields.cpp).
 AttentionVariant variantFromConfigJson(const nlohmann::json& config, const std::string& where);
 /// Adds the "outlierlens" block to a config.json object unless the variant is vanilla.
 void addVariantToConfigJson(const AttentionVariant& variant, nlohmann::json& config);
 
-/// Command-line overrides of a checkpoint's variant (for checkpoints trained elsewhere).
+/// Command-line overrides of a checkpoint's variant (for checkpoints trained elsewhere): fields of
+/// model/variant_fields.h as text, e.g. {"softmax", "clipped"}, {"gamma", "-0.025"}.
 struct VariantOverride
 {
-    std::optional<std::string> softmax;
-    std::optional<double> gamma, zeta, alpha;
-    std::optional<int> maxSeqLength;
-    std::optional<std::string> gate;
-    std::optional<int> nHid;
-    std::optional<double> piInit;
+    std::vector<std::pair<std::string, std::string>> fields;
 
     bool empty() const;
-    /// Returns `base` with the given fields replaced; the result is validated.
+    /// Records `key` = `text`; throws Error for an unknown key or text that is not a value of the field.
+    void set(const std::string& key, const std::string& text);
+    /// Returns `base` with the given fields replaced (gamma, zeta or alpha also make the softmax
+    /// clipped; gamma drops alpha); the result is validated.
     AttentionVariant applyTo(AttentionVariant base) const;
 };
 

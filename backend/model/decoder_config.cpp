@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "common/json_util.h"
+#include "common/text_format.h"
 
 #include <nlohmann/json.hpp>
 
@@ -30,14 +31,6 @@ int tokenId(const json& j, const char* key, const std::string& where)
     return isNull(j, key) ? -1 : jsonutil::getInt32(j, key, where);
 }
 
-std::string joined(const std::vector<std::string>& items)
-{
-    std::string out;
-    for (const auto& s : items)
-        out += (out.empty() ? "" : ", ") + s;
-    return out;
-}
-
 /// The family from model_type, else from architectures; an Error naming both when neither is known.
 DecoderArch detectArch(const json& j, const std::string& path, std::vector<std::string>& architectures)
 {
@@ -61,7 +54,7 @@ DecoderArch detectArch(const json& j, const std::string& path, std::vector<std::
     }
     throw Error(
         path + ": unknown architecture (model_type '" + modelType + "', architectures [" +
-        joined(architectures) +
+        joinedText(architectures) +
         "]); supported decoders: gpt2 (GPT2LMHeadModel), opt (OPTForCausalLM), llama (LlamaForCausalLM)");
 }
 
@@ -281,7 +274,7 @@ DecoderConfig DecoderConfig::preset(const std::string& name)
         return c;
     }
     if (name == "llama-7b") return base(DecoderArch::Llama, 32000, 4096, 32, 32, 11008, 4096);
-    throw Error("unknown decoder preset '" + name + "' (expected one of: " + joined(presetNames()) + ")");
+    throw Error("unknown decoder preset '" + name + "' (expected one of: " + joinedText(presetNames()) + ")");
 }
 
 std::string DecoderConfig::toJson() const

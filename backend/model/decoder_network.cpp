@@ -210,7 +210,8 @@ std::string findDecoderWeights(const std::string& modelDir)
 }
 
 /// Hugging Face's _init_weights for the family: normal(0, 0.02) weights, zero biases, unit norms;
-/// GPT-2's c_proj scaled by 1/sqrt(2 n_layer); padding rows zero.
+/// GPT-2's c_proj scaled by 1/sqrt(2 n_layer); padding rows zero; An et al.'s variant parameters as
+/// their nanoGPT code (fixed v' zero, k' and v' slots N(0, 0.02)).
 void initializeLikeHuggingFace(torch::nn::Module& module, const DecoderConfig& c)
 {
     torch::NoGradGuard noGrad;
@@ -225,7 +226,9 @@ void initializeLikeHuggingFace(torch::nn::Module& module, const DecoderConfig& c
                           endsWith(name, "norm.bias");
         if (norm)
             p.fill_(endsWith(name, "weight") ? 1.0 : 0.0);
-        else if (endsWith(name, "k_bias") || endsWith(name, "v_bias"))
+        else if (endsWith(name, "v_bias") && p.dim() == 1) // fixed-bias: v' starts at zero, as An et al.'s
+            p.zero_();
+        else if (endsWith(name, "k_bias") || endsWith(name, "v_bias")) // context-/attention-bias: N(0, 0.02)
             p.normal_(0.0, std);
         else if (p.dim() >= 2 && c.arch == DecoderArch::Gpt2 && endsWith(name, "c_proj.weight"))
             p.normal_(0.0, std / std::sqrt(2.0 * c.numLayers));

@@ -201,9 +201,9 @@ private Q_SLOTS:
         // The variant fixtures share bert/hf's weights: overriding the softmax on the vanilla
         // checkpoint must give the clipped model's reference logits.
         VariantOverride o;
-        o.softmax = "clipped";
-        o.gamma = -0.025;
-        o.zeta = 1.0;
+        o.set("softmax", "clipped");
+        o.set("gamma", "-0.025");
+        o.set("zeta", "1");
         BertNetwork net = BertNetwork::load(fixture("bert/hf"), o);
         OL_COMPARE_TENSORS(
             "logits", logitsOf(net),

@@ -292,6 +292,62 @@ private Q_SLOTS:
         QCOMPARE(net.config().variant.effectiveGamma(), -12.0 / 32);
     }
 
+    /// An et al.'s Table-2 variants (`train --attention NAME`): each trains, its extra parameters get
+    /// gradients (they move from their initial values), and the final model reloads as that variant.
+    void anEtAlVariantsTrain_data()
+    {
+        QTest::addColumn<QString>("name");
+        QTest::addColumn<QString>("described");
+        QTest::addColumn<QString>("parameter"); // a parameter only the variant has ("": none)
+        QTest::newRow("fixed-bias") << "fixed-bias"
+                                    << "fixed-bias"
+                                    << "layers.0.self_attn.v_bias";
+        QTest::newRow("context-bias") << "context-bias"
+                                      << "context-bias"
+                                      << "layers.0.self_attn.k_bias";
+        QTest::newRow("attention-bias") << "attention-bias"
+                                        << "attention-bias"
+                                        << "layers.1.self_attn.v_bias";
+        QTest::newRow("context-scale") << "context-scale"
+                                       << "context-scale"
+                                       << "layers.1.self_attn.context_scale.0.weight";
+        QTest::newRow("sigmoid") << "sigmoid"
+                                 << "sigmoid attention"
+                                 << "";
+    }
+
+    void anEtAlVariantsTrain()
+    {
+        QFETCH(QString, name);
+        QFETCH(QString, described);
+        QFETCH(QString, parameter);
+        const std::string run = (m_dir.path() + "/an-" + name).toStdString();
+        TrainConfig c = tinyClm(run, 4);
+        c.preset = "opt-tiny"; // OPT's parameter names (layers.N.self_attn...)
+        applyTrainFlag(c, "--attention", name.toStdString());
+        validateTrainConfig(c);
+        std::unique_ptr<TrainingTask> initial = makeTrainingTask(c);
+        const std::string initFolder = run + "-init";
+        initial->saveModel(initFolder, "# test\n");
+        Collected collected;
+        train(c, false, collected);
+        QCOMPARE(int(collected.losses.size()), 4);
+        for (const auto& [step, loss] : collected.losses)
+            QVERIFY2(std::isfinite(loss), qPrintable(QString::number(step)));
+        DecoderNetwork before = DecoderNetwork::load(initFolder);
+        DecoderNetwork after = DecoderNetwork::load(run + "/final");
+        QCOMPARE(QString::fromStdString(after.config().variant.describe()), described);
+        if (parameter.isEmpty()) return;
+        const auto find = [&](DecoderNetwork& net) {
+            for (const auto& item : net.module().named_parameters(true))
+                if (QString::fromStdString(item.key()).endsWith(parameter)) return item.value().clone();
+            return torch::Tensor();
+        };
+        const torch::Tensor p0 = find(before), p1 = find(after);
+        QVERIFY2(p0.defined() && p1.defined(), qPrintable(parameter));
+        QVERIFY2(!torch::equal(p0, p1), qPrintable(parameter + " did not move"));
+    }
+
     /// clip_warmup_steps: strength 0 is the plain softmax, strength s the clipped softmax with gamma
     /// and zeta - 1 scaled by s, strength 1 the configured one (exact zeros appear); the trainer fades
     /// it in with the step, and the config says when the field does not apply.

@@ -5,7 +5,10 @@
 #include "../common/expect_error.h"
 #include "common/error.h"
 #include "common/text_format.h"
+#include "model/variant_fields.h"
 #include "tasks/config/train_config.h"
+
+#include <nlohmann/json.hpp>
 
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -403,6 +406,19 @@ private Q_SLOTS:
         row("n_hid without mlp gate", {"--gate", "linear", "--n_hid", "8"},
             "n_hid: only used by the mlp gate");
         row("pi_init 1", {"--gate", "linear", "--pi_init", "1"}, "attention: pi_init must be in (0, 1)");
+        row("An et al.'s bias on BERT", {"--attention", "fixed-bias"},
+            "bias: An et al.'s fixed-bias is implemented for the decoders of task clm only");
+        row("sigmoid on ViT",
+            {"--task", "image", "--corpus", "", "--data", "fashion-mnist", "--softmax", "sigmoid"},
+            "softmax: An et al.'s sigmoid attention is implemented for the decoders of task clm only");
+        row("context scale and a gate",
+            {"--task", "clm", "--preset", "gpt2-tiny", "--tokenizer", "t", "--context_scale", "true",
+             "--gate", "linear"},
+            "attention: context-scale is a gate of its own");
+        row("sigmoid and a bias",
+            {"--task", "clm", "--preset", "gpt2-tiny", "--tokenizer", "t", "--softmax", "sigmoid", "--bias",
+             "context"},
+            "attention: sigmoid attention cannot be combined with a bias variant");
         row("heads do not divide", {"--num_heads", "3"},
             "num_heads: hidden size 256 is not a multiple of 3 heads");
         row("negative size", {"--hidden_size", "-1"}, "hidden_size: must be at least 0");
@@ -497,21 +513,8 @@ private Q_SLOTS:
         QCOMPARE(trainBertConfig(presetConfig("demo-synthetic")).numLayers, 4);
     }
 
-    void helpListsEveryFlag()
+    void taskNames()
     {
-        const std::string help = trainFlagsHelp(100);
-        for (const TrainFieldInfo& f : trainFields())
-            QVERIFY2(help.find("--" + f.name + " ") != std::string::npos, f.name.c_str());
-        QVERIFY(help.find("--lr X") != std::string::npos);
-        QVERIFY(help.find("(default 0.001)") != std::string::npos);
-        QVERIFY(help.find("--task mlm|nli|image|synthetic|clm") != std::string::npos);
-        QVERIFY(help.find("Attention variant:\n") != std::string::npos);
-        std::size_t start = 0;
-        while (start < help.size()) {
-            const std::size_t end = help.find('\n', start);
-            QVERIFY2(end - start <= 100, help.substr(start, end - start).c_str());
-            start = end + 1;
-        }
         QVERIFY(parseTrainTask(toString(TrainTask::Synthetic)) == TrainTask::Synthetic);
         expectError([] { parseTrainTask("cls"); }, {"unknown task 'cls'"});
     }
@@ -537,6 +540,127 @@ private Q_SLOTS:
         QCOMPARE(shapeText({}), std::string("[]"));
         QCOMPARE(printableText(std::string("a\nb\\c\xff\x00", 7)), std::string("a\\x0ab\\x5cc\\xff\\x00"));
         QCOMPARE(printableText(std::string(150, 'x')), std::string(100, 'x') + "...");
+        QCOMPARE(numberFromText("-0.025"), std::optional<double>(-0.025));
+        QCOMPARE(numberFromText("+1e3"), std::optional<double>(1000));
+        for (const char* bad : {"", "1x", "nan", "inf", "0,5"})
+            QVERIFY2(!numberFromText(bad), bad);
+        QCOMPARE(integerFromText<int>("1e6"), std::optional<int>(1000000));
+        QVERIFY(!integerFromText<int>("4294967296"));
+        QVERIFY(!integerFromText<int>("1.5"));
+        QCOMPARE(switchFromText("on"), std::optional<bool>(true));
+        QVERIFY(!switchFromText("maybe"));
+    }
+
+    /// The attention variant's keys are written once (model/variant_fields): the training fields are
+    /// its rows, in the "attention variant" group; --attention takes An et al.'s names.
+    void trainingVariantFieldsComeFromTheVariantTable()
+    {
+        std::set<std::string> trained;
+        for (const TrainFieldInfo& f : trainFields())
+            if (f.group == "attention variant" && f.name != "clip_warmup_steps") trained.insert(f.name);
+        QCOMPARE(trained, (std::set<std::string>{"softmax", "gamma", "zeta", "alpha", "max_seq_length",
+                                                 "gate", "n_hid", "pi_init", "bias", "context_scale"}));
+        TrainConfig c;
+        applyTrainFlag(c, "--n-hid", "16");
+        applyTrainFlag(c, "--alpha", "none");
+        applyTrainFlag(c, "--context-scale", "yes");
+        QCOMPARE(c.variant.nHid, 16);
+        QVERIFY(!c.variant.alpha);
+        QVERIFY(c.variant.contextScale);
+        applyTrainFlag(c, "--attention", "attention-bias");
+        QVERIFY(c.variant.bias == BiasKind::Attention);
+        applyTrainFlag(c, "--attention", "sigmoid");
+        QVERIFY(c.variant.softmax == SoftmaxKind::Sigmoid);
+        expectError([&] { applyTrainFlag(c, "--attention", "flash"); },
+                    {"--attention: unknown variant 'flash'", "fixed-bias", "context-scale"});
+        expectError([&] { applyTrainFlag(c, "--bias", "learnt"); }, {"--bias: expected one of none, fixed"});
+    }
+
+    /// config.json's "outlierlens" block: the keys each variant records, written by hand here, and
+    /// the variant read back field by field.
+    void variantConfigJsonRecordsItsFields_data()
+    {
+        QTest::addColumn<QString>("kind");
+        QTest::addColumn<QStringList>("keys");
+        QTest::newRow("clipped gamma") << "clipped gamma" << QStringList{"softmax", "gamma", "zeta"};
+        QTest::newRow("clipped alpha")
+            << "clipped alpha" << QStringList{"softmax", "gamma", "zeta", "alpha", "max_seq_length"};
+        QTest::newRow("mlp gate") << "mlp gate" << QStringList{"softmax", "gate", "pi_init", "n_hid"};
+        QTest::newRow("fixed bias") << "fixed bias" << QStringList{"softmax", "bias"};
+        QTest::newRow("context scale") << "context scale" << QStringList{"softmax", "context_scale"};
+    }
+
+    void variantConfigJsonRecordsItsFields()
+    {
+        QFETCH(QString, kind);
+        QFETCH(QStringList, keys);
+        AttentionVariant v;
+        if (kind == "clipped gamma") {
+            v.softmax = SoftmaxKind::Clipped;
+            v.gamma = -0.03;
+            v.zeta = 1.5;
+        } else if (kind == "clipped alpha") {
+            v.softmax = SoftmaxKind::Clipped;
+            v.alpha = 4;
+            v.maxSeqLength = 128;
+        } else if (kind == "mlp gate") {
+            v.gate = GateKind::Mlp;
+            v.nHid = 8;
+            v.piInit = 0.5;
+        } else if (kind == "fixed bias") {
+            v.bias = BiasKind::Fixed;
+        } else {
+            v.contextScale = true;
+        }
+        nlohmann::json config = nlohmann::json::object();
+        addVariantToConfigJson(v, config);
+        QStringList written;
+        for (const auto& item : config["outlierlens"].items())
+            written << QString::fromStdString(item.key());
+        written.sort();
+        keys.sort();
+        QCOMPARE(written, keys);
+        if (kind == "clipped alpha") QCOMPARE(config["outlierlens"]["gamma"].get<double>(), -4.0 / 128);
+        const AttentionVariant back = variantFromConfigJson(config, "config.json");
+        const AttentionVariant expected = v.withAlphaResolved();
+        QCOMPARE(back.describe(), expected.describe());
+        QCOMPARE(back.gamma, expected.gamma);
+        QCOMPARE(back.zeta, expected.zeta);
+        QCOMPARE(back.alpha, expected.alpha);
+        QCOMPARE(back.maxSeqLength, expected.maxSeqLength);
+        QCOMPARE(back.nHid, expected.nHid);
+        QCOMPARE(back.piInit, expected.piInit);
+        QVERIFY(back.bias == expected.bias);
+        QCOMPARE(back.contextScale, expected.contextScale);
+    }
+
+    /// The command line's --gamma, --n-hid, ...: refused text at once, the clipped-softmax shorthand,
+    /// and implausible sizes.
+    void variantOverride()
+    {
+        VariantOverride o;
+        expectError([&] { o.set("gamma", "abc"); }, {"expected a finite number, found 'abc'"});
+        expectError([&] { o.set("temperature", "2"); }, {"unknown attention-variant field 'temperature'"});
+        expectError([&] { o.set("gate", "conv"); }, {"unknown gate 'conv'"});
+        QVERIFY(o.empty());
+        AttentionVariant withAlpha;
+        withAlpha.softmax = SoftmaxKind::Clipped;
+        withAlpha.alpha = 4;
+        withAlpha.maxSeqLength = 128;
+        o.set("gamma", "-0.1");
+        o.set("gamma", "-0.025"); // the last one given counts
+        const AttentionVariant v = o.applyTo(withAlpha);
+        QVERIFY(v.softmax == SoftmaxKind::Clipped);
+        QVERIFY(!v.alpha);
+        QCOMPARE(v.effectiveGamma(), -0.025);
+        const VariantOverride zeta{{{"zeta", "1.2"}}};
+        QVERIFY(zeta.applyTo({}).softmax == SoftmaxKind::Clipped);
+        expectError(
+            [] {
+                VariantOverride{{{"gate", "mlp"}, {"n_hid", "1000000"}}}.applyTo({});
+            },
+            {"n_hid 1000000 is implausibly large"});
+        expectError([] { VariantOverride{{{"gate", "mlp"}}}.applyTo({}); }, {"needs n_hid > 0"});
     }
 
     /// DESIGN.md, Metrics: a BERT model's max inf norm is that of its FFN outputs, and its avg kurtosis

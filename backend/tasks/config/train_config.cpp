@@ -3,6 +3,7 @@
 #include "common/error.h"
 #include "common/json_util.h"
 #include "common/text_format.h"
+#include "model/variant_fields.h"
 #include "tasks/config/closest_name.h"
 #include "tasks/config/train_fields.h"
 
@@ -14,7 +15,6 @@
 #include <cmath>
 #include <limits>
 #include <optional>
-#include <sstream>
 #include <type_traits>
 #include <variant>
 
@@ -52,10 +52,15 @@ constexpr int enumCount<DecayKind>()
 template<>
 constexpr int enumCount<SoftmaxKind>()
 {
-    return 2;
+    return 3;
 }
 template<>
 constexpr int enumCount<GateKind>()
+{
+    return 4;
+}
+template<>
+constexpr int enumCount<BiasKind>()
 {
     return 4;
 }
@@ -79,49 +84,6 @@ std::optional<E> enumFromName(const std::string& text)
 {
     for (int i = 0; i < enumCount<E>(); ++i)
         if (toString(E(i)) == text) return E(i);
-    return std::nullopt;
-}
-
-std::string joined(const std::vector<std::string>& items, const std::string& separator)
-{
-    std::string out;
-    for (const std::string& item : items)
-        out += (out.empty() ? "" : separator) + item;
-    return out;
-}
-
-// ---- Numbers as text, locale-independent ---------------------------------------------------------
-
-std::optional<double> parseDouble(std::string text)
-{
-    if (!text.empty() && text[0] == '+') text.erase(0, 1);
-    double v = 0;
-    const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (text.empty() || r.ec != std::errc() || r.ptr != text.data() + text.size() || !std::isfinite(v))
-        return std::nullopt;
-    return v;
-}
-
-/// An integer in [lo, hi], also written as an integral number in scientific notation ("1e6").
-template<class T>
-std::optional<T> parseInteger(std::string text)
-{
-    if (!text.empty() && text[0] == '+') text.erase(0, 1);
-    T v = 0;
-    const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (!text.empty() && r.ec == std::errc() && r.ptr == text.data() + text.size()) return v;
-    if (r.ec == std::errc::result_out_of_range) return std::nullopt;
-    const std::optional<double> d = parseDouble(text);
-    if (!d || *d != std::floor(*d) || *d < double(std::numeric_limits<T>::min()) ||
-        *d >= double(std::numeric_limits<T>::max()))
-        return std::nullopt;
-    return T(*d);
-}
-
-std::optional<bool> parseBool(const std::string& text)
-{
-    if (text == "true" || text == "1" || text == "yes" || text == "on") return true;
-    if (text == "false" || text == "0" || text == "no" || text == "off") return false;
     return std::nullopt;
 }
 
@@ -169,7 +131,7 @@ std::string expectation(T* p)
     else if constexpr (std::is_same_v<T, std::optional<double>>)
         return "a finite number or none";
     else if constexpr (isEnum<T>)
-        return "one of " + joined(choicesOf(p), ", ");
+        return "one of " + joinedText(choicesOf(p), ", ");
     else if constexpr (std::is_same_v<T, std::uint64_t>)
         return "a non-negative integer";
     else
@@ -203,11 +165,11 @@ bool setFromText(T* p, const std::string& text)
         *p = text;
         return true;
     } else if constexpr (std::is_same_v<T, bool>) {
-        const auto v = parseBool(text);
+        const auto v = switchFromText(text);
         if (v) *p = *v;
         return v.has_value();
     } else if constexpr (std::is_same_v<T, double>) {
-        const auto v = parseDouble(text);
+        const auto v = numberFromText(text);
         if (v) *p = *v;
         return v.has_value();
     } else if constexpr (std::is_same_v<T, std::optional<double>>) {
@@ -215,7 +177,7 @@ bool setFromText(T* p, const std::string& text)
             p->reset();
             return true;
         }
-        const auto v = parseDouble(text);
+        const auto v = numberFromText(text);
         if (v) *p = *v;
         return v.has_value();
     } else if constexpr (isEnum<T>) {
@@ -223,7 +185,7 @@ bool setFromText(T* p, const std::string& text)
         if (v) *p = *v;
         return v.has_value();
     } else {
-        const auto v = parseInteger<T>(text);
+        const auto v = integerFromText<T>(text);
         if (v) *p = *v;
         return v.has_value();
     }
@@ -274,7 +236,7 @@ bool setFromJson(T* p, const nlohmann::json& j)
             return true;
         }
         if (j.is_number_float()) { // 1e6 written by hand
-            const auto v = parseInteger<T>(numberText(j.get<double>()));
+            const auto v = integerFromText<T>(numberText(j.get<double>()));
             if (v) *p = *v;
             return v.has_value();
         }
@@ -363,18 +325,6 @@ const FieldDef* findField(const std::string& name)
     return nullptr;
 }
 
-std::vector<std::string> wrapWords(const std::string& text, std::size_t width)
-{
-    std::vector<std::string> lines(1);
-    std::istringstream words(text);
-    std::string word;
-    while (words >> word) {
-        if (!lines.back().empty() && lines.back().size() + 1 + word.size() > width) lines.emplace_back();
-        lines.back() += (lines.back().empty() ? "" : " ") + word;
-    }
-    return lines;
-}
-
 } // namespace
 
 std::string toString(TrainTask task)
@@ -419,7 +369,7 @@ std::vector<CapturePoint> kurtosisTensorsOf(TrainTask task)
 TrainTask parseTrainTask(const std::string& text)
 {
     if (const auto task = enumFromName<TrainTask>(text)) return *task;
-    throw Error("unknown task '" + text + "' (expected " + joined(enumNames<TrainTask>(), ", ") + ")");
+    throw Error("unknown task '" + text + "' (expected " + joinedText(enumNames<TrainTask>(), ", ") + ")");
 }
 
 const std::vector<TrainFieldInfo>& trainFields()
@@ -444,39 +394,6 @@ const std::vector<TrainFieldInfo>& trainFields()
         return out;
     }();
     return fields;
-}
-
-std::string trainFlagsHelp(int width)
-{
-    constexpr std::size_t kColumn = 34;
-    const std::size_t textWidth = std::max<std::size_t>(30, std::size_t(std::max(width, 0)) - kColumn);
-    std::string out;
-    std::string group;
-    for (const TrainFieldInfo& f : trainFields()) {
-        if (f.group != group) {
-            group = f.group;
-            out += (out.empty() ? "" : "\n") + std::string(1, char(std::toupper(group[0]))) +
-                   group.substr(1) + ":\n";
-        }
-        std::string value = f.type == "text"             ? "TEXT"
-                            : f.type == "integer"        ? "N"
-                            : f.type == "number"         ? "X"
-                            : f.type == "bool"           ? "true|false"
-                            : f.type == "number or none" ? "X|none"
-                                                         : joined(f.choices, "|");
-        std::string left = "  --" + f.name + " " + value;
-        const std::string help = f.help + (f.defaultText.empty() ? "" : " (default " + f.defaultText + ")");
-        const std::vector<std::string> lines = wrapWords(help, textWidth);
-        if (left.size() + 2 > kColumn) {
-            out += left + "\n";
-            left.clear();
-        }
-        for (const std::string& line : lines) {
-            out += left + std::string(kColumn - left.size(), ' ') + line + "\n";
-            left.clear();
-        }
-    }
-    return out;
 }
 
 TrainConfig parseTrainConfig(const std::string& jsonText, const std::string& where)
@@ -514,6 +431,14 @@ void applyTrainFlag(TrainConfig& config, const std::string& name, const std::str
 {
     const std::string key = normalizedFlag(name);
     const std::string shown = "--" + (name.rfind("--", 0) == 0 ? name.substr(2) : name);
+    if (key == "attention") { // An et al.'s names, a shorthand for softmax, bias or context_scale
+        try {
+            applyNamedVariant(config.variant, value);
+        } catch (const Error& e) {
+            throw Error(shown + ": " + e.what());
+        }
+        return;
+    }
     const FieldDef* field = findField(key);
     if (!field) throw Error("unknown option " + shown + " (did you mean --" + suggestedField(key) + "?)");
     std::visit(

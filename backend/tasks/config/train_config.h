@@ -136,10 +136,6 @@ struct TrainFieldInfo
 /// parsing, flags and printing.
 const std::vector<TrainFieldInfo>& trainFields();
 
-/// The options section of `outlierlens train --help`: one line per field, grouped, with type,
-/// help and default, wrapped to `width` columns.
-std::string trainFlagsHelp(int width = 100);
-
 /// Parses a run.json-style object; absent keys keep their defaults. `where` (the file name) starts
 /// every message. Unknown keys are errors naming them and the closest known key; wrong types are
 /// errors naming the key, the expected type and the value found. Does not validate (see below).
@@ -151,7 +147,8 @@ std::string trainConfigToJson(const TrainConfig& config);
 
 /// Sets one field from a command-line flag, e.g. ("--lr", "3e-4") or ("lr", "3e-4"); '-' and '_'
 /// are interchangeable in the name. Integers also accept integral scientific notation ("1e6"),
-/// bools true/false/1/0/yes/no/on/off, "alpha" also "none". Errors name the flag, the expected
+/// bools true/false/1/0/yes/no/on/off, "alpha" also "none". "attention" is a shorthand, not a field:
+/// An et al.'s variant names (fixed-bias, context-scale, sigmoid, ...) set softmax, bias or context_scale. Errors name the flag, the expected
 /// type and the value (or the closest known flag for an unknown one).
 void applyTrainFlag(TrainConfig& config, const std::string& name, const std::string& value);
 

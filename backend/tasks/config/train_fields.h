@@ -5,6 +5,7 @@
 #include "tasks/config/train_config.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <variant>
@@ -14,14 +15,14 @@ namespace outlierlens::train_fields {
 
 using FieldRef =
     std::variant<std::string*, int*, std::int64_t*, std::uint64_t*, double*, bool*, std::optional<double>*,
-                 TrainTask*, ClmData*, InitScheme*, DecayKind*, SoftmaxKind*, GateKind*, Precision*>;
+                 TrainTask*, ClmData*, InitScheme*, DecayKind*, SoftmaxKind*, GateKind*, BiasKind*, Precision*>;
 
 struct FieldDef
 {
     const char* name;
     const char* group;
     const char* help;
-    FieldRef (*ref)(TrainConfig&);
+    std::function<FieldRef(TrainConfig&)> ref;
 };
 
 /// THE table: one row per TrainConfig field, in --help order; defaults come from TrainConfig's

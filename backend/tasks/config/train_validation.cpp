@@ -90,10 +90,22 @@ const char* firstSizeField(const TrainConfig& c)
                                      : nullptr;
 }
 
+/// The field that switches on a non-vanilla variant, for messages.
+const char* variantFieldSet(const AttentionVariant& v)
+{
+    return v.softmax != SoftmaxKind::Vanilla ? "softmax"
+           : v.bias != BiasKind::None        ? "bias"
+           : v.contextScale                  ? "context_scale"
+                                             : "gate";
+}
+
 /// Values of a variant that is not switched on are mistakes (a forgotten --softmax clipped), not
 /// settings to ignore silently.
-void checkVariantFields(const AttentionVariant& v)
+void checkVariantFields(const AttentionVariant& v, TrainTask task)
 {
+    if (task != TrainTask::CausalLm && v.isDecoderOnly())
+        fail(variantFieldSet(v),
+             "An et al.'s " + v.describe() + " is implemented for the decoders of task clm only");
     const AttentionVariant defaults;
     if (v.softmax == SoftmaxKind::Vanilla) {
         const char* stray = v.gamma != defaults.gamma                 ? "gamma"
@@ -146,7 +158,7 @@ void checkModel(const TrainConfig& c)
     atLeast(c.intermediateSize, 0, "intermediate_size");
     atLeast(c.imageSize, 0, "image_size");
     atLeast(c.patchSize, 0, "patch_size");
-    checkVariantFields(c.variant);
+    checkVariantFields(c.variant, c.task);
     const bool image = c.task == TrainTask::Image;
     if (!image) {
         if (c.imageSize != 0) fail("image_size", "only used by task image");
@@ -161,9 +173,9 @@ void checkModel(const TrainConfig& c)
                 fail(sized, "task clm with init continues the model in " + c.init +
                                 " and takes its size from there; leave preset empty and the sizes 0");
             if (!c.variant.isVanilla())
-                fail(c.variant.softmax != SoftmaxKind::Vanilla ? "softmax" : "gate",
-                     "task clm with init keeps the attention variant of " + c.init +
-                         " (its config.json); remove the variant settings");
+                fail(variantFieldSet(c.variant), "task clm with init keeps the attention variant of " +
+                                                     c.init +
+                                                     " (its config.json); remove the variant settings");
             return;
         }
         const DecoderConfig d = trainDecoderConfig(c);
