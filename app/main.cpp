@@ -44,6 +44,8 @@ const Subcommand kSubcommands[] = {
     {"bench", "time forward passes with and without activation capture", outlierlens::cli::runBench},
     {"quantize", "simulate W8A8 quantization: FP vs quantized metric, max inf norm, kurtosis",
      outlierlens::cli::runQuantize},
+    {"weights", "weight outliers (An et al. 2025) from the checkpoint alone, no forward pass",
+     outlierlens::cli::runWeights},
     {"convert", "rewrite a model's weights as (float16) safetensors", outlierlens::cli::runConvert},
     {"create-model", "write a randomly initialised BERT or decoder model folder",
      outlierlens::cli::runCreateModel},
