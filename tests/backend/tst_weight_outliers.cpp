@@ -321,6 +321,39 @@ private Q_SLOTS:
         }));
     }
 
+    void encodersAreScannedByTheirModuleNames()
+    {
+        // BERT: six linears per layer, then the pooler and the classifier; W_down is output.dense.
+        const WeightScan bert = scanWeightOutliers(fixture("bert/hf"), {}, WeightModules::All);
+        const StateDict raw = readSafetensors(fixture("bert/hf/model.safetensors"));
+        std::vector<std::string> modules;
+        for (const WeightModuleStats& r : bert.results)
+            if (r.layer == 1) modules.push_back(r.module);
+        QCOMPARE(modules, (std::vector<std::string>{"attention.output.dense", "attention.self.key",
+                                                    "attention.self.query", "attention.self.value",
+                                                    "intermediate.dense", "output.dense"}));
+        for (const WeightModuleStats& r : bert.results) {
+            QCOMPARE(r.down, r.layer >= 0 && r.module == "output.dense");
+            const torch::Tensor t = raw.at(r.tensor).contiguous();
+            const Reference ref = recompute(t.data_ptr<float>(), t.size(0), t.size(1), false, 1000);
+            QCOMPARE(compareVectors(r.stats.columnRatio, ref.column, 1e-12), QString());
+        }
+        QCOMPARE(bert.results.back().layer, -1); // outside the layers last
+        // The same ViT saved by Hugging Face (output.dense) and timm (mlp.fc2): the same W_down.
+        const WeightScan hf = scanWeightOutliers(fixture("vit/hf"), {}, WeightModules::Down);
+        const WeightScan timm = scanWeightOutliers(fixture("vit/timm"), {}, WeightModules::Down);
+        QCOMPARE(hf.results.size(), timm.results.size());
+        QVERIFY(!hf.results.empty());
+        for (std::size_t k = 0; k < hf.results.size(); ++k) {
+            QCOMPARE(hf.results[k].module, std::string("output.dense"));
+            QCOMPARE(timm.results[k].module, std::string("mlp.fc2"));
+            QCOMPARE(hf.results[k].layer, timm.results[k].layer);
+            QCOMPARE(
+                compareVectors(hf.results[k].stats.columnRatio, timm.results[k].stats.columnRatio, 1e-12),
+                QString());
+        }
+    }
+
     void bfloat16StorageMatchesFloat32WithinRounding()
     {
         // The float32 llama fixture written as bfloat16 by writeSafetensors, and the same model as
