@@ -107,7 +107,11 @@ int runStats(const QStringList& args)
          "file's start cut into N chunks of --seq-len tokens; default N 100).",
          "spec"},
         {"layers", "Comma-separated 0-based layers (default: all).", "list"},
-        {"rule", "Outlier rule: sigma (|x - mean| > k std, default) or tau (|x| > tau mean|x|).", "rule"},
+        {"rule",
+         "Outlier rule: sigma (|x - mean| > k std, default) or tau (|x| > tau mean|x|; An et al.'s "
+         "so-paper, and so-code, whose heavy tokens, max_c |h_tc| > tau mean|h|, are those carrying one; "
+         "decoders also get the file's \"systematic\" group at this tau).",
+         "rule"},
         {"k", "k of the sigma rule (default 6).", "k"},
         {"tau", "tau of the tau rule (default 1000).", "tau"},
         {"batch", "Inputs per forward pass (default 16).", "B"},

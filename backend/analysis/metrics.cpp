@@ -38,8 +38,10 @@ std::string outlierRuleName(OutlierRule rule)
 OutlierRule parseOutlierRule(const std::string& name)
 {
     if (name == "sigma") return OutlierRule::Sigma;
-    if (name == "tau") return OutlierRule::Tau;
-    throw Error("outlier rule: expected 'sigma' or 'tau', found '" + name + "'");
+    // An et al.'s paper rule is the tau rule; their code's token rule (max_c |h_tc| > tau mean|h|)
+    // marks exactly the tokens that carry a tau-rule value, so both count values as tau does.
+    if (name == "tau" || name == "so-paper" || name == "so-code") return OutlierRule::Tau;
+    throw Error("outlier rule: expected sigma, tau, so-paper or so-code, found '" + name + "'");
 }
 
 std::string OutlierCriterion::describe() const

@@ -5,6 +5,7 @@
 #include "analysis/decoder_inspection.h"
 #include "analysis/metrics.h"
 #include "analysis/recording_sink.h"
+#include "analysis/systematic_statistics.h"
 #include "analysis/vit_inspection.h"
 #include "common/error.h"
 #include "common/input_file.h"
@@ -70,10 +71,21 @@ public:
         m_selected = stats.options().layers;
     }
 
-    /// Starts a batch: `lengths` real tokens of each row and (text) their token strings.
-    void begin(const std::vector<std::int64_t>& lengths,
-               const std::vector<const std::vector<std::string>*>& tokens)
+    /// Decoders: also An et al.'s systematic outliers, whose captures join `names`.
+    void addSystematic(SystematicStatistics& systematic)
     {
+        m_systematic = &systematic;
+        for (const std::string& name : systematic.requiredCaptures())
+            m_names.insert(name);
+    }
+
+    /// Starts a batch: `lengths` real tokens of each row and (text) their token strings; with
+    /// systematic statistics, `categories` of each row's tokens.
+    void begin(const std::vector<std::int64_t>& lengths,
+               const std::vector<const std::vector<std::string>*>& tokens,
+               const std::vector<std::vector<TokenCategory>>& categories = {})
+    {
+        m_categories = categories;
         m_tensors.clear();
         m_lengths = lengths;
         m_samples.clear();
@@ -99,8 +111,10 @@ public:
     void finish()
     {
         flushBefore(std::numeric_limits<int>::max());
-        for (std::size_t r = 0; r < m_samples.size(); ++r)
+        for (std::size_t r = 0; r < m_samples.size(); ++r) {
             m_stats.endSample();
+            if (m_systematic) m_systematic->endSample();
+        }
     }
 
     bool contains(const std::string& name) const { return m_tensors.count(name) > 0; }
@@ -124,6 +138,11 @@ private:
                         sample.emplace(name, sampleOf(parsed->first, batched, std::int64_t(r), m_lengths[r]));
                 }
                 m_stats.addSampleLayer(m_samples[r], l, sample);
+                if (m_systematic)
+                    m_systematic->addSampleLayer(l, sample.at(captureName(CapturePoint::Out, l)),
+                                                 sample.at(captureName(CapturePoint::DownIn, l)),
+                                                 sample.at(captureName(CapturePoint::AttnProbs, l)),
+                                                 m_categories.at(r));
             }
             // Everything up to layer l goes, except its output (the next layer's previous output).
             const std::string keep = captureName(CapturePoint::Out, l);
@@ -141,6 +160,8 @@ private:
     }
 
     DatasetStatistics& m_stats;
+    SystematicStatistics* m_systematic = nullptr;
+    std::vector<std::vector<TokenCategory>> m_categories;
     std::set<std::string> m_names;
     std::vector<int> m_selected;
     std::size_t m_next = 0;
@@ -224,10 +245,12 @@ void forEachBatch(std::size_t count, int workers, int threadsPerWorker, const st
 }
 
 void writeFile(const StatsRunOptions& o, const DatasetStatistics& stats, const std::string& modelName,
-               const std::string& sha256, const StatsRunResult& result)
+               const std::string& sha256, const StatsRunResult& result,
+               const SystematicStatistics* systematic = nullptr)
 {
     Hdf5Writer writer(o.outPath);
     stats.write(writer);
+    if (systematic) systematic->write(writer);
     writer.setAttribute("/", "model", o.modelDir);
     writer.setAttribute("/", "model_name", modelName);
     writer.setAttribute("/", "checkpoint_sha256", sha256);
@@ -498,12 +521,25 @@ StatsRunResult runDecoderText(const StatsRunOptions& o, const std::atomic<bool>&
     so.headDim = c.headDim();
     so.criterion = o.criterion;
     DatasetStatistics stats(so);
+    SystematicOptions systematicOptions;
+    systematicOptions.layers = so.layers;
+    systematicOptions.numHeads = c.numHeads;
+    systematicOptions.tau = o.criterion.tau;
+    systematicOptions.attentionFraction = so.attentionFraction;
+    SystematicStatistics systematic(systematicOptions);
     StreamingStatisticsSink sink(stats, requiredCaptures(so));
+    sink.addSystematic(systematic);
     std::map<std::int64_t, std::string> labels; // token id -> label, cached
     auto labelOf = [&](std::int64_t id) -> const std::string& {
         auto it = labels.find(id);
         if (it == labels.end()) it = labels.emplace(id, decoderTokenLabel(*tokenizer, id)).first;
         return it->second;
+    };
+    std::map<std::int64_t, std::string> decoded; // token id -> its text, for An et al.'s categories
+    auto categoryOf = [&](std::int64_t id, std::int64_t position) {
+        auto it = decoded.find(id);
+        if (it == decoded.end()) it = decoded.emplace(id, tokenizer->displayToken(id)).first;
+        return tokenCategory(it->second, position);
     };
 
     // Every chunk has the same length: batches need no padding; the token budget bounds memory.
@@ -522,16 +558,19 @@ StatsRunResult runDecoderText(const StatsRunOptions& o, const std::atomic<bool>&
             std::copy_n(ids.begin() + std::ptrdiff_t(std::size_t(b0 + r) * body), body, row + k);
         }
         std::vector<std::vector<std::string>> tokens(static_cast<std::size_t>(B));
+        std::vector<std::vector<TokenCategory>> categories(static_cast<std::size_t>(B));
         std::vector<const std::vector<std::string>*> tokenPointers;
         for (std::int64_t r = 0; r < B; ++r) {
             std::vector<std::string>& labelsOfRow = tokens[std::size_t(r)];
             labelsOfRow.reserve(std::size_t(seqLen));
             const std::int64_t* row = batch[r].data_ptr<std::int64_t>();
-            for (std::int64_t t = 0; t < seqLen; ++t)
+            for (std::int64_t t = 0; t < seqLen; ++t) {
                 labelsOfRow.push_back(labelOf(row[t]));
+                categories[std::size_t(r)].push_back(categoryOf(row[t], t));
+            }
             tokenPointers.push_back(&labelsOfRow);
         }
-        sink.begin(std::vector<std::int64_t>(std::size_t(B), seqLen), tokenPointers);
+        sink.begin(std::vector<std::int64_t>(std::size_t(B), seqLen), tokenPointers, categories);
         {
             c10::InferenceMode guard;
             network.forward(batch, {}, &sink, false);
@@ -544,7 +583,7 @@ StatsRunResult runDecoderText(const StatsRunOptions& o, const std::atomic<bool>&
     result.samples = stats.samples();
     result.loopSeconds = loop.seconds();
     writeFile(o, stats, c.architectures.empty() ? toString(c.arch) : c.architectures.front(),
-              network.checkpointSha256(), result);
+              network.checkpointSha256(), result, &systematic);
     result.seconds = clock.seconds();
     return result;
 }

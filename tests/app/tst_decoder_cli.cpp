@@ -112,6 +112,50 @@ private Q_SLOTS:
         QVERIFY2(r.exitCode == 0, qPrintable(r.err));
         const StatisticsFile stats = readStatisticsFile(out.toStdString());
         QCOMPARE(stats.samples, std::int64_t(6));
+        {
+            // An et al.'s systematic outliers: every chunk's first token is the initial token.
+            Hdf5Reader file(out.toStdString());
+            QCOMPARE(file.numberAttribute("systematic", "tau"), 1000.0);
+            QCOMPARE(file.numberAttribute("systematic", "samples"), 6.0);
+            for (int l = 0; l < 2; ++l) {
+                const std::string g = "systematic/layer" + std::to_string(l);
+                const torch::Tensor tokens = file.readTensor(g + "/tokens_by_category");
+                QCOMPARE(tokens[0].item<std::int64_t>(), std::int64_t(6));
+                QCOMPARE(tokens.sum().item<std::int64_t>(), std::int64_t(6 * 32));
+                const torch::Tensor top = file.readTensor(g + "/down_in/mean_top_abs");
+                QVERIFY(top[0].item<float>() >= top[1].item<float>() &&
+                        top[1].item<float>() >= top[2].item<float>());
+                QVERIFY(top[2].item<float>() >=
+                        file.readTensor(g + "/down_in/mean_median_abs").item<float>());
+            }
+        }
+        // With tau 3, a token is heavy exactly when it carries a value of the tau rule (|x| > 3 mean|X|):
+        // the systematic heavy tokens of `out` equal the tau rule's token occurrences, counted apart.
+        const QString tauOut = dir.path() + QStringLiteral("/tau.h5");
+        const Run tau =
+            runApp({QStringLiteral("stats"), QStringLiteral("--model"),
+                    modelDir(QStringLiteral("gpt2-seed0")), QStringLiteral("--data"),
+                    QStringLiteral("text:") + text + QStringLiteral(":6"), QStringLiteral("--seq-len"),
+                    QStringLiteral("32"), QStringLiteral("--rule"), QStringLiteral("tau"),
+                    QStringLiteral("--tau"), QStringLiteral("3"), QStringLiteral("--out"), tauOut});
+        QVERIFY2(tau.exitCode == 0, qPrintable(tau.err));
+        {
+            Hdf5Reader file(tauOut.toStdString());
+            std::int64_t heavy = 0;
+            for (int l = 0; l < 2; ++l) {
+                const std::int64_t systematic =
+                    file.readTensor("systematic/layer" + std::to_string(l) + "/out/heavy_tokens_by_category")
+                        .sum()
+                        .item<std::int64_t>();
+                const std::int64_t occurrences =
+                    file.readTensor("layer" + std::to_string(l) + "/out/token_outlier_occurrences")
+                        .sum()
+                        .item<std::int64_t>();
+                QCOMPARE(systematic, occurrences);
+                heavy += systematic;
+            }
+            QVERIFY2(heavy > 0, "tau 3 should find heavy tokens");
+        }
         // A BERT model refuses text chunks with a one-line error, and writes nothing.
         const Run wrong =
             runApp({QStringLiteral("stats"), QStringLiteral("--model"),

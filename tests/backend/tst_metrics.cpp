@@ -302,6 +302,8 @@ private Q_SLOTS:
         QCOMPARE(parseOutlierRule("sigma"), OutlierRule::Sigma);
         QCOMPARE(parseOutlierRule(outlierRuleName(OutlierRule::Tau)), OutlierRule::Tau);
         QVERIFY_THROWS_EXCEPTION(Error, parseOutlierRule("6sigma"));
+        QCOMPARE(parseOutlierRule("so-paper"), OutlierRule::Tau); // An et al.'s names
+        QCOMPARE(parseOutlierRule("so-code"), OutlierRule::Tau);
         QVERIFY(sigma(6) == OutlierCriterion());
         QVERIFY(sigma(5) != OutlierCriterion());
     }

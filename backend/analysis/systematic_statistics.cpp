@@ -1,0 +1,263 @@
+#include "analysis/systematic_statistics.h"
+
+#include "common/error.h"
+#include "common/text_format.h"
+#include "io/hdf5_store.h"
+#include "model/capture.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cctype>
+
+namespace outlierlens {
+namespace {
+
+// Their lists (pos_activation_outliers_layer.py and its siblings).
+const std::set<std::string>& strongDelimiters()
+{
+    static const std::set<std::string> marks = {".", "<0x0A>", ",", ";", ":", "!", "?", "-", "--", "---",
+                                                "'", "\"",     "(", ")", "[", "]", "{", "}", "/",  "\\",
+                                                "|", "*",      "&", "^", "%", "$", "#", "@", "~",  "`"};
+    return marks;
+}
+
+const std::set<std::string>& weakSemanticWords()
+{
+    static const std::set<std::string> words = {"",   "and",  "from", "of", "1",   "2",   "3",    "4",  "5",
+                                                "6",  "7",    "8",    "9",  "the", "a",   "an",   "in", "on",
+                                                "at", "for",  "with", "is", "was", "are", "were", "to", "by",
+                                                "as", "that", "this", "it", "but", "or",  "if",   "not"};
+    return words;
+}
+
+std::string stripped(const std::string& text)
+{
+    const auto isSpace = [](unsigned char c) { return std::isspace(c) != 0; };
+    std::size_t begin = 0, end = text.size();
+    while (begin < end && isSpace(text[begin]))
+        ++begin;
+    while (end > begin && isSpace(text[end - 1]))
+        --end;
+    return text.substr(begin, end - begin);
+}
+
+void checkShape(const torch::Tensor& x, const std::vector<std::int64_t>& shape, const std::string& name)
+{
+    if (!x.defined() || x.sizes().vec() != shape)
+        throw Error("systematic statistics: " + name + " must have shape " + shapeText(shape) + ", found " +
+                    (x.defined() ? shapeText(x.sizes().vec()) : std::string("none")));
+}
+
+/// The top `n` values of v (descending; fewer when v is shorter, the rest 0) and its lower median.
+template<std::size_t N>
+void addTopAndMedian(const torch::Tensor& values, std::array<double, N>& sumTop, double& sumMedian)
+{
+    const torch::Tensor flat = values.reshape({-1});
+    const std::int64_t k = std::min<std::int64_t>(std::int64_t(N), flat.numel());
+    const torch::Tensor top = std::get<0>(flat.topk(k));
+    for (std::int64_t i = 0; i < k; ++i)
+        sumTop[std::size_t(i)] += top[i].item<double>();
+    sumMedian += flat.median().item<double>(); // lower median, as torch.median
+}
+
+/// Tokens t of x [T, d] (float64) with max_c |x_tc| > tau * mean |x|.
+std::vector<bool> heavyTokens(const torch::Tensor& absX, double tau)
+{
+    const double threshold = tau * absX.mean().item<double>();
+    const torch::Tensor rowMax = std::get<0>(absX.max(1)).contiguous();
+    const double* m = rowMax.data_ptr<double>();
+    std::vector<bool> heavy(std::size_t(rowMax.size(0)));
+    for (std::size_t t = 0; t < heavy.size(); ++t)
+        heavy[t] = m[t] > threshold;
+    return heavy;
+}
+
+void addActivation(SystematicStatistics::ActivationAccumulator& acc, const torch::Tensor& absX,
+                   const std::vector<bool>& heavy, const std::vector<TokenCategory>& categories)
+{
+    addTopAndMedian(absX, acc.sumTop, acc.sumMedian);
+    for (std::size_t t = 0; t < heavy.size(); ++t)
+        if (heavy[t]) ++acc.heavy[std::size_t(categories[t])];
+}
+
+void writeCategories(Hdf5Writer& writer, const std::string& path,
+                     const std::array<std::int64_t, kTokenCategories>& counts)
+{
+    writer.writeInt64(path, counts.data(), {kTokenCategories});
+}
+
+void writeMeans(Hdf5Writer& writer, const std::string& group, const double* sumTop, std::int64_t n,
+                double sumMedian, std::int64_t samples)
+{
+    std::vector<double> top(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i)
+        top[std::size_t(i)] = sumTop[i] / double(samples);
+    const double median = sumMedian / double(samples);
+    writer.writeFloat64(group + "/mean_top_abs", top.data(), {n});
+    writer.writeFloat64(group + "/mean_median_abs", &median, {});
+}
+
+} // namespace
+
+std::string tokenCategoryName(TokenCategory category)
+{
+    switch (category) {
+    case TokenCategory::Initial:
+        return "initial_token";
+    case TokenCategory::StrongDelimiter:
+        return "strong_delimiter";
+    case TokenCategory::WeakSemantic:
+        return "weak_semantic";
+    case TokenCategory::Other:
+        return "other";
+    }
+    return "other";
+}
+
+TokenCategory tokenCategory(const std::string& decoded, std::int64_t position)
+{
+    if (position == 0) return TokenCategory::Initial;
+    const std::string text = stripped(decoded);
+    if (strongDelimiters().count(text) || (text.empty() && decoded.find('\n') != std::string::npos))
+        return TokenCategory::StrongDelimiter;
+    std::string lower = text;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return char(std::tolower(c)); });
+    if (weakSemanticWords().count(lower)) return TokenCategory::WeakSemantic;
+    return TokenCategory::Other;
+}
+
+SystematicStatistics::SystematicStatistics(SystematicOptions options)
+    : m_options(std::move(options))
+{
+    SystematicOptions& o = m_options;
+    std::sort(o.layers.begin(), o.layers.end());
+    o.layers.erase(std::unique(o.layers.begin(), o.layers.end()), o.layers.end());
+    if (o.layers.empty() || o.layers.front() < 0)
+        throw Error("systematic statistics: select at least one layer, none negative");
+    if (o.numHeads <= 0) throw Error("systematic statistics: the number of heads must be positive");
+    if (!(o.tau > 0) || !(o.attentionFraction > 0))
+        throw Error("systematic statistics: tau and the attention fraction must be positive, found " +
+                    numberText(o.tau) + " and " + numberText(o.attentionFraction));
+    for (int layer : o.layers) {
+        LayerAccumulator acc;
+        acc.layer = layer;
+        acc.attention.sumOutlierKeyShare.assign(std::size_t(o.numHeads), 0.0);
+        acc.attention.headOutlierKeys.assign(std::size_t(o.numHeads), 0);
+        acc.attention.sumConsistency.assign(std::size_t(o.numHeads), 0.0);
+        m_layers.push_back(std::move(acc));
+    }
+}
+
+std::set<std::string> SystematicStatistics::requiredCaptures() const
+{
+    std::set<std::string> names;
+    for (int layer : m_options.layers)
+        for (CapturePoint p : {CapturePoint::Out, CapturePoint::DownIn, CapturePoint::AttnProbs})
+            names.insert(captureName(p, layer));
+    return names;
+}
+
+void SystematicStatistics::addSampleLayer(int layer, const torch::Tensor& h, const torch::Tensor& xDown,
+                                          const torch::Tensor& probs,
+                                          const std::vector<TokenCategory>& categories)
+{
+    const auto it = std::find_if(m_layers.begin(), m_layers.end(),
+                                 [&](const LayerAccumulator& a) { return a.layer == layer; });
+    if (it == m_layers.end())
+        throw Error("systematic statistics: layer " + std::to_string(layer) + " was not selected");
+    if (!h.defined() || h.dim() != 2) throw Error("systematic statistics: out must be [T, d]");
+    const std::int64_t T = h.size(0), H = m_options.numHeads;
+    if (!xDown.defined() || xDown.dim() != 2 || xDown.size(0) != T)
+        throw Error("systematic statistics: down_in must be [" + std::to_string(T) + ", d_ff], found " +
+                    (xDown.defined() ? shapeText(xDown.sizes().vec()) : std::string("none")));
+    checkShape(probs, {H, T, T}, "attn_probs");
+    if (std::int64_t(categories.size()) != T)
+        throw Error("systematic statistics: " + std::to_string(categories.size()) + " token categories for " +
+                    std::to_string(T) + " tokens");
+
+    LayerAccumulator& acc = *it;
+    for (TokenCategory c : categories)
+        ++acc.tokens[std::size_t(c)];
+
+    const torch::Tensor absH = h.to(torch::kDouble).abs();
+    const std::vector<bool> heavy = heavyTokens(absH, m_options.tau);
+    addActivation(acc.out, absH, heavy, categories);
+    const torch::Tensor absDown = xDown.to(torch::kDouble).abs();
+    addActivation(acc.downIn, absDown, heavyTokens(absDown, m_options.tau), categories);
+
+    // Attention: per head, the attention each key receives summed over queries.
+    const torch::Tensor received = probs.to(torch::kDouble).sum(1).contiguous(); // [H, T]
+    const torch::Tensor headMean = received.mean(0).contiguous();                // [T]
+    addTopAndMedian(headMean, acc.attention.sumTop, acc.attention.sumMedian);
+    const double threshold = m_options.attentionFraction * double(T);
+    const double* a = headMean.data_ptr<double>();
+    const double* r = received.data_ptr<double>();
+    std::vector<bool> outlierKey(static_cast<std::size_t>(T));
+    for (std::int64_t j = 0; j < T; ++j) {
+        outlierKey[std::size_t(j)] = a[j] >= threshold;
+        if (outlierKey[std::size_t(j)]) ++acc.attention.outlierKeys[std::size_t(categories[std::size_t(j)])];
+    }
+    std::int64_t heavyCount = 0;
+    for (bool b : heavy)
+        heavyCount += b;
+    if (heavyCount > 0) ++acc.attention.consistencySamples;
+    for (std::int64_t hd = 0; hd < H; ++hd) {
+        double total = 0, onOutliers = 0;
+        std::int64_t overlap = 0;
+        for (std::int64_t j = 0; j < T; ++j) {
+            const double v = r[hd * T + j];
+            total += v;
+            if (outlierKey[std::size_t(j)]) onOutliers += v;
+            if (v >= threshold) {
+                ++acc.attention.headOutlierKeys[std::size_t(hd)];
+                if (heavy[std::size_t(j)]) ++overlap;
+            }
+        }
+        if (total > 0) acc.attention.sumOutlierKeyShare[std::size_t(hd)] += onOutliers / total;
+        if (heavyCount > 0)
+            acc.attention.sumConsistency[std::size_t(hd)] += double(overlap) / double(heavyCount);
+    }
+}
+
+void SystematicStatistics::write(Hdf5Writer& writer) const
+{
+    if (m_samples == 0) throw Error("systematic statistics: no sample was added");
+    const SystematicOptions& o = m_options;
+    writer.createGroup("systematic");
+    writer.setAttribute("systematic", "tau", o.tau);
+    writer.setAttribute("systematic", "attention_fraction", o.attentionFraction);
+    writer.setAttribute("systematic", "samples", m_samples);
+    std::vector<std::string> names;
+    for (int c = 0; c < kTokenCategories; ++c)
+        names.push_back(tokenCategoryName(TokenCategory(c)));
+    writer.writeStrings("systematic/categories", names);
+    const auto nan = std::numeric_limits<double>::quiet_NaN();
+    for (const LayerAccumulator& acc : m_layers) {
+        const std::string group = "systematic/layer" + std::to_string(acc.layer);
+        writeCategories(writer, group + "/tokens_by_category", acc.tokens);
+        for (const auto& [name, a] : {std::pair<const char*, const ActivationAccumulator*>{"out", &acc.out},
+                                      {"down_in", &acc.downIn}}) {
+            writeMeans(writer, group + "/" + name, a->sumTop.data(), 3, a->sumMedian, m_samples);
+            writeCategories(writer, group + "/" + name + "/heavy_tokens_by_category", a->heavy);
+        }
+        const AttentionAccumulator& att = acc.attention;
+        const std::string ag = group + "/attention";
+        writeMeans(writer, ag, att.sumTop.data(), 2, att.sumMedian, m_samples);
+        writeCategories(writer, ag + "/outlier_keys_by_category", att.outlierKeys);
+        std::vector<double> share(att.sumOutlierKeyShare.size()), consistency(att.sumConsistency.size());
+        for (std::size_t hd = 0; hd < share.size(); ++hd) {
+            share[hd] = att.sumOutlierKeyShare[hd] / double(m_samples);
+            consistency[hd] =
+                att.consistencySamples ? att.sumConsistency[hd] / double(att.consistencySamples) : nan;
+        }
+        const std::vector<std::int64_t> heads = {std::int64_t(share.size())};
+        writer.writeFloat64(ag + "/mean_outlier_key_share", share.data(), heads);
+        writer.writeInt64(ag + "/head_outlier_keys", att.headOutlierKeys.data(), heads);
+        writer.writeFloat64(ag + "/consistency", consistency.data(), heads);
+        writer.writeInt64(ag + "/consistency_samples", &att.consistencySamples, {});
+    }
+}
+
+} // namespace outlierlens

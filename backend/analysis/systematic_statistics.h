@@ -1,0 +1,97 @@
+#pragma once
+// SystematicStatistics: An et al. 2025's systematic outliers of a decoder over a text data set (their
+// code's rules; docs/metrics.md, "Systematic outliers"). One object per thread, not synchronised.
+
+#include <torch/types.h>
+
+#include <array>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace outlierlens {
+
+class Hdf5Writer;
+
+/// An et al.'s token categories (their pos_*.py scripts), in file order.
+enum class TokenCategory { Initial, StrongDelimiter, WeakSemantic, Other };
+inline constexpr int kTokenCategories = 4;
+
+/// "initial_token", "strong_delimiter", "weak_semantic", "other": their names.
+std::string tokenCategoryName(TokenCategory category);
+
+/// The category of the token at `position` whose decoded text is `decoded` (tokenizer.decode([id]) as
+/// their code calls it): position 0 is the initial token; text that is, once stripped of white space,
+/// one of their punctuation marks, or white space holding a line break (their "<0x0A>"), a strong
+/// delimiter; one of their 35 stop words (lower-cased; "" included), a weak semantic token; else other.
+TokenCategory tokenCategory(const std::string& decoded, std::int64_t position);
+
+struct SystematicOptions
+{
+    std::vector<int> layers; ///< 0-based layers, any order (stored sorted, no duplicates)
+    int numHeads = 0;
+    double tau = 1000.0;            ///< a token is heavy when max_c |x_tc| > tau * mean |x| (per sample)
+    double attentionFraction = 0.1; ///< an attention-outlier key receives >= fraction * T
+};
+
+/// Per layer, over samples: for the layer output h (`layer{l}/out`) and the down projection's input
+/// x_down (`layer{l}/down_in`) the top-3 and median |x| (their Figs 3a, 4a) and the heavy tokens by
+/// category (Fig 3b); for the attention the head-mean cumulative attention A_j = sum_i mean_h
+/// A[h, i, j], its top-2 and median (Fig 6a), the outlier keys (A_j >= fraction * T) by category
+/// (Fig 6b), each head's share of attention on those keys (Fig 6c), and per head the consistency of
+/// their Table 1: |heavy tokens of h that are outlier keys of the head| / |heavy tokens of h|, averaged
+/// over samples with a heavy token.
+class SystematicStatistics
+{
+public:
+    /// Throws Error for no layers, a negative layer, no heads or thresholds that are not positive.
+    explicit SystematicStatistics(SystematicOptions options);
+
+    /// Capture names addSampleLayer() reads: per layer `out`, `down_in` and `attn_probs`.
+    std::set<std::string> requiredCaptures() const;
+
+    /// One layer of one sample: h [T, d], xDown [T, d_ff], probs [H, T, T] (head, query, key), no
+    /// padding, any floating dtype; categories [T]. Throws Error naming the tensor for a wrong shape or
+    /// a layer that was not selected. Call endSample() after the sample's last layer.
+    void addSampleLayer(int layer, const torch::Tensor& h, const torch::Tensor& xDown,
+                        const torch::Tensor& probs, const std::vector<TokenCategory>& categories);
+    void endSample() { ++m_samples; }
+    std::int64_t samples() const { return m_samples; }
+
+    /// Writes group `systematic` (docs/stats-format.md): attributes and one subgroup per layer.
+    void write(Hdf5Writer& writer) const;
+
+    struct ActivationAccumulator
+    {
+        std::array<double, 3> sumTop{};                     ///< sum over samples of the 3 largest |x|
+        double sumMedian = 0;                               ///< sum over samples of the (lower) median |x|
+        std::array<std::int64_t, kTokenCategories> heavy{}; ///< heavy tokens by category
+    };
+    struct AttentionAccumulator
+    {
+        std::array<double, 2> sumTop{};
+        double sumMedian = 0;
+        std::array<std::int64_t, kTokenCategories> outlierKeys{}; ///< head-mean rule, by category
+        std::vector<double> sumOutlierKeyShare;                   ///< [H] sum over samples (Fig 6c)
+        std::vector<std::int64_t> headOutlierKeys;                ///< [H] keys over the head's own rule
+        std::vector<double> sumConsistency;                       ///< [H] over samples with heavy tokens
+        std::int64_t consistencySamples = 0;
+    };
+    struct LayerAccumulator
+    {
+        int layer = 0;
+        ActivationAccumulator out, downIn;
+        AttentionAccumulator attention;
+        std::array<std::int64_t, kTokenCategories> tokens{}; ///< positions seen, by category
+    };
+    const std::vector<LayerAccumulator>& layers() const { return m_layers; }
+    const SystematicOptions& options() const { return m_options; }
+
+private:
+    SystematicOptions m_options;
+    std::vector<LayerAccumulator> m_layers;
+    std::int64_t m_samples = 0;
+};
+
+} // namespace outlierlens
