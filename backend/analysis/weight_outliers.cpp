@@ -353,7 +353,7 @@ WeightScan scanWeightOutliers(const std::string& modelDir, const WeightOutlierOp
     scan.modelDir = modelDir;
     scan.options = options;
     scan.modules = modules;
-    scan.weightsFile = findWeightsFile(modelDir); // names the folder; sharded: not supported yet
+    scan.weightsFile = findWeightsFile(modelDir); // names the folder; a sharded checkpoint's index
     const fs::path configPath = fs::path(modelDir) / "config.json";
     bool tied = true; // Hugging Face's PretrainedConfig default
     if (fs::exists(configPath)) {
@@ -364,8 +364,8 @@ WeightScan scanWeightOutliers(const std::string& modelDir, const WeightOutlierOp
     }
     const bool gpt2 = scan.modelType == "gpt2";
 
-    const bool mapped = fs::path(scan.weightsFile).extension() == ".safetensors";
-    StateDict tensors = mapped ? mapSafetensors(scan.weightsFile) : readTorchBin(scan.weightsFile, true);
+    const bool mapped = isSafetensorsCheckpoint(scan.weightsFile);
+    StateDict tensors = mapStateDict(scan.weightsFile);
 
     struct Planned
     {

@@ -99,7 +99,7 @@ struct WeightModuleStats
 struct WeightScan
 {
     std::string modelDir;
-    std::string weightsFile; ///< the file read (model.safetensors or pytorch_model.bin)
+    std::string weightsFile; ///< the file read (model.safetensors, pytorch_model.bin or a shard index)
     std::string modelType;   ///< config.json "model_type" ("" if absent)
     WeightOutlierOptions options;
     WeightModules modules = WeightModules::Down;
@@ -112,14 +112,14 @@ struct WeightScan
 /// Called after each scanned tensor with (done, total).
 using WeightScanProgress = std::function<void(int done, int total)>;
 
-/// Scans every 2-D linear weight of <modelDir> (model.safetensors, memory-mapped, or
-/// pytorch_model.bin), one tensor at a time: weights of 1-D tensors (LayerNorm/RMSNorm, biases),
+/// Scans every 2-D linear weight of <modelDir> (model.safetensors, memory-mapped, pytorch_model.bin,
+/// or the shards of either), one tensor at a time: weights of 1-D tensors (LayerNorm/RMSNorm, biases),
 /// embeddings (names with "embed", GPT-2's wte/wpe) and an output head tied to the token
 /// embeddings (config.json tie_word_embeddings, or the same values) are not linears and are
 /// skipped. GPT-2 (model_type "gpt2") stores Conv1D weights [I, O]; they are transposed. The
 /// memory-mapped pages of a tensor are released once it is done, so resident memory stays near
 /// one tensor's piece, not the file. `cancel` is checked between tensors (throws Cancelled).
-/// Throws Error naming the folder or file (sharded checkpoints are not supported yet).
+/// Throws Error naming the folder or file. Sharded checkpoints are read shard by shard, mapped.
 WeightScan scanWeightOutliers(const std::string& modelDir, const WeightOutlierOptions& options,
                               WeightModules modules, const WeightScanProgress& progress = {},
                               const std::atomic<bool>* cancel = nullptr);

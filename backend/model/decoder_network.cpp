@@ -2,11 +2,9 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
-#include "common/input_file.h"
 #include "common/json_util.h"
 #include "common/sha256.h"
 #include "io/safetensors.h"
-#include "io/torch_bin.h"
 #include "model/decoder_modules.h"
 #include "model/loading.h"
 #include "model/runtime.h"
@@ -132,83 +130,6 @@ StateDict mapDecoderKeys(StateDict tensors, const DecoderConfig& config, const d
     return out;
 }
 
-/// One weight file, floating tensors in their storage dtype (safetensors memory-mapped).
-StateDict readWeights(const std::string& path)
-{
-    std::ifstream in = openInputFile(path);
-    if (!in) throw Error(path + ": cannot open file");
-    char head[2] = {0, 0};
-    in.read(head, 2);
-    if (in.gcount() == 2 && head[0] == 'P' && head[1] == 'K') return readTorchBin(path, true);
-    if (endsWith(path, ".bin")) return readTorchBin(path, true); // explains what the file is instead
-    return mapSafetensors(path);
-}
-
-/// A shard name from an index must name a file inside the model folder.
-fs::path shardPath(const fs::path& dir, const std::string& name, const std::string& index)
-{
-    const fs::path rel = fs::path(name).lexically_normal();
-    if (name.empty() || rel.is_absolute() || rel.has_root_name() || rel.empty() || *rel.begin() == "..")
-        throw Error(index + ": weight_map names shard '" + name + "', which is outside the model folder");
-    const fs::path full = dir / rel;
-    std::error_code ec;
-    if (!fs::is_regular_file(full, ec))
-        throw Error(index + ": shard '" + name + "' named by weight_map does not exist in " + dir.string());
-    const fs::path real = fs::canonical(full, ec), realDir = fs::canonical(dir, ec);
-    const std::string r = real.string(), d = realDir.string() + "/";
-    if (ec || r.compare(0, d.size(), d) != 0)
-        throw Error(index + ": shard '" + name + "' resolves to " + r + ", outside the model folder");
-    return full;
-}
-
-/// Reads a sharded checkpoint by its index's weight_map: each shard once, every tensor from the
-/// shard the map names, nothing a shard holds beyond what the map gives it.
-StateDict readSharded(const std::string& indexPath)
-{
-    const nlohmann::json index = jsonutil::parseFile(indexPath);
-    if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
-        throw Error(indexPath +
-                    ": expected an object with a 'weight_map' object (tensor name -> shard file)");
-    const fs::path dir = fs::path(indexPath).parent_path();
-    std::map<std::string, std::set<std::string>> byShard;
-    for (const auto& [name, shard] : index["weight_map"].items()) {
-        if (!shard.is_string())
-            throw Error(indexPath + ": weight_map entry '" + name + "' must be a file name");
-        byShard[shard.get<std::string>()].insert(name);
-    }
-    if (byShard.empty()) throw Error(indexPath + ": weight_map is empty");
-    for (const auto& [shard, names] : byShard)
-        shardPath(dir, shard, indexPath); // every shard checked before any is read
-    StateDict out;
-    for (const auto& [shard, names] : byShard) {
-        const std::string path = shardPath(dir, shard, indexPath).string();
-        StateDict tensors = readWeights(path);
-        for (auto& [name, tensor] : tensors) {
-            if (!names.count(name))
-                throw Error(path + ": tensor '" + name + "' is not assigned to this shard by " +
-                            fs::path(indexPath).filename().string());
-            out.emplace(name, std::move(tensor));
-        }
-        for (const std::string& name : names)
-            if (!out.count(name))
-                throw Error(path + ": tensor '" + name + "' is missing (" +
-                            fs::path(indexPath).filename().string() + " says this shard holds it)");
-    }
-    return out;
-}
-
-/// The weights of a model folder in order of preference; throws naming the folder when none exist.
-std::string findDecoderWeights(const std::string& modelDir)
-{
-    for (const char* name : {"model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
-                             "pytorch_model.bin.index.json"}) {
-        const fs::path p = fs::path(modelDir) / name;
-        if (fs::exists(p)) return p.string();
-    }
-    throw Error(modelDir +
-                ": no model.safetensors, pytorch_model.bin or sharded index (*.index.json) in this folder");
-}
-
 /// Hugging Face's _init_weights for the family: normal(0, 0.02) weights, zero biases, unit norms;
 /// GPT-2's c_proj scaled by 1/sqrt(2 n_layer); padding rows zero; An et al.'s variant parameters as
 /// their nanoGPT code (fixed v' zero, k' and v' slots N(0, 0.02)).
@@ -297,11 +218,10 @@ DecoderNetwork DecoderNetwork::load(const std::string& modelDir, const VariantOv
     auto impl = std::make_unique<Impl>();
     impl->config = DecoderConfig::fromFile(configPath);
     if (!override.empty()) impl->config.variant = override.applyTo(impl->config.variant);
-    impl->weightsFile = findDecoderWeights(modelDir);
+    impl->weightsFile = findWeightsFile(modelDir);
     // Read (safetensors: memory-mapped, nothing resident yet) before the module is built, so that a
     // config that does not fit the weights fails before it allocates.
-    StateDict tensors = endsWith(impl->weightsFile, ".index.json") ? readSharded(impl->weightsFile)
-                                                                   : readWeights(impl->weightsFile);
+    StateDict tensors = mapStateDict(impl->weightsFile);
     checkConfigAgainstCheckpoint(tensors, impliedShapes(impl->config), impl->config.numLayers, configPath,
                                  impl->weightsFile);
     impl->module = makeModule(impl->config);

@@ -118,6 +118,38 @@ private Q_SLOTS:
         QVERIFY(torch::equal(logitsOf(net), logitsOf(original)));
     }
 
+    /// A sharded checkpoint as save_pretrained writes one (index + shards, here the encoder in one
+    /// shard and the rest in another) loads as the single file does; a shard the index names outside
+    /// the folder is refused.
+    void shardedCheckpointLoads()
+    {
+        const StateDict t = readSafetensors(fixture("bert/hf/model.safetensors"));
+        StateDict first, second;
+        std::string map;
+        for (const auto& [name, tensor] : t) {
+            const bool encoder = name.find(".encoder.") != std::string::npos;
+            (encoder ? first : second).emplace(name, tensor);
+            map += std::string(map.empty() ? "" : ", ") + "\"" + name + "\": \"" +
+                   (encoder ? "model-00001-of-00002.safetensors" : "model-00002-of-00002.safetensors") + "\"";
+        }
+        QVERIFY(!first.empty() && !second.empty());
+        QTemporaryDir dir;
+        writeModel(dir.path(), first);
+        const fs::path out = dir.path().toStdString();
+        fs::rename(out / "model.safetensors", out / "model-00001-of-00002.safetensors");
+        writeSafetensors((out / "model-00002-of-00002.safetensors").string(), second);
+        std::ofstream(out / "model.safetensors.index.json")
+            << "{\"metadata\": {}, \"weight_map\": {" << map << "}}";
+        BertNetwork sharded = BertNetwork::load(dir.path().toStdString());
+        BertNetwork original = BertNetwork::load(fixture("bert/hf"));
+        QVERIFY(torch::equal(logitsOf(sharded), logitsOf(original)));
+
+        std::ofstream(out / "model.safetensors.index.json")
+            << "{\"weight_map\": {\"bert.pooler.dense.bias\": \"../model-00002-of-00002.safetensors\"}}";
+        QVERIFY2(loadError(dir.path()).contains("outside the model folder"),
+                 qPrintable(loadError(dir.path())));
+    }
+
     void positionIdsBuffer()
     {
         StateDict t = readSafetensors(fixture("bert/hf/model.safetensors"));
@@ -291,7 +323,7 @@ private Q_SLOTS:
     {
         QTemporaryDir dir;
         fs::copy_file(fixture("bert/hf/config.json"), (dir.path() + "/config.json").toStdString());
-        QVERIFY(loadError(dir.path()).contains("no model.safetensors or pytorch_model.bin"));
+        QVERIFY(loadError(dir.path()).contains("no model.safetensors, pytorch_model.bin or sharded index"));
         QVERIFY(loadError(dir.path() + "/nonexistent").contains("config.json"));
     }
 };

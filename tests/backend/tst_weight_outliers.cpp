@@ -225,10 +225,28 @@ private Q_SLOTS:
         test::expectError(
             [] { scanWeightOutliers(fixture("decoders/no-such-model"), {}, WeightModules::All); },
             {QStringLiteral("no-such-model"), QStringLiteral("not a folder")});
-        // A sharded checkpoint is named as not supported, not misread.
-        test::expectError(
-            [] { scanWeightOutliers(fixture("decoders/llama-seed0/hf_sharded"), {}, WeightModules::All); },
-            {QStringLiteral("hf_sharded"), QStringLiteral("sharded checkpoints")});
+    }
+
+    /// A sharded checkpoint (Hugging Face's index + two shards) is read shard by shard and gives the
+    /// numbers of the same model in one file.
+    void shardedCheckpointEqualsTheSingleFile()
+    {
+        WeightOutlierOptions paper;
+        paper.rule = WeightRule::SoPaper;
+        paper.tau = 3;
+        const WeightScan one =
+            scanWeightOutliers(fixture("decoders/llama-seed0/hf"), paper, WeightModules::All);
+        const WeightScan sharded =
+            scanWeightOutliers(fixture("decoders/llama-seed0/hf_sharded"), paper, WeightModules::All);
+        QVERIFY(QString::fromStdString(sharded.weightsFile).endsWith("model.safetensors.index.json"));
+        QCOMPARE(sharded.results.size(), one.results.size());
+        QVERIFY(one.results.size() > 10);
+        for (std::size_t i = 0; i < one.results.size(); ++i) {
+            QCOMPARE(sharded.results[i].tensor, one.results[i].tensor);
+            QCOMPARE(sharded.results[i].stats.columnRatio, one.results[i].stats.columnRatio);
+            QCOMPARE(sharded.results[i].stats.rowRatio, one.results[i].stats.rowRatio);
+            QCOMPARE(sharded.results[i].stats.paperCount, one.results[i].stats.paperCount);
+        }
     }
 
     void everyLinearOfTheFixturesMatchesPlainLoops_data()
