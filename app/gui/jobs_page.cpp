@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "job_manager.h"
+#include "model/variant_fields.h"
 #include "paths.h"
 #include "tasks/config/train_config.h"
 #include "training_charts.h"
@@ -20,6 +21,7 @@
 #include <QPushButton>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QStandardItemModel>
 #include <QStandardPaths>
 #include <QTableWidget>
 #include <QVBoxLayout>
@@ -45,6 +47,19 @@ const std::vector<TaskChoice>& taskChoices()
     return choices;
 }
 
+/// Labels and `train --attention` names of An et al.'s variants, offered for the decoder task.
+const std::vector<std::pair<const char*, const char*>>& anEtAlVariants()
+{
+    static const std::vector<std::pair<const char*, const char*>> variants = {
+        {"An et al.: fixed bias", "fixed-bias"},
+        {"An et al.: context-aware bias", "context-bias"},
+        {"An et al.: attention bias", "attention-bias"},
+        {"An et al.: context-aware scaling", "context-scale"},
+        {"An et al.: sigmoid attention", "sigmoid"},
+    };
+    return variants;
+}
+
 QString runsDir()
 {
     return QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/runs");
@@ -58,12 +73,17 @@ JobsPage::JobsPage(JobManager* jobs, QWidget* parent)
 {
     // The form.
     m_task = new QComboBox;
+    m_task->setObjectName(QStringLiteral("task"));
     for (const TaskChoice& c : taskChoices())
         m_task->addItem(tr(c.label));
     m_size = new QComboBox;
     m_variant = new QComboBox;
+    m_variant->setObjectName(QStringLiteral("attention"));
     m_variant->addItems({tr("vanilla softmax"), tr("clipped softmax"), tr("gated attention (linear)"),
                          tr("gated attention (mlp)"), tr("gated attention (all heads linear)")});
+    // An et al.'s Table-2 variants (decoders only), by the names `train --attention` takes.
+    for (const auto& [label, name] : anEtAlVariants())
+        m_variant->addItem(tr(label), QString::fromLatin1(name));
     m_alpha = new QDoubleSpinBox;
     m_alpha->setRange(0.0, 64.0);
     m_alpha->setValue(4.0);
@@ -134,8 +154,15 @@ JobsPage::JobsPage(JobManager* jobs, QWidget* parent)
     layout->addWidget(split);
 
     auto updateSizes = [this] {
+        const TaskChoice& choice = taskChoices()[std::size_t(std::max(0, m_task->currentIndex()))];
         m_size->clear();
-        m_size->addItems(taskChoices()[std::size_t(std::max(0, m_task->currentIndex()))].sizes);
+        m_size->addItems(choice.sizes);
+        // An et al.'s variants exist for the decoders only.
+        const bool decoder = QLatin1String(choice.preset) == QLatin1String("demo-clm");
+        auto* items = qobject_cast<QStandardItemModel*>(m_variant->model());
+        for (int i = 0; i < m_variant->count(); ++i)
+            if (!m_variant->itemData(i).toString().isEmpty()) items->item(i)->setEnabled(decoder);
+        if (!decoder && !m_variant->currentData().toString().isEmpty()) m_variant->setCurrentIndex(0);
     };
     updateSizes();
     connect(m_task, &QComboBox::currentIndexChanged, this, updateSizes);
@@ -270,7 +297,9 @@ void JobsPage::startTraining()
             c.variant.piInit = m_piInit->value();
             if (c.variant.gate == GateKind::Mlp) c.variant.nHid = 16;
             break;
-        default:
+        default: // An et al.'s, by name
+            if (!m_variant->currentData().toString().isEmpty())
+                applyNamedVariant(c.variant, m_variant->currentData().toString().toStdString());
             break;
         }
         // The presets name sample data relative to the source tree; make them absolute.

@@ -1,0 +1,74 @@
+// The Jobs page's training form (offscreen): An et al.'s attention variants are offered for the decoder
+// task only, and the one chosen reaches the queued run's configuration.
+
+#include "job_manager.h"
+#include "jobs_page.h"
+
+#include <QComboBox>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QStandardItemModel>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+using namespace outlierlens;
+
+class TstJobsPage : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        QStandardPaths::setTestModeEnabled(true);
+        qputenv("XDG_DATA_HOME", QFile::encodeName(m_home.path()));
+        qputenv("OUTLIERLENS_DATA_DIR", OUTLIERLENS_SOURCE_DIR "/sample_data");
+        QCoreApplication::setOrganizationName(QStringLiteral("OutlierLensTest"));
+        QCoreApplication::setApplicationName(QStringLiteral("tst_jobs_page"));
+    }
+
+    void anEtAlVariantsOnlyForDecoders()
+    {
+        JobManager jobs(QStringLiteral(OUTLIERLENS_BINARY_DIR "/app/outlierlens"), m_home.path() + "/jobs");
+        JobsPage page(&jobs);
+        auto* task = page.findChild<QComboBox*>(QStringLiteral("task"));
+        auto* attention = page.findChild<QComboBox*>(QStringLiteral("attention"));
+        QVERIFY(task && attention);
+        const int scale = attention->findData(QStringLiteral("context-scale"));
+        QVERIFY(scale > 0);
+        auto* items = qobject_cast<QStandardItemModel*>(attention->model());
+
+        task->setCurrentIndex(task->findText(QStringLiteral("Synthetic no-op task (minutes)")));
+        QVERIFY(!items->item(scale)->isEnabled()); // BERT tasks: not offered
+        const int decoder = task->findText(QStringLiteral("Decoder causal LM on Wikipedia text"));
+        QVERIFY(decoder >= 0);
+        task->setCurrentIndex(decoder);
+        QVERIFY(items->item(scale)->isEnabled());
+        attention->setCurrentIndex(scale);
+        // Leaving the decoder task falls back to vanilla rather than keep a variant BERT lacks.
+        task->setCurrentIndex(0);
+        QCOMPARE(attention->currentIndex(), 0);
+        task->setCurrentIndex(decoder);
+        attention->setCurrentIndex(scale);
+
+        page.findChild<QSpinBox*>()->setValue(2); // steps
+        QTest::mouseClick(page.startButton(), Qt::LeftButton);
+        QTRY_COMPARE_WITH_TIMEOUT(jobs.jobs().size(), 1, 5000);
+        const QString id = jobs.jobs().first().id;
+        QTRY_VERIFY_WITH_TIMEOUT(jobs.job(id)->state == QLatin1String("finished"), 120000);
+        std::ifstream run((jobs.job(id)->folder + QStringLiteral("/final/config.json")).toStdString());
+        const nlohmann::json config = nlohmann::json::parse(run);
+        QCOMPARE(config["outlierlens"]["context_scale"].get<bool>(), true);
+    }
+
+private:
+    QTemporaryDir m_home;
+};
+
+QTEST_MAIN(TstJobsPage)
+#include "tst_jobs_page.moc"
