@@ -6,6 +6,7 @@
 
 #include <QComboBox>
 #include <QPushButton>
+#include <QSettings>
 #include <QSpinBox>
 #include <QStandardItemModel>
 #include <QStandardPaths>
@@ -30,6 +31,7 @@ private Q_SLOTS:
         qputenv("OUTLIERLENS_DATA_DIR", OUTLIERLENS_SOURCE_DIR "/sample_data");
         QCoreApplication::setOrganizationName(QStringLiteral("OutlierLensTest"));
         QCoreApplication::setApplicationName(QStringLiteral("tst_jobs_page"));
+        QSettings().clear(); // the job list of an earlier run (test mode: ~/.qttest/config)
     }
 
     void anEtAlVariantsOnlyForDecoders()
