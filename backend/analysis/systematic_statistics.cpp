@@ -1,5 +1,6 @@
 #include "analysis/systematic_statistics.h"
 
+#include "analysis/element_access.h"
 #include "common/error.h"
 #include "common/text_format.h"
 #include "io/hdf5_store.h"
@@ -9,6 +10,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 
 namespace outlierlens {
 namespace {
@@ -49,36 +51,95 @@ void checkShape(const torch::Tensor& x, const std::vector<std::int64_t>& shape, 
                     (x.defined() ? shapeText(x.sizes().vec()) : std::string("none")));
 }
 
-/// The top `n` values of v (descending; fewer when v is shorter, the rest 0) and its lower median.
-template<std::size_t N>
-void addTopAndMedian(const torch::Tensor& values, std::array<double, N>& sumTop, double& sumMedian)
+/// Adds v's `N` largest values (descending; missing ones count 0) and its lower median (as
+/// torch.median) to the sums; reorders v.
+template<std::size_t N, typename V>
+void addTopAndMedian(std::vector<V>& v, std::array<double, N>& sumTop, double& sumMedian)
 {
-    const torch::Tensor flat = values.reshape({-1});
-    const std::int64_t k = std::min<std::int64_t>(std::int64_t(N), flat.numel());
-    const torch::Tensor top = std::get<0>(flat.topk(k));
-    for (std::int64_t i = 0; i < k; ++i)
-        sumTop[std::size_t(i)] += top[i].item<double>();
-    sumMedian += flat.median().item<double>(); // lower median, as torch.median
+    if (v.empty()) return;
+    const std::size_t k = std::min(N, v.size());
+    std::partial_sort(v.begin(), v.begin() + std::ptrdiff_t(k), v.end(), std::greater<V>());
+    for (std::size_t i = 0; i < k; ++i)
+        sumTop[i] += double(v[i]);
+    // The lower median is the element of rank (n - 1) / 2 in ascending order, i.e. n - 1 - (n - 1) / 2
+    // in descending order; the k largest are already in front of it.
+    const std::size_t rank = v.size() - 1 - (v.size() - 1) / 2;
+    if (rank >= k)
+        std::nth_element(v.begin() + std::ptrdiff_t(k), v.begin() + std::ptrdiff_t(rank), v.end(),
+                         std::greater<V>());
+    sumMedian += double(v[rank]);
 }
 
-/// Tokens t of x [T, d] (float64) with max_c |x_tc| > tau * mean |x|.
-std::vector<bool> heavyTokens(const torch::Tensor& absX, double tau)
+/// The element of ascending rank k of non-negative floats, exactly, in O(n): non-negative floats order
+/// as their bit patterns do, so two 65536-bin histograms (high, then low 16 bits) find it.
+float selectRank(const std::vector<float>& v, std::size_t k)
 {
-    const double threshold = tau * absX.mean().item<double>();
-    const torch::Tensor rowMax = std::get<0>(absX.max(1)).contiguous();
-    const double* m = rowMax.data_ptr<double>();
-    std::vector<bool> heavy(std::size_t(rowMax.size(0)));
-    for (std::size_t t = 0; t < heavy.size(); ++t)
-        heavy[t] = m[t] > threshold;
-    return heavy;
+    const auto bits = [](float f) {
+        std::uint32_t u = 0;
+        std::memcpy(&u, &f, sizeof u);
+        return u;
+    };
+    std::vector<std::size_t> histogram(65536, 0);
+    for (float f : v)
+        ++histogram[bits(f) >> 16];
+    std::size_t below = 0;
+    std::uint32_t high = 0;
+    while (below + histogram[high] <= k)
+        below += histogram[high++];
+    std::fill(histogram.begin(), histogram.end(), 0);
+    for (float f : v) {
+        const std::uint32_t u = bits(f);
+        if ((u >> 16) == high) ++histogram[u & 0xFFFFu];
+    }
+    std::uint32_t low = 0;
+    while (below + histogram[low] <= k)
+        below += histogram[low++];
+    const std::uint32_t u = (high << 16) | low;
+    float f = 0;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
 }
 
-void addActivation(SystematicStatistics::ActivationAccumulator& acc, const torch::Tensor& absX,
-                   const std::vector<bool>& heavy, const std::vector<TokenCategory>& categories)
+/// One pass over x [T, C] (any floating dtype and strides, read where it lies): its top-3 and median
+/// |x|, and the heavy tokens (max_c |x_tc| > tau * mean |x|) by category. `scratch` is reused.
+std::vector<bool> addActivation(SystematicStatistics::ActivationAccumulator& acc, const torch::Tensor& x,
+                                double tau, const std::vector<TokenCategory>& categories,
+                                std::vector<float>& scratch)
 {
-    addTopAndMedian(absX, acc.sumTop, acc.sumMedian);
-    for (std::size_t t = 0; t < heavy.size(); ++t)
+    const std::int64_t T = x.size(0), C = x.size(1);
+    std::vector<double> rowMax(static_cast<std::size_t>(T), 0.0);
+    double sum = 0;
+    std::array<double, 3> top{}; // descending
+    scratch.resize(std::size_t(T * C));
+    elements::withElements(x, [&](const auto* first, c10::IntArrayRef strides) {
+        for (std::int64_t t = 0; t < T; ++t) {
+            float* out = scratch.data() + t * C;
+            double max = 0, rowSum = 0;
+            elements::forRow(first + t * strides[0], C, strides[1], [&](std::int64_t j, double v) {
+                const double a = std::fabs(v);
+                out[j] = float(a); // exact: the values are stored in float or narrower
+                max = std::max(max, a);
+                rowSum += a;
+                if (a > top[2]) {
+                    top[2] = a;
+                    if (top[2] > top[1]) std::swap(top[1], top[2]);
+                    if (top[1] > top[0]) std::swap(top[0], top[1]);
+                }
+            });
+            rowMax[std::size_t(t)] = max;
+            sum += rowSum;
+        }
+    });
+    const double threshold = tau * sum / double(T * C);
+    std::vector<bool> heavy(rowMax.size());
+    for (std::size_t t = 0; t < heavy.size(); ++t) {
+        heavy[t] = rowMax[t] > threshold;
         if (heavy[t]) ++acc.heavy[std::size_t(categories[t])];
+    }
+    for (std::size_t i = 0; i < top.size(); ++i)
+        acc.sumTop[i] += top[i];
+    if (!scratch.empty()) acc.sumMedian += selectRank(scratch, (scratch.size() - 1) / 2); // lower median
+    return heavy;
 }
 
 void writeCategories(Hdf5Writer& writer, const std::string& path,
@@ -181,22 +242,27 @@ void SystematicStatistics::addSampleLayer(int layer, const torch::Tensor& h, con
     for (TokenCategory c : categories)
         ++acc.tokens[std::size_t(c)];
 
-    const torch::Tensor absH = h.to(torch::kDouble).abs();
-    const std::vector<bool> heavy = heavyTokens(absH, m_options.tau);
-    addActivation(acc.out, absH, heavy, categories);
-    const torch::Tensor absDown = xDown.to(torch::kDouble).abs();
-    addActivation(acc.downIn, absDown, heavyTokens(absDown, m_options.tau), categories);
+    const std::vector<bool> heavy = addActivation(acc.out, h, m_options.tau, categories, m_scratch);
+    addActivation(acc.downIn, xDown, m_options.tau, categories, m_scratch);
 
     // Attention: per head, the attention each key receives summed over queries.
-    const torch::Tensor received = probs.to(torch::kDouble).sum(1).contiguous(); // [H, T]
-    const torch::Tensor headMean = received.mean(0).contiguous();                // [T]
-    addTopAndMedian(headMean, acc.attention.sumTop, acc.attention.sumMedian);
+    std::vector<double> r(std::size_t(H * T), 0.0); // [H, T]
+    elements::withElements(probs, [&](const auto* first, c10::IntArrayRef strides) {
+        for (std::int64_t hd = 0; hd < H; ++hd)
+            for (std::int64_t i = 0; i < T; ++i)
+                elements::forRow(first + hd * strides[0] + i * strides[1], T, strides[2],
+                                 [&](std::int64_t j, double v) { r[std::size_t(hd * T + j)] += v; });
+    });
+    std::vector<double> a(static_cast<std::size_t>(T), 0.0); // head mean
+    for (std::int64_t hd = 0; hd < H; ++hd)
+        for (std::int64_t j = 0; j < T; ++j)
+            a[std::size_t(j)] += r[std::size_t(hd * T + j)] / double(H);
+    std::vector<double> sorted = a;
+    addTopAndMedian(sorted, acc.attention.sumTop, acc.attention.sumMedian);
     const double threshold = m_options.attentionFraction * double(T);
-    const double* a = headMean.data_ptr<double>();
-    const double* r = received.data_ptr<double>();
     std::vector<bool> outlierKey(static_cast<std::size_t>(T));
     for (std::int64_t j = 0; j < T; ++j) {
-        outlierKey[std::size_t(j)] = a[j] >= threshold;
+        outlierKey[std::size_t(j)] = a[std::size_t(j)] >= threshold;
         if (outlierKey[std::size_t(j)]) ++acc.attention.outlierKeys[std::size_t(categories[std::size_t(j)])];
     }
     std::int64_t heavyCount = 0;
@@ -207,7 +273,7 @@ void SystematicStatistics::addSampleLayer(int layer, const torch::Tensor& h, con
         double total = 0, onOutliers = 0;
         std::int64_t overlap = 0;
         for (std::int64_t j = 0; j < T; ++j) {
-            const double v = r[hd * T + j];
+            const double v = r[std::size_t(hd * T + j)];
             total += v;
             if (outlierKey[std::size_t(j)]) onOutliers += v;
             if (v >= threshold) {

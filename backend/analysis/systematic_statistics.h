@@ -92,6 +92,7 @@ private:
     SystematicOptions m_options;
     std::vector<LayerAccumulator> m_layers;
     std::int64_t m_samples = 0;
+    std::vector<float> m_scratch; ///< |x| of one tensor, reused from call to call
 };
 
 } // namespace outlierlens
