@@ -389,9 +389,10 @@ WeightScan scanWeightOutliers(const std::string& modelDir, const WeightOutlierOp
         if (isEmbedding(module)) continue;
         if (layer < 0) {
             const bool head = module == "lm_head" || module == "cls.predictions.decoder";
+            const torch::Tensor& weight = t; // a lambda may not capture a structured binding (C++17)
             const bool sameAsEmbedding =
                 std::any_of(embeddings.begin(), embeddings.end(),
-                            [&](const torch::Tensor* e) { return sameStorage(t, *e); });
+                            [&](const torch::Tensor* e) { return sameStorage(weight, *e); });
             if ((head && tied) || sameAsEmbedding) {
                 scan.skipped.push_back(name + ": output head tied to the token embeddings");
                 continue;
