@@ -4,6 +4,8 @@
 #include "common/text_format.h"
 #include "io/hdf5_store.h"
 
+#include <algorithm>
+
 #include <torch/torch.h>
 
 namespace outlierlens {
@@ -119,6 +121,61 @@ HeadStatisticsData readHeads(const FileReader& file, const StatisticsFile& f, co
     return h;
 }
 
+CategoryCounts readCategories(const FileReader& file, const std::string& dataset)
+{
+    const std::vector<std::int64_t> v = file.ints(dataset, {4});
+    CategoryCounts c{};
+    std::copy(v.begin(), v.end(), c.begin());
+    return c;
+}
+
+SystematicActivationData readSystematicActivation(const FileReader& file, const std::string& group)
+{
+    SystematicActivationData a;
+    const std::vector<double> top = file.doubles(group + "/mean_top_abs", {3});
+    std::copy(top.begin(), top.end(), a.meanTop.begin());
+    a.meanMedian = file.doubleScalar(group + "/mean_median_abs");
+    a.heavy = readCategories(file, group + "/heavy_tokens_by_category");
+    return a;
+}
+
+/// Group `systematic` (decoders): one entry per `layer{l}` member, in ascending layer order.
+SystematicData readSystematic(const FileReader& file, const StatisticsFile& f)
+{
+    const Hdf5Reader& r = file.hdf5();
+    SystematicData d;
+    d.tau = r.numberAttribute("systematic", "tau");
+    d.attentionFraction = r.numberAttribute("systematic", "attention_fraction");
+    d.samples = std::int64_t(r.numberAttribute("systematic", "samples"));
+    const std::vector<std::int64_t> heads = {f.numHeads};
+    for (const std::string& member : r.members("systematic")) {
+        if (member.rfind("layer", 0) != 0) continue;
+        const std::string group = "systematic/" + member;
+        SystematicLayerData l;
+        const std::optional<int> layer = integerFromText<int>(member.substr(5));
+        if (!layer || *layer < 0 || *layer >= f.numLayers)
+            throw Error(r.path() + ": group '" + group + "' does not name a layer of the model");
+        l.layer = *layer;
+        l.tokens = readCategories(file, group + "/tokens_by_category");
+        l.out = readSystematicActivation(file, group + "/out");
+        l.downIn = readSystematicActivation(file, group + "/down_in");
+        SystematicAttentionData& a = l.attention;
+        const std::string ag = group + "/attention";
+        const std::vector<double> top = file.doubles(ag + "/mean_top_abs", {2});
+        std::copy(top.begin(), top.end(), a.meanTop.begin());
+        a.meanMedian = file.doubleScalar(ag + "/mean_median_abs");
+        a.outlierKeys = readCategories(file, ag + "/outlier_keys_by_category");
+        a.outlierKeyShare = file.doubles(ag + "/mean_outlier_key_share", heads);
+        a.headOutlierKeys = file.ints(ag + "/head_outlier_keys", heads);
+        a.consistency = file.doubles(ag + "/consistency", heads);
+        a.consistencySamples = file.intScalar(ag + "/consistency_samples");
+        d.layers.push_back(std::move(l));
+    }
+    std::sort(d.layers.begin(), d.layers.end(),
+              [](const SystematicLayerData& a, const SystematicLayerData& b) { return a.layer < b.layer; });
+    return d;
+}
+
 } // namespace
 
 StatisticsFile readStatisticsFile(const std::string& path)
@@ -183,6 +240,7 @@ StatisticsFile readStatisticsFile(const std::string& path)
     s.maxInfNormLayer = int(file.intScalar("summary/max_inf_norm_layer"));
     s.avgKurtosis = file.doubleScalar("summary/avg_kurtosis");
     s.maxKurtosis = file.doubleScalar("summary/max_kurtosis");
+    if (r.exists("systematic")) f.systematic = readSystematic(file, f);
     return f;
 }
 

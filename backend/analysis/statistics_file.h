@@ -3,8 +3,11 @@
 // torch. readStatisticsFile() may be called from any thread, but HDF5 is not thread-safe on Debian:
 // one file operation at a time per process (call it from the worker that does file work).
 
+#include "analysis/systematic_data.h"
+
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -94,6 +97,7 @@ struct StatisticsFile
     std::vector<std::string> delimiters;
     std::vector<LayerStatisticsData> layers; ///< ascending layer order
     StatisticsSummaryData summary;
+    std::optional<SystematicData> systematic; ///< group `systematic` (decoders), if the file has it
 };
 
 /// Loads a file written by DatasetStatistics::write(). Floating values come back with float32

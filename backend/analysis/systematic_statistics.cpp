@@ -148,17 +148,6 @@ void writeCategories(Hdf5Writer& writer, const std::string& path,
     writer.writeInt64(path, counts.data(), {kTokenCategories});
 }
 
-void writeMeans(Hdf5Writer& writer, const std::string& group, const double* sumTop, std::int64_t n,
-                double sumMedian, std::int64_t samples)
-{
-    std::vector<double> top(static_cast<std::size_t>(n));
-    for (std::int64_t i = 0; i < n; ++i)
-        top[std::size_t(i)] = sumTop[i] / double(samples);
-    const double median = sumMedian / double(samples);
-    writer.writeFloat64(group + "/mean_top_abs", top.data(), {n});
-    writer.writeFloat64(group + "/mean_median_abs", &median, {});
-}
-
 } // namespace
 
 std::string tokenCategoryName(TokenCategory category)
@@ -209,6 +198,7 @@ SystematicStatistics::SystematicStatistics(SystematicOptions options)
         acc.attention.sumConsistency.assign(std::size_t(o.numHeads), 0.0);
         m_layers.push_back(std::move(acc));
     }
+    m_last.resize(m_layers.size());
 }
 
 std::set<std::string> SystematicStatistics::requiredCaptures() const
@@ -242,8 +232,10 @@ void SystematicStatistics::addSampleLayer(int layer, const torch::Tensor& h, con
     for (TokenCategory c : categories)
         ++acc.tokens[std::size_t(c)];
 
+    SampleLayer& last = m_last[std::size_t(it - m_layers.begin())];
     const std::vector<bool> heavy = addActivation(acc.out, h, m_options.tau, categories, m_scratch);
-    addActivation(acc.downIn, xDown, m_options.tau, categories, m_scratch);
+    last.heavyOut = heavy;
+    last.heavyDown = addActivation(acc.downIn, xDown, m_options.tau, categories, m_scratch);
 
     // Attention: per head, the attention each key receives summed over queries.
     std::vector<double> r(std::size_t(H * T), 0.0); // [H, T]
@@ -265,6 +257,8 @@ void SystematicStatistics::addSampleLayer(int layer, const torch::Tensor& h, con
         outlierKey[std::size_t(j)] = a[std::size_t(j)] >= threshold;
         if (outlierKey[std::size_t(j)]) ++acc.attention.outlierKeys[std::size_t(categories[std::size_t(j)])];
     }
+    last.outlierKey = outlierKey;
+    last.received = a;
     std::int64_t heavyCount = 0;
     for (bool b : heavy)
         heavyCount += b;
@@ -287,41 +281,72 @@ void SystematicStatistics::addSampleLayer(int layer, const torch::Tensor& h, con
     }
 }
 
+SystematicData SystematicStatistics::data() const
+{
+    SystematicData d;
+    d.tau = m_options.tau;
+    d.attentionFraction = m_options.attentionFraction;
+    d.samples = m_samples;
+    const double n = double(std::max<std::int64_t>(m_samples, 1));
+    const auto nan = std::numeric_limits<double>::quiet_NaN();
+    for (const LayerAccumulator& acc : m_layers) {
+        SystematicLayerData l;
+        l.layer = acc.layer;
+        l.tokens = acc.tokens;
+        for (auto [from, to] : {std::pair{&acc.out, &l.out}, std::pair{&acc.downIn, &l.downIn}}) {
+            for (std::size_t i = 0; i < 3; ++i)
+                to->meanTop[i] = from->sumTop[i] / n;
+            to->meanMedian = from->sumMedian / n;
+            to->heavy = from->heavy;
+        }
+        const AttentionAccumulator& att = acc.attention;
+        SystematicAttentionData& a = l.attention;
+        for (std::size_t i = 0; i < 2; ++i)
+            a.meanTop[i] = att.sumTop[i] / n;
+        a.meanMedian = att.sumMedian / n;
+        a.outlierKeys = att.outlierKeys;
+        a.headOutlierKeys = att.headOutlierKeys;
+        a.consistencySamples = att.consistencySamples;
+        for (std::size_t hd = 0; hd < att.sumOutlierKeyShare.size(); ++hd) {
+            a.outlierKeyShare.push_back(att.sumOutlierKeyShare[hd] / n);
+            a.consistency.push_back(
+                att.consistencySamples ? att.sumConsistency[hd] / double(att.consistencySamples) : nan);
+        }
+        d.layers.push_back(std::move(l));
+    }
+    return d;
+}
+
 void SystematicStatistics::write(Hdf5Writer& writer) const
 {
     if (m_samples == 0) throw Error("systematic statistics: no sample was added");
-    const SystematicOptions& o = m_options;
+    const SystematicData d = data();
     writer.createGroup("systematic");
-    writer.setAttribute("systematic", "tau", o.tau);
-    writer.setAttribute("systematic", "attention_fraction", o.attentionFraction);
-    writer.setAttribute("systematic", "samples", m_samples);
+    writer.setAttribute("systematic", "tau", d.tau);
+    writer.setAttribute("systematic", "attention_fraction", d.attentionFraction);
+    writer.setAttribute("systematic", "samples", d.samples);
     std::vector<std::string> names;
     for (int c = 0; c < kTokenCategories; ++c)
         names.push_back(tokenCategoryName(TokenCategory(c)));
     writer.writeStrings("systematic/categories", names);
-    const auto nan = std::numeric_limits<double>::quiet_NaN();
-    for (const LayerAccumulator& acc : m_layers) {
-        const std::string group = "systematic/layer" + std::to_string(acc.layer);
-        writeCategories(writer, group + "/tokens_by_category", acc.tokens);
-        for (const auto& [name, a] : {std::pair<const char*, const ActivationAccumulator*>{"out", &acc.out},
-                                      {"down_in", &acc.downIn}}) {
-            writeMeans(writer, group + "/" + name, a->sumTop.data(), 3, a->sumMedian, m_samples);
+    for (const SystematicLayerData& l : d.layers) {
+        const std::string group = "systematic/layer" + std::to_string(l.layer);
+        writeCategories(writer, group + "/tokens_by_category", l.tokens);
+        for (const auto& [name, a] : {std::pair<const char*, const SystematicActivationData*>{"out", &l.out},
+                                      {"down_in", &l.downIn}}) {
+            writer.writeFloat64(group + "/" + name + "/mean_top_abs", a->meanTop.data(), {3});
+            writer.writeFloat64(group + "/" + name + "/mean_median_abs", &a->meanMedian, {});
             writeCategories(writer, group + "/" + name + "/heavy_tokens_by_category", a->heavy);
         }
-        const AttentionAccumulator& att = acc.attention;
+        const SystematicAttentionData& att = l.attention;
         const std::string ag = group + "/attention";
-        writeMeans(writer, ag, att.sumTop.data(), 2, att.sumMedian, m_samples);
+        writer.writeFloat64(ag + "/mean_top_abs", att.meanTop.data(), {2});
+        writer.writeFloat64(ag + "/mean_median_abs", &att.meanMedian, {});
         writeCategories(writer, ag + "/outlier_keys_by_category", att.outlierKeys);
-        std::vector<double> share(att.sumOutlierKeyShare.size()), consistency(att.sumConsistency.size());
-        for (std::size_t hd = 0; hd < share.size(); ++hd) {
-            share[hd] = att.sumOutlierKeyShare[hd] / double(m_samples);
-            consistency[hd] =
-                att.consistencySamples ? att.sumConsistency[hd] / double(att.consistencySamples) : nan;
-        }
-        const std::vector<std::int64_t> heads = {std::int64_t(share.size())};
-        writer.writeFloat64(ag + "/mean_outlier_key_share", share.data(), heads);
+        const std::vector<std::int64_t> heads = {std::int64_t(att.outlierKeyShare.size())};
+        writer.writeFloat64(ag + "/mean_outlier_key_share", att.outlierKeyShare.data(), heads);
         writer.writeInt64(ag + "/head_outlier_keys", att.headOutlierKeys.data(), heads);
-        writer.writeFloat64(ag + "/consistency", consistency.data(), heads);
+        writer.writeFloat64(ag + "/consistency", att.consistency.data(), heads);
         writer.writeInt64(ag + "/consistency_samples", &att.consistencySamples, {});
     }
 }

@@ -2,6 +2,8 @@
 // SystematicStatistics: An et al. 2025's systematic outliers of a decoder over a text data set (their
 // code's rules; docs/metrics.md, "Systematic outliers"). One object per thread, not synchronised.
 
+#include "analysis/systematic_data.h"
+
 #include <torch/types.h>
 
 #include <array>
@@ -59,6 +61,8 @@ public:
     void endSample() { ++m_samples; }
     std::int64_t samples() const { return m_samples; }
 
+    /// The means over the samples added so far (zero samples: zeros and NaN consistencies).
+    SystematicData data() const;
     /// Writes group `systematic` (docs/stats-format.md): attributes and one subgroup per layer.
     void write(Hdf5Writer& writer) const;
 
@@ -86,11 +90,22 @@ public:
         std::array<std::int64_t, kTokenCategories> tokens{}; ///< positions seen, by category
     };
     const std::vector<LayerAccumulator>& layers() const { return m_layers; }
+
+    /// One layer of the sample added last: which tokens were heavy in h and in x_down, which keys were
+    /// head-mean outlier keys, and the head-mean attention each key received (A_j), all [T].
+    struct SampleLayer
+    {
+        std::vector<bool> heavyOut, heavyDown, outlierKey;
+        std::vector<double> received;
+    };
+    /// Same order as layers(); empty entries before the first sample.
+    const std::vector<SampleLayer>& lastSample() const { return m_last; }
     const SystematicOptions& options() const { return m_options; }
 
 private:
     SystematicOptions m_options;
     std::vector<LayerAccumulator> m_layers;
+    std::vector<SampleLayer> m_last;
     std::int64_t m_samples = 0;
     std::vector<float> m_scratch; ///< |x| of one tensor, reused from call to call
 };

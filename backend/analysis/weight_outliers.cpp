@@ -285,9 +285,9 @@ bool allDigits(const std::string& s)
            std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
 }
 
-/// "model.layers.3.mlp.down_proj.weight" -> layer 3, module "mlp.down_proj"; outside the layers
-/// (no "layers.N.", "layer.N.", "h.N." or "blocks.N.") layer -1 and the name without ".weight".
-std::pair<int, std::string> layerAndModule(const std::string& name)
+} // namespace
+
+std::pair<int, std::string> weightLayerAndModule(const std::string& name)
 {
     std::vector<std::string> parts;
     for (std::size_t start = 0;;) {
@@ -311,6 +311,8 @@ std::pair<int, std::string> layerAndModule(const std::string& name)
     }
     return {-1, join(0)};
 }
+
+namespace {
 
 bool isEmbedding(const std::string& module)
 {
@@ -377,7 +379,7 @@ WeightScan scanWeightOutliers(const std::string& modelDir, const WeightOutlierOp
     std::vector<const torch::Tensor*> embeddings;
     for (const auto& [name, t] : tensors) {
         if (t.dim() != 2 || !t.is_floating_point()) continue;
-        const auto [layer, module] = layerAndModule(name);
+        const auto [layer, module] = weightLayerAndModule(name);
         if (isEmbedding(module)) {
             scan.skipped.push_back(name + ": embedding");
             embeddings.push_back(&t);
@@ -385,7 +387,7 @@ WeightScan scanWeightOutliers(const std::string& modelDir, const WeightOutlierOp
     }
     for (const auto& [name, t] : tensors) {
         if (t.dim() != 2 || !t.is_floating_point()) continue;
-        const auto [layer, module] = layerAndModule(name);
+        const auto [layer, module] = weightLayerAndModule(name);
         if (isEmbedding(module)) continue;
         if (layer < 0) {
             const bool head = module == "lm_head" || module == "cls.predictions.decoder";

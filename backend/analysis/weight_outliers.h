@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace at {
@@ -128,5 +129,9 @@ WeightScan scanWeightOutliers(const std::string& modelDir, const WeightOutlierOp
 /// "mlp.down_proj", OPT "fc2", GPT-2 "mlp.c_proj", BERT/HF ViT "output.dense", timm ViT "mlp.fc2",
 /// GPT-NeoX/Falcon "mlp.dense_4h_to_h".
 bool isDownProjection(const std::string& module);
+
+/// "model.layers.3.mlp.down_proj.weight" -> layer 3, module "mlp.down_proj"; outside the layers
+/// (no "layers.N.", "layer.N.", "h.N." or "blocks.N.") layer -1 and the name without ".weight".
+std::pair<int, std::string> weightLayerAndModule(const std::string& name);
 
 } // namespace outlierlens

@@ -129,6 +129,22 @@ private Q_SLOTS:
                         file.readTensor(g + "/down_in/mean_median_abs").item<float>());
             }
         }
+        // readStatisticsFile() gives the same group back as plain data (the Systematic outliers page).
+        QVERIFY(stats.systematic);
+        QCOMPARE(stats.systematic->samples, std::int64_t(6));
+        QCOMPARE(stats.systematic->tau, 1000.0);
+        QCOMPARE(int(stats.systematic->layers.size()), 2);
+        {
+            Hdf5Reader file(out.toStdString());
+            for (const SystematicLayerData& l : stats.systematic->layers) {
+                const std::string g = "systematic/layer" + std::to_string(l.layer);
+                QCOMPARE(l.tokens[0], std::int64_t(6));
+                QCOMPARE(l.downIn.meanTop[0], file.readTensor(g + "/down_in/mean_top_abs")[0].item<double>());
+                QCOMPARE(l.attention.consistencySamples,
+                         file.readTensor(g + "/attention/consistency_samples").item<std::int64_t>());
+                QCOMPARE(int(l.attention.outlierKeyShare.size()), stats.numHeads);
+            }
+        }
         // With tau 3, a token is heavy exactly when it carries a value of the tau rule (|x| > 3 mean|X|):
         // the systematic heavy tokens of `out` equal the tau rule's token occurrences, counted apart.
         const QString tauOut = dir.path() + QStringLiteral("/tau.h5");

@@ -238,6 +238,7 @@ private Q_SLOTS:
         const StatisticsFile f = roundTrip(stats);
         QCOMPARE(f.kind, std::string("text"));
         QCOMPARE(f.samples, std::int64_t(3));
+        QVERIFY(!f.systematic); // only decoders' files have An et al.'s group
         // Tokens sorted by occurrences (then string); occurrences count every position.
         QCOMPARE(f.tokens, (std::vector<std::string>{"the", "[CLS]", "[SEP]", ".", "a", "cat"}));
         QCOMPARE(f.tokenOccurrences, (std::vector<std::int64_t>{4, 3, 3, 1, 1, 1}));

@@ -146,6 +146,12 @@ private Q_SLOTS:
         // Consistency: heavy tokens {2}; head 0 has none of them (0), head 1 has it (1).
         QCOMPARE(att.consistencySamples, std::int64_t(1));
         QCOMPARE(att.sumConsistency, (std::vector<double>{0.0, 1.0}));
+        // The sample's own flags (the Systematic outliers page marks them on its Figure 1).
+        const auto& last = stats.lastSample().at(0);
+        QCOMPARE(last.heavyOut, (std::vector<bool>{false, false, true, false, false}));
+        QCOMPARE(last.heavyDown, std::vector<bool>(5, false));
+        QCOMPARE(last.outlierKey, (std::vector<bool>{true, true, false, false, false}));
+        QVERIFY(std::fabs(last.received[4] - 12.0 / 120) < 1e-12);
     }
 
     /// GPT-2 fixture: Hugging Face's layer outputs, down-projection inputs and attention of the three
@@ -243,6 +249,26 @@ private Q_SLOTS:
             for (int hd = 0; hd < H; ++hd)
                 QVERIFY(std::fabs(acc.attention.sumConsistency[hd] - expectedConsistency[l][hd]) < 1e-12);
         }
+
+        // data(): the means over the three samples, as the file and the GUI give them.
+        const SystematicData data = stats.data();
+        QCOMPARE(data.samples, std::int64_t(3));
+        QCOMPARE(int(data.layers.size()), L);
+        for (int l = 0; l < L; ++l) {
+            const SystematicLayerData* d = data.layerData(l);
+            QVERIFY(d && d->layer == l);
+            for (int i = 0; i < 3; ++i)
+                QVERIFY(std::fabs(d->out.meanTop[i] - expectedOut[l].top[i] / 3) < 1e-9);
+            QVERIFY(std::fabs(d->downIn.meanMedian - expectedDown[l].median / 3) < 1e-9);
+            QCOMPARE(d->out.heavy, expectedOut[l].heavy);
+            for (int hd = 0; hd < H; ++hd) {
+                const double want =
+                    consistencySamples[l] ? expectedConsistency[l][hd] / consistencySamples[l] : std::nan("");
+                QVERIFY(std::isnan(want) ? std::isnan(d->attention.consistency[hd])
+                                         : std::fabs(d->attention.consistency[hd] - want) < 1e-12);
+            }
+        }
+        QVERIFY(data.layerData(L) == nullptr);
 
         // The file: means over samples, categories by name.
         QTemporaryDir dir;
