@@ -102,6 +102,65 @@ struct OutlierDashboardData
     Provenance provenance;
 };
 
+/// Magnitudes per layer (index = 0-based layer, displayed 1-based): one curve per series, NaN where a
+/// layer has no value. Drawn on a log scale (An et al.'s Figs 3a, 4a, 5a, 6a).
+struct LayerSeriesData
+{
+    QString title;                   ///< e.g. "Layer outputs h: top-3 and median |h|"
+    QString axisTitle;               ///< value axis, e.g. "|h|"
+    QStringList names;               ///< one per series, e.g. "top 1", "top 2", "top 3", "median"
+    QVector<QVector<double>> series; ///< [series][layer]
+
+    bool isEmpty() const { return series.isEmpty(); }
+};
+
+/// One head's row of An et al.'s Table 1 for the chosen layer.
+struct SystematicHeadRow
+{
+    double outlierKeyShare = 0; ///< share of the head's received attention on the head-mean outlier keys (Fig 6c)
+    qint64 outlierKeys = 0;     ///< keys over the rule by this head's own attention
+    double consistency = 0;     ///< heavy tokens of h that are this head's outlier keys / heavy tokens; NaN: none
+};
+
+/// An et al. 2025's systematic outliers for one layer (their Figures 1, 3-6 and Table 1). The Figure 1
+/// panels are of the current input (empty when the source is a statistics file); the rest comes from
+/// the current input or from a statistics file over a text data set.
+struct SystematicViewData
+{
+    QString sourceDescription; ///< "current input: ..." or "statistics file ... (100 samples)"
+    QString rule;              ///< the rule in words, with its thresholds
+    int layer = -1;            ///< 0-based
+    int headDim = 0;           ///< channel c of h feeds head c / headDim of the next layer
+
+    // Figure 1 for the current input, layer `layer`.
+    MatrixData hidden;            ///< |h| [T x d] token x channel
+    MatrixData downInput;         ///< |x_down| [T x K]: the K channels with the largest |x_down|
+    MatrixData downWeight;        ///< |W_down[:, j]| [K x d] for those channels (one row each)
+    MatrixData attention;         ///< head-mean attention [T x T] (query x key), causal
+    QVector<int> heavyTokens;     ///< rows of `hidden` over the rule (heavy tokens)
+    QVector<int> heavyDownTokens; ///< rows of `downInput` over the rule
+    QVector<int> outlierChannels; ///< columns of `hidden` holding a heavy token's largest |h|
+    QVector<int> outlierKeys;     ///< columns of `attention` over the rule (received >= fraction * T)
+
+    // Per layer (Figs 3a, 4a, 5a, 6a).
+    LayerSeriesData hiddenPerLayer;    ///< top 1-3 and median |h|
+    LayerSeriesData downPerLayer;      ///< top 1-3 and median |x_down|
+    LayerSeriesData weightPerLayer;    ///< max and median column extremal ratio of W_down
+    LayerSeriesData attentionPerLayer; ///< top 1-2 and median received head-mean attention
+
+    // Which tokens (Figs 3b, 6b), layer `layer`: labels are the four categories.
+    BarData heavyByCategory;      ///< heavy tokens of h
+    BarData downHeavyByCategory;  ///< heavy tokens of x_down
+    BarData outlierKeysByCategory; ///< head-mean outlier keys
+    BarData tokensByCategory;      ///< every token position seen, for scale
+
+    // Which heads (Fig 6c) and Table 1, layer `layer`.
+    QVector<SystematicHeadRow> heads;
+    qint64 consistencySamples = 0; ///< samples with a heavy token (the consistency's denominator)
+
+    Provenance provenance;
+};
+
 /// The image view (Figures 3, 16, 17 and 9c).
 struct ImageViewData
 {
