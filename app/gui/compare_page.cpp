@@ -126,6 +126,7 @@ void ComparePage::modelChosen(int slot)
     }
     if (!controller) {
         controller = std::make_unique<InspectionController>();
+        controller->setOutlierRule(m_outlierRule);
         connect(controller.get(), &InspectionController::snapshotReady, this,
                 [this, slot](const SnapshotPtr& s) {
                     m_snapshots[std::size_t(slot)] = s;
@@ -154,6 +155,14 @@ void ComparePage::setInput(const InputRequest& input)
     m_inputPending = false;
     for (auto& controller : m_controllers)
         if (controller && !controller->model().dir.isEmpty()) input.sendTo(*controller);
+}
+
+void ComparePage::setOutlierRule(const OutlierRuleChoice& rule)
+{
+    m_outlierRule = rule;
+    for (auto& controller : m_controllers)
+        if (controller) controller->setOutlierRule(rule);
+    setInput(m_input); // counted again by the new rule
 }
 
 void ComparePage::showEvent(QShowEvent* event)

@@ -184,6 +184,14 @@ void InspectionController::setFastMode(bool on)
         m_worker, [w, on] { w->setFastMode(on); }, Qt::QueuedConnection);
 }
 
+void InspectionController::setOutlierRule(const OutlierRuleChoice& rule)
+{
+    m_outlierRule = rule;
+    InspectionWorker* w = m_worker;
+    QMetaObject::invokeMethod(
+        m_worker, [w, rule] { w->setOutlierRule(rule); }, Qt::QueuedConnection);
+}
+
 bool InspectionController::statisticsDescribeModel(const StatisticsFile& stats) const
 {
     const auto sha = stats.provenance.find("checkpoint_sha256");

@@ -2,6 +2,8 @@
 // Plain data (no torch): built by the inspection worker thread, then read by the GUI thread. A
 // snapshot is immutable once emitted and shared through std::shared_ptr<const ...>.
 
+#include "analysis/systematic_data.h"
+
 #include <QImage>
 #include <QString>
 #include <QStringList>
@@ -34,9 +36,32 @@ struct ModelInfo
     QString tokenizerKind;           ///< decoders: "byte-level BPE" or "SentencePiece"
 
     /// A decoder LLM: causal attention, keys after the query are masked.
-    bool isDecoder() const { return family == Family::Gpt2 || family == Family::Opt || family == Family::Llama; }
+    bool isDecoder() const
+    {
+        return family == Family::Gpt2 || family == Family::Opt || family == Family::Llama;
+    }
     /// Takes text as input (BERT: pairs; decoders: free text).
     bool takesText() const { return family == Family::Bert || isDecoder(); }
+};
+
+/// The outlier rule the views count with (View > Outlier rule): Bondarenko et al.'s sigma rule
+/// |x - mean| > k std (DESIGN.md's default, k = 6), or An et al.'s paper rule |x| > tau * mean |X|
+/// (tau = 1000), each over one input's T x d values of a tensor (docs/metrics.md).
+struct OutlierRuleChoice
+{
+    bool tauRule = false;
+    double k = 6.0;
+    double tau = 1000.0;
+
+    /// "6σ" or "1000 × mean|X|": short, for captions ("values over 6σ").
+    QString shortText() const
+    {
+        return tauRule ? QStringLiteral("%1 × mean|X|").arg(tau) : QStringLiteral("%1σ").arg(k);
+    }
+    bool operator==(const OutlierRuleChoice& o) const
+    {
+        return tauRule == o.tauRule && k == o.k && tau == o.tau;
+    }
 };
 
 /// Outliers of one [T x d] tensor of one layer and input, computed by the inspection worker with
@@ -48,6 +73,28 @@ struct TensorOutliers
     QVector<int> positions;    ///< flat indices t * d + j of the outlier values, ascending
     double maxInfNorm = 0;     ///< max |x|, in the tensor's units
     double kurtosis = 0;       ///< Pearson kurtosis (not excess: a Gaussian gives about 3)
+};
+
+/// Decoders: An et al.'s systematic outliers of this input by their code's rules (heavy token: max |h| of
+/// the token > tau * mean |h|; outlier key: head-mean received attention >= fraction * T), computed by
+/// analysis/systematic_statistics with this input as its one sample, and what their Figure 1 draws of
+/// x_down and W_down. Empty (no layers) for other families.
+struct SystematicSnapshot
+{
+    SystematicData stats;                  ///< this input as one sample, every layer
+    QVector<QVector<int>> heavyTokens;     ///< [L]: tokens heavy in h (ascending)
+    QVector<QVector<int>> heavyDownTokens; ///< [L]: tokens heavy in x_down
+    QVector<QVector<int>> outlierKeys;     ///< [L]: head-mean outlier keys
+    int channels = 0;                      ///< K: x_down channels kept per layer
+    QVector<int> downChannels; ///< [L][K]: the K channels with the largest max_t |x_down|, largest first
+    QVector<float> downValues; ///< [L][T][K]: |x_down| of those channels
+    int hidden = 0;            ///< rows of W_down (d)
+    QVector<float> downWeight; ///< [L][K][d]: |W_down[:, j]| of those channels; empty if not found
+    QVector<double> downColumnRatio; ///< [L][K]: their column extremal ratio max_i|W_ij| / mean_i|W_ij|
+    QVector<double> weightRatioMax;  ///< [L]: over every column of W_down (their Fig 5a); empty if not found
+    QVector<double> weightRatioMedian; ///< [L]: lower median
+
+    bool isEmpty() const { return stats.layers.empty(); }
 };
 
 /// Every activation of one input, as flat float arrays with 0-based indices.
@@ -77,11 +124,13 @@ struct InspectionSnapshot
     QVector<float> residual; ///< [L][T][d]
     QVector<float> out;      ///< [L][T][d]
 
-    /// The sigma rule's k of `outliers` (|x - mean| > k std over the input's T x d values).
-    double outlierK = 0;
+    /// The rule `outliers` were counted by.
+    OutlierRuleChoice outlierRule;
     /// [4][L]: outliers of attn_out, ffn_out, residual and out (perLayerNames() order) in every layer,
     /// so that switching layer or tensor in a view needs no worker. Empty for a tensor not captured.
     QVector<QVector<TensorOutliers>> outliers;
+
+    SystematicSnapshot systematic; ///< decoders only
 
     QString precision = QStringLiteral("fp32"); ///< what the forward pass computed in: "fp32" or "bf16"
     QString precisionNotice; ///< fast mode asked for but not possible here: the one sentence why

@@ -15,6 +15,7 @@
 #include "model/runtime.h"
 #include "model/vit_network.h"
 #include "paths.h"
+#include "systematic_snapshot.h"
 #include "tasks/data/synthetic_data.h"
 #include "text/imagenet.h"
 #include "text/wordpiece.h"
@@ -40,6 +41,7 @@ struct InspectionWorker::Model
     std::unique_ptr<BertTokenizer> tokenizer;
     std::unique_ptr<DecoderNetwork> decoder;
     std::unique_ptr<DecoderTokenizer> decoderTokenizer;
+    SystematicWeightsPtr systematicWeights; ///< W_down's numbers, on the first decoder input
     std::unique_ptr<VitNetwork> vit;
     std::unique_ptr<ImagePreprocessing> preprocessing;
     std::vector<std::string> classNames;
@@ -157,8 +159,10 @@ TensorOutliers tensorOutliers(const torch::Tensor& x, const OutlierCriterion& cr
 /// values, Chebyshev) per tensor and layer, beside the [T][d] values the snapshot holds anyway.
 void fillOutliers(InspectionSnapshot& s, const RecordingSink& sink)
 {
-    const OutlierCriterion criterion; // sigma rule, k = kDefaultSigmaK
-    s.outlierK = criterion.k;
+    OutlierCriterion criterion;
+    criterion.rule = s.outlierRule.tauRule ? OutlierRule::Tau : OutlierRule::Sigma;
+    criterion.k = s.outlierRule.k;
+    criterion.tau = s.outlierRule.tau;
     static const CapturePoint kPoints[] = {CapturePoint::AttnOut, CapturePoint::FfnOut,
                                            CapturePoint::Residual, CapturePoint::Out};
     s.outliers.clear();
@@ -307,6 +311,7 @@ void InspectionWorker::inspectText(quint64 generation, const QString& text, cons
         const std::optional<std::string> second =
             pair.isEmpty() ? std::nullopt : std::optional<std::string>(pair.toStdString());
         auto s = std::make_shared<InspectionSnapshot>();
+        s->outlierRule = m_outlierRule;
         const AutocastScope autocast(forwardPrecision(*s));
         const BertInspection r = inspectBert(*m_model->bert, *m_model->tokenizer, text.toStdString(), second);
         s->generation = generation;
@@ -335,11 +340,14 @@ void InspectionWorker::inspectDecoderText(quint64 generation, const QString& tex
     const int positions = m_model->decoder->config().maxPositions;
     const int limit = positions > 0 ? std::min(positions, kMaxDecoderTokens) : kMaxDecoderTokens;
     auto s = std::make_shared<InspectionSnapshot>();
+    s->outlierRule = m_outlierRule;
     // Decoders compute in bf16 themselves (weights and activations), as `inspect --precision bf16`.
     m_model->decoder->setComputeDtype(forwardPrecision(*s) == Precision::Bf16 ? torch::kBFloat16
                                                                               : torch::kFloat);
+    std::set<std::string> captures = snapshotCaptureNames(layers);
+    captures.merge(systematicCaptureNames(layers));
     const DecoderInspection r = inspectDecoder(*m_model->decoder, *m_model->decoderTokenizer,
-                                               text.toStdString(), limit, true, snapshotCaptureNames(layers));
+                                               text.toStdString(), limit, true, captures);
     s->generation = generation;
     s->model = m_model->info;
     s->input = text;
@@ -351,6 +359,8 @@ void InspectionWorker::inspectDecoderText(quint64 generation, const QString& tex
         s->tokens << QString::fromStdString(t);
     s->T = s->tokens.size();
     fillActivations(*s, r.activations);
+    fillSystematic(*s, r.activations, *m_model->decoder, *m_model->decoderTokenizer, r.encoding.inputIds,
+                   m_model->systematicWeights);
     s->outputNotice = QString::fromStdString(r.outputNotice);
     for (const auto& [id, p] : r.nextTokens)
         s->prediction << QStringLiteral("%1 (%2)")
@@ -366,6 +376,7 @@ void InspectionWorker::inspectImage(quint64 generation, const QString& path, con
         ensureThreads();
         if (!m_model || !m_model->vit) throw Error("load a ViT model to run images");
         auto s = std::make_shared<InspectionSnapshot>();
+        s->outlierRule = m_outlierRule;
         const AutocastScope autocast(forwardPrecision(*s));
         const VitInspection r = inspectVit(*m_model->vit, *m_model->preprocessing, path.toStdString());
         s->generation = generation;
@@ -405,6 +416,7 @@ void InspectionWorker::inspectSyntheticExample(quint64 generation, quint64 seed)
         const torch::Tensor ids = b.inputIds.index({Slice(), Slice(0, length)});
         RecordingSink sink;
         auto s = std::make_shared<InspectionSnapshot>();
+        s->outlierRule = m_outlierRule;
         {
             const AutocastScope autocast(forwardPrecision(*s));
             c10::InferenceMode guard;
@@ -500,6 +512,11 @@ void InspectionWorker::predictPairs(quint64 generation, const QStringList& premi
 void InspectionWorker::setFastMode(bool on)
 {
     m_fastMode = on;
+}
+
+void InspectionWorker::setOutlierRule(const OutlierRuleChoice& rule)
+{
+    m_outlierRule = rule;
 }
 
 Precision InspectionWorker::forwardPrecision(InspectionSnapshot& snapshot) const

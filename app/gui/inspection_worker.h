@@ -50,6 +50,8 @@ public Q_SLOTS:
     /// Fast mode: later inspections compute in bf16 (BERT and ViT under bf16 autocast, decoders in
     /// bf16) where the CPU has bf16 instructions, else in float32 with a notice in the snapshot.
     void setFastMode(bool on);
+    /// The rule later inspections count outliers by (and An et al.'s heavy-token tau).
+    void setOutlierRule(const outlierlens::OutlierRuleChoice& rule);
 
 Q_SIGNALS:
     void modelLoaded(quint64 generation, const outlierlens::ModelInfo& info);
@@ -78,6 +80,7 @@ private:
     int m_predictedCount = 0;
     bool m_threadsConfigured = false;
     bool m_fastMode = false;
+    OutlierRuleChoice m_outlierRule;
 };
 
 } // namespace outlierlens

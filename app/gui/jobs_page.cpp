@@ -1,13 +1,13 @@
 #include "jobs_page.h"
 
-#include <cmath>
-
 #include "common/error.h"
 #include "job_manager.h"
 #include "model/variant_fields.h"
+#include "model_catalog.h"
 #include "paths.h"
 #include "tasks/config/train_config.h"
 #include "training_charts.h"
+#include "variant_comparison.h"
 
 #include <QComboBox>
 #include <QDir>
@@ -25,6 +25,8 @@
 #include <QStandardPaths>
 #include <QTableWidget>
 #include <QVBoxLayout>
+
+#include <cmath>
 
 namespace outlierlens {
 namespace {
@@ -128,10 +130,15 @@ JobsPage::JobsPage(JobManager* jobs, QWidget* parent)
     m_resume = new QPushButton(tr("Resume"));
     m_open = new QPushButton(tr("Open result"));
     m_remove = new QPushButton(tr("Remove from list"));
+    auto* compare = new QPushButton(tr("Compare variants…"));
+    compare->setObjectName(QStringLiteral("compareVariants"));
+    compare->setToolTip(tr("The largest and median |h| per layer of every finished decoder run (An et al.'s "
+                           "Figs 10/11), from statistics over the sample text (queued here where missing)"));
     auto* buttons = new QHBoxLayout;
     for (QPushButton* b : {m_cancel, m_resume, m_open, m_remove})
         buttons->addWidget(b);
     buttons->addStretch();
+    buttons->addWidget(compare);
     m_detail = new QLabel;
     m_detail->setWordWrap(true);
     m_detail->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -186,6 +193,13 @@ JobsPage::JobsPage(JobManager* jobs, QWidget* parent)
                     .absoluteFilePath(QDir(j->folder + QStringLiteral("/checkpoints"))
                                           .entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name)
                                           .value(0)));
+    });
+    connect(compare, &QPushButton::clicked, this, [this] {
+        ModelInfo decoder;
+        decoder.family = ModelInfo::Family::Gpt2; // any decoder: the sample text
+        auto* dialog = new VariantComparisonDialog(m_jobs, ModelCatalog::statisticsData(decoder, {}), this);
+        dialog->setAttribute(Qt::WA_DeleteOnClose);
+        dialog->show();
     });
     connect(m_table, &QTableWidget::itemSelectionChanged, this, &JobsPage::selectionChanged);
     connect(m_jobs, &JobManager::jobsChanged, this, &JobsPage::refreshTable);

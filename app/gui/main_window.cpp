@@ -16,10 +16,12 @@
 #include "outliers_page.h"
 #include "overview_page.h"
 #include "sweeps_page.h"
+#include "systematic_page.h"
 #include "teaching_page.h"
 #include "view_builders.h"
 
 #include <QAction>
+#include <QActionGroup>
 #include <QCloseEvent>
 #include <QComboBox>
 #include <QDockWidget>
@@ -64,11 +66,13 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
     m_imageView = new ImagePage(m_controller);
     m_compare = new ComparePage;
     m_teaching = new TeachingPage;
+    m_systematic = new SystematicPage(m_controller);
     m_sweeps = new SweepsPage;
     m_jobs = new JobsPage(jobs);
     m_pages->addTab(m_headView, tr("&Head"));
     m_pages->addTab(m_overview, tr("O&verview"));
     m_pages->addTab(m_outliers, tr("&Outliers"));
+    m_pages->addTab(m_systematic, tr("S&ystematic outliers"));
     m_pages->addTab(m_imageView, tr("&Image"));
     m_pages->addTab(m_compare, tr("&Compare"));
     m_pages->addTab(m_teaching, tr("&Teaching"));
@@ -160,19 +164,18 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
         m_pages->setCurrentWidget(m_headView);
     });
     connect(m_outliers, &OutliersPage::dimensionClicked, this, &MainWindow::dimensionClicked);
-    connect(m_outliers, &OutliersPage::statisticsRequested, this, [this] {
-        const ModelInfo& m = m_controller->model();
-        if (m.dir.isEmpty()) return;
-        bool ok = false;
-        const QString chosen =
-            QInputDialog::getText(this, tr("Statistics over a data set"),
-                                  tr("Data (mnli:FILE[:N], images:DIR[:N] or text:FILE[:N] chunks):"),
-                                  QLineEdit::Normal, ModelCatalog::statisticsData(m, m_galleryDir), &ok);
-        if (ok && !chosen.isEmpty()) {
-            m_jobs->queueStatistics(m.dir, chosen);
-            m_pages->setCurrentWidget(m_jobs);
-        }
+    connect(m_outliers, &OutliersPage::statisticsRequested, this, &MainWindow::requestStatistics);
+    connect(m_systematic, &SystematicPage::statisticsRequested, this, &MainWindow::requestStatistics);
+    connect(m_systematic, &SystematicPage::channelClicked, this, &MainWindow::systematicChannelClicked);
+    connect(m_systematic, &SystematicPage::keyClicked, this, [this](int key) {
+        const SnapshotPtr s = m_state.snapshot;
+        if (!s || key < 0 || key >= s->T) return;
+        showHeadWithTokens(
+            m_state.head, {key},
+            tr("Key %1 (%2) of layer %3").arg(key).arg(s->tokens.value(key)).arg(m_state.layer + 1));
     });
+    connect(m_systematic, &SystematicPage::headClicked, this,
+            [this](int head) { showHeadWithTokens(head, {}, {}); });
     connect(m_jobs, &JobsPage::openModel, this, &MainWindow::openModel);
     connect(m_jobs, &JobsPage::openStatistics, this, [this](const QString& path) {
         m_controller->loadStatistics(path);
@@ -265,6 +268,7 @@ void MainWindow::buildActions()
         m_controller->setFastMode(on);
         if (m_lastInput.kind != InputRequest::Kind::None) m_lastInput.sendTo(*m_controller); // rerun
     });
+    addOutlierRuleMenu(view);
     view->addSeparator();
     // Redraws every page with the new palette.
     addColourMapMenu(view, [this] { setSelection(m_state.layer, m_state.head); });
@@ -461,6 +465,100 @@ void MainWindow::dimensionClicked(int dimension)
     setSelection(std::min(layer + 1, s->L() - 1), dimension / s->dh()); // clears them if the head changes
     m_state.highlightTokens = tokens;
     m_pages->setCurrentWidget(s->model.takesText() ? static_cast<QWidget*>(m_headView) : m_imageView);
+    refreshCurrentPage();
+}
+
+void MainWindow::addOutlierRuleMenu(QMenu* view)
+{
+    QMenu* menu = view->addMenu(tr("Outlier &rule"));
+    menu->setToolTipsVisible(true);
+    auto* group = new QActionGroup(this);
+    QAction* sigma = menu->addAction(tr("&6σ: |x − mean| > 6 std (Bondarenko et al.)"));
+    sigma->setToolTip(tr("DESIGN.md's default: a value is an outlier when it lies more than 6 standard "
+                         "deviations from the mean of the tensor's T × d values for this input"));
+    QAction* tau = menu->addAction(QString());
+    tau->setToolTip(tr("An et al.'s paper rule: |x| > τ × mean |X| over the tensor's T × d values; τ also "
+                       "sets the heavy-token threshold of the Systematic outliers page"));
+    for (QAction* a : {sigma, tau}) {
+        a->setCheckable(true);
+        group->addAction(a);
+    }
+    menu->addSeparator();
+    QAction* setTau = menu->addAction(tr("Set &τ…"));
+    QSettings settings;
+    OutlierRuleChoice rule;
+    rule.tauRule = settings.value(QStringLiteral("view/outlierRule")).toString() == QLatin1String("tau");
+    rule.tau = settings.value(QStringLiteral("view/outlierTau"), rule.tau).toDouble();
+    if (!(rule.tau > 0)) rule.tau = OutlierRuleChoice{}.tau;
+    const auto apply = [this, tau](const OutlierRuleChoice& r, bool rerun) {
+        tau->setText(tr("&τ × mean|X|: |x| > %1 mean|X| (An et al.'s paper)").arg(r.tau));
+        QSettings().setValue(QStringLiteral("view/outlierRule"),
+                             r.tauRule ? QStringLiteral("tau") : QStringLiteral("sigma"));
+        QSettings().setValue(QStringLiteral("view/outlierTau"), r.tau);
+        m_controller->setOutlierRule(r);
+        forEachPage([&](Page& page, int) { page.setOutlierRule(r); });
+        if (rerun && m_lastInput.kind != InputRequest::Kind::None) m_lastInput.sendTo(*m_controller);
+    };
+    (rule.tauRule ? tau : sigma)->setChecked(true);
+    apply(rule, false);
+    connect(group, &QActionGroup::triggered, this, [this, tau, apply](QAction* chosen) {
+        OutlierRuleChoice r = m_controller->outlierRule();
+        r.tauRule = chosen == tau;
+        apply(r, true);
+    });
+    connect(setTau, &QAction::triggered, this, [this, apply] {
+        bool ok = false;
+        OutlierRuleChoice r = m_controller->outlierRule();
+        const double value = QInputDialog::getDouble(this, tr("Outlier rule"), tr("τ (|x| > τ × mean |X|):"),
+                                                     r.tau, 1e-3, 1e9, 3, &ok);
+        if (!ok) return;
+        r.tau = value;
+        apply(r, true);
+    });
+}
+
+void MainWindow::requestStatistics()
+{
+    const ModelInfo& m = m_controller->model();
+    if (m.dir.isEmpty()) return;
+    bool ok = false;
+    const QString chosen =
+        QInputDialog::getText(this, tr("Statistics over a data set"),
+                              tr("Data (mnli:FILE[:N], images:DIR[:N] or text:FILE[:N] chunks):"),
+                              QLineEdit::Normal, ModelCatalog::statisticsData(m, m_galleryDir), &ok);
+    if (ok && !chosen.isEmpty()) {
+        m_jobs->queueStatistics(m.dir, chosen);
+        m_pages->setCurrentWidget(m_jobs);
+    }
+}
+
+void MainWindow::systematicChannelClicked(int channel)
+{
+    const SnapshotPtr s = m_state.snapshot;
+    if (!s || s->dh() == 0 || channel < 0 || channel >= s->d()) return;
+    // Channel c of h is read by head c / d_head of the next layer; its heavy tokens are marked.
+    const int layer = m_state.layer;
+    const QVector<int> tokens = s->systematic.heavyTokens.value(layer);
+    setSelection(std::min(layer + 1, s->L() - 1), channel / s->dh());
+    QStringList names;
+    for (int t : tokens)
+        names << s->tokens.value(t);
+    showHeadWithTokens(channel / s->dh(), tokens,
+                       tr("Channel %1 of layer %2: head %3 of layer %4; heavy tokens: %5")
+                           .arg(channel)
+                           .arg(layer + 1)
+                           .arg(channel / s->dh() + 1)
+                           .arg(m_state.layer + 1)
+                           .arg(names.isEmpty() ? tr("none") : names.join(QStringLiteral(", "))));
+}
+
+void MainWindow::showHeadWithTokens(int head, const QVector<int>& tokens, const QString& message)
+{
+    if (!m_state.snapshot) return;
+    setSelection(m_state.layer, head); // clears the marks if the head changes
+    m_state.highlightTokens = tokens;
+    if (!message.isEmpty()) statusBar()->showMessage(message, 10000);
+    m_pages->setCurrentWidget(m_headView);
     refreshCurrentPage();
 }
 

@@ -12,6 +12,7 @@
 class QAction;
 class QComboBox;
 class QLabel;
+class QMenu;
 class QSpinBox;
 class QTabWidget;
 class QProgressBar;
@@ -30,6 +31,7 @@ class JobsPage;
 class OutliersPage;
 class OverviewGrid;
 class SweepsPage;
+class SystematicPage;
 class TeachingPage;
 
 class MainWindow : public QMainWindow
@@ -51,6 +53,7 @@ public:
     ImageView* imageView() const { return m_imageView; }
     ComparePage* comparePage() const { return m_compare; }
     TeachingPage* teachingPage() const { return m_teaching; }
+    SystematicPage* systematicPage() const { return m_systematic; }
     JobsPage* jobsPage() const { return m_jobs; }
     SweepsPage* sweepsPage() const { return m_sweeps; }
     QSpinBox* layerBox() const { return m_layerBox; }
@@ -86,6 +89,14 @@ private:
     void forEachPage(const std::function<void(Page& page, int tab)>& f);
     void request(const InputRequest& input);
     void dimensionClicked(int dimension);
+    /// The Systematic outliers page: a channel of h leads to the head of the next layer that reads it,
+    /// a key or a head to the head view of the layer shown, with the tokens marked.
+    void systematicChannelClicked(int channel);
+    void showHeadWithTokens(int head, const QVector<int>& tokens, const QString& message);
+    /// View > Outlier rule: 6σ or τ × mean|X| (and τ), remembered, applied to every page.
+    void addOutlierRuleMenu(QMenu* view);
+    /// Asks for a data set and queues `stats` over it for the open model.
+    void requestStatistics();
     void showError(const QString& message);
     void exportDialog();
 
@@ -99,6 +110,7 @@ private:
     ImageView* m_imageView = nullptr;
     ComparePage* m_compare = nullptr;
     TeachingPage* m_teaching = nullptr;
+    SystematicPage* m_systematic = nullptr;
     SweepsPage* m_sweeps = nullptr;
     JobsPage* m_jobs = nullptr;
     QComboBox* m_modelBox = nullptr;

@@ -56,6 +56,7 @@ void TeachingPage::modelChosen()
     if (dir.isEmpty()) return;
     if (!m_controller) {
         m_controller = std::make_unique<InspectionController>();
+        m_controller->setOutlierRule(m_outlierRule);
         connect(m_controller.get(), &InspectionController::modelLoaded, this, [this] {
             if (m_input.kind != InputRequest::Kind::None) m_input.sendTo(*m_controller);
         });
@@ -87,6 +88,13 @@ void TeachingPage::setInput(const InputRequest& input)
     }
     m_inputPending = false;
     if (m_controller && !m_controller->model().dir.isEmpty()) input.sendTo(*m_controller);
+}
+
+void TeachingPage::setOutlierRule(const OutlierRuleChoice& rule)
+{
+    m_outlierRule = rule;
+    if (m_controller) m_controller->setOutlierRule(rule);
+    setInput(m_input); // counted again by the new rule
 }
 
 void TeachingPage::showEvent(QShowEvent* event)

@@ -2,9 +2,12 @@
 
 #include "analysis/figure_tensor.h"
 #include "analysis/statistics_file.h"
+#include "chart_support.h"
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <limits>
 #include <numeric>
 
 namespace outlierlens {
@@ -97,6 +100,171 @@ bool isStrongDelimiterLabel(const QString& label)
     return kDelimiters.contains(t);
 }
 
+const QStringList& systematicCategoryNames()
+{
+    static const QStringList kNames = {QStringLiteral("initial token"), QStringLiteral("strong delimiter"),
+                                       QStringLiteral("weak semantic"), QStringLiteral("other")};
+    return kNames;
+}
+
+namespace {
+
+BarData categoryBars(const CategoryCounts& counts, const QString& title, const QString& axis)
+{
+    BarData b;
+    b.title = title, b.axisTitle = axis;
+    b.labels = systematicCategoryNames();
+    for (std::int64_t c : counts)
+        b.values << double(c);
+    return b;
+}
+
+/// The per-layer charts, per-category bars and head table shared by both sources.
+void fillSystematicNumbers(SystematicViewData& v, const SystematicData& d, int numLayers, int layer,
+                           const SystematicSnapshot* weights)
+{
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const auto series = [&](const QString& title, const QString& axis, const QStringList& names,
+                            const std::function<double(const SystematicLayerData&, int)>& value) {
+        LayerSeriesData out;
+        out.title = title, out.axisTitle = axis, out.names = names;
+        for (int k = 0; k < names.size(); ++k) {
+            QVector<double> values(numLayers, nan);
+            for (const SystematicLayerData& l : d.layers)
+                if (l.layer < numLayers) values[l.layer] = value(l, k);
+            out.series << values;
+        }
+        return out;
+    };
+    const QStringList top3 = {QStringLiteral("top 1"), QStringLiteral("top 2"), QStringLiteral("top 3"),
+                              QStringLiteral("median")};
+    const auto activation = [](const SystematicActivationData& a, int k) {
+        return k < 3 ? a.meanTop[std::size_t(k)] : a.meanMedian;
+    };
+    v.hiddenPerLayer =
+        series(QStringLiteral("Layer outputs h: largest and median |h|"), QStringLiteral("|h|"), top3,
+               [&](const SystematicLayerData& l, int k) { return activation(l.out, k); });
+    v.downPerLayer = series(QStringLiteral("Down projection inputs x_down: largest and median |x|"),
+                            QStringLiteral("|x_down|"), top3,
+                            [&](const SystematicLayerData& l, int k) { return activation(l.downIn, k); });
+    v.attentionPerLayer =
+        series(QStringLiteral("Attention received per key (head mean, summed over queries)"),
+               QStringLiteral("attention received"),
+               {QStringLiteral("top 1"), QStringLiteral("top 2"), QStringLiteral("median")},
+               [](const SystematicLayerData& l, int k) {
+                   return k < 2 ? l.attention.meanTop[std::size_t(k)] : l.attention.meanMedian;
+               });
+    if (weights && weights->weightRatioMax.size() == numLayers) {
+        v.weightPerLayer.title = QStringLiteral("W_down: column extremal ratio max|W[:,j]| / mean|W[:,j]|");
+        v.weightPerLayer.axisTitle = QStringLiteral("ratio");
+        v.weightPerLayer.names = {QStringLiteral("max"), QStringLiteral("median")};
+        v.weightPerLayer.series = {weights->weightRatioMax, weights->weightRatioMedian};
+    }
+    const SystematicLayerData* l = d.layerData(layer);
+    if (!l) return;
+    v.heavyByCategory =
+        categoryBars(l->out.heavy, QStringLiteral("heavy tokens of h"), QStringLiteral("tokens"));
+    v.downHeavyByCategory =
+        categoryBars(l->downIn.heavy, QStringLiteral("heavy tokens of x_down"), QStringLiteral("tokens"));
+    v.outlierKeysByCategory = categoryBars(l->attention.outlierKeys, QStringLiteral("attention outlier keys"),
+                                           QStringLiteral("keys"));
+    v.tokensByCategory = categoryBars(l->tokens, QStringLiteral("all tokens"), QStringLiteral("tokens"));
+    const SystematicAttentionData& a = l->attention;
+    for (std::size_t h = 0; h < a.outlierKeyShare.size(); ++h)
+        v.heads << SystematicHeadRow{a.outlierKeyShare[h], a.headOutlierKeys.at(h), a.consistency.at(h)};
+    v.consistencySamples = a.consistencySamples;
+}
+
+QString systematicRule(const SystematicData& d)
+{
+    return QStringLiteral("An et al.'s code rule: a token is heavy when its largest |x| exceeds %1 × the "
+                          "input's mean |x|; a key is an attention outlier when it receives ≥ %2 T of the "
+                          "head-mean attention (T tokens)")
+        .arg(charts::displayNumber(d.tau), charts::displayNumber(d.attentionFraction));
+}
+
+} // namespace
+
+SystematicViewData buildSystematic(const InspectionSnapshot& s, int layer)
+{
+    SystematicViewData v;
+    const SystematicSnapshot& y = s.systematic;
+    v.layer = layer, v.headDim = s.dh();
+    v.sourceDescription = QStringLiteral("current input: %1").arg(s.input.left(120));
+    v.provenance = provenanceOf(s, QStringLiteral("layer %1").arg(layer + 1));
+    if (y.isEmpty() || layer < 0 || layer >= s.L()) return v;
+    v.rule = systematicRule(y.stats);
+    const int T = s.T, d = s.d(), K = y.channels;
+    // |h| of the layer output.
+    QVector<float> h(T * d);
+    const float* out = s.out.constData() + std::size_t(layer) * T * d;
+    for (int i = 0; i < T * d; ++i)
+        h[i] = std::abs(out[i]);
+    v.hidden = matrix(h, T, d, s.tokens, {}, QStringLiteral("token"), QStringLiteral("channel (0-based)"),
+                      QStringLiteral("|h|"));
+    v.heavyTokens = y.heavyTokens.value(layer);
+    v.heavyDownTokens = y.heavyDownTokens.value(layer);
+    v.outlierKeys = y.outlierKeys.value(layer);
+    for (int t : v.heavyTokens) { // the channel of each heavy token's largest |h|
+        const float* row = h.constData() + std::size_t(t) * d;
+        const int c = int(std::max_element(row, row + d) - row);
+        if (!v.outlierChannels.contains(c)) v.outlierChannels << c;
+    }
+    std::sort(v.outlierChannels.begin(), v.outlierChannels.end());
+    QStringList channels, weightRows;
+    for (int k = 0; k < K; ++k) {
+        const int c = y.downChannels.value(layer * K + k);
+        channels << QString::number(c);
+        weightRows << (y.downColumnRatio.isEmpty()
+                           ? QString::number(c)
+                           : QStringLiteral("%1 (ratio %2)")
+                                 .arg(c)
+                                 .arg(charts::displayNumber(y.downColumnRatio[layer * K + k])));
+    }
+    v.downInput = matrix(y.downValues.constData() + std::size_t(layer) * T * K, T, K, s.tokens, channels,
+                         QStringLiteral("token"), QStringLiteral("x_down channel (largest |x| first)"),
+                         QStringLiteral("|x_down|"));
+    if (!y.downWeight.isEmpty())
+        v.downWeight = matrix(y.downWeight.constData() + std::size_t(layer) * K * y.hidden, K, y.hidden,
+                              weightRows, {}, QStringLiteral("W_down column (input channel)"),
+                              QStringLiteral("output channel (0-based)"), QStringLiteral("|W_down|"));
+    // Head-mean attention.
+    QVector<float> mean(T * T, 0.0f);
+    for (int hd = 0; hd < s.H(); ++hd) {
+        const float* p = s.probsOf(layer, hd);
+        for (int i = 0; i < T * T; ++i)
+            mean[i] += p[i] / float(s.H());
+    }
+    v.attention = matrix(mean, T, T, s.tokens, s.tokens, QStringLiteral("query token"),
+                         QStringLiteral("key token"), QStringLiteral("head-mean attention"));
+    v.attention.causal = true;
+    fillSystematicNumbers(v, y.stats, s.L(), layer, &y);
+    return v;
+}
+
+SystematicViewData buildSystematic(const StatisticsFile& stats, const QString& path, int layer,
+                                   const SystematicSnapshot* weights)
+{
+    SystematicViewData v;
+    v.layer = layer, v.headDim = stats.headDim;
+    v.provenance.model =
+        QString::fromStdString(stats.provenance.count("model") ? stats.provenance.at("model") : "");
+    v.provenance.checkpointSha256 = QString::fromStdString(
+        stats.provenance.count("checkpoint_sha256") ? stats.provenance.at("checkpoint_sha256") : "");
+    v.provenance.input = path;
+    v.provenance.selection = QStringLiteral("layer %1").arg(layer + 1);
+    if (!stats.systematic) {
+        v.sourceDescription =
+            QStringLiteral("statistics file %1: no systematic-outlier group (not a decoder's)").arg(path);
+        return v;
+    }
+    v.sourceDescription =
+        QStringLiteral("statistics file %1 (%2 text chunks)").arg(path).arg(stats.systematic->samples);
+    v.rule = systematicRule(*stats.systematic);
+    fillSystematicNumbers(v, *stats.systematic, stats.numLayers, layer, weights);
+    return v;
+}
+
 Provenance provenanceOf(const InspectionSnapshot& s, const QString& selection)
 {
     return Provenance{s.model.dir, s.model.sha256, s.input, selection};
@@ -174,10 +342,12 @@ OutlierDashboardData buildDashboard(const InspectionSnapshot& s, int layer, cons
     OutlierDashboardData d;
     d.sourceDescription = QStringLiteral("current input: %1").arg(s.input.left(120));
     d.layer = layer, d.tensor = tensor, d.headDim = s.dh();
-    d.criterion = QStringLiteral("|x - mean| > %1 std over the input's %2 x %3 values")
-                      .arg(s.outlierK)
-                      .arg(s.T)
-                      .arg(s.d());
+    d.criterion =
+        (s.outlierRule.tauRule ? QStringLiteral("|x| > %1 mean|X| over the input's %2 x %3 values")
+                               : QStringLiteral("|x - mean| > %1 std over the input's %2 x %3 values"))
+            .arg(s.outlierRule.tauRule ? s.outlierRule.tau : s.outlierRule.k)
+            .arg(s.T)
+            .arg(s.d());
     const TensorOutliers& o = s.outliersOf(tensor, layer);
     d.perDimension.title =
         QStringLiteral("Outliers per hidden dimension (layer %1, %2)").arg(layer + 1).arg(tensor);
@@ -367,7 +537,7 @@ TeachingData buildTeaching(const InspectionSnapshot& s, int token, int layer, in
     t.exactZeros = int(std::count(probs, probs + keys, 0.0f));
     // Outliers in what the head reads, by the snapshot's sigma rule over the previous layer's [T x d]
     // tensor (the FFN output for BERT, the block output for ViT and decoders, as in the figures).
-    t.outlierRule = QStringLiteral("%1σ").arg(s.outlierK);
+    t.outlierRule = s.outlierRule.shortText();
     t.outlierTensor = outlierTensorRead(s.model);
     if (layer > 0) {
         const std::size_t n = std::size_t(s.T) * d;

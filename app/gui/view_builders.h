@@ -22,7 +22,7 @@ HeadViewData buildHeadView(const InspectionSnapshot& s, int layer, int head);
 OverviewData buildOverview(const InspectionSnapshot& s);
 
 /// Outliers of one input: counts per hidden dimension and per token of `tensor` in `layer`
-/// (|x - mean| > k std over the input's T x d values, unbiased std, k = s.outlierK), and the max inf
+/// (s.outlierRule over the input's T x d values), and the max inf
 /// norm and kurtosis of that tensor in every layer; the worker computed them (s.outliers).
 OutlierDashboardData buildDashboard(const InspectionSnapshot& s, int layer, const QString& tensor);
 /// The same from a data-set statistics file (`tensor` of `layer` must have been analysed).
@@ -45,6 +45,17 @@ QString outlierTensorRead(const ModelInfo& model);
 
 /// The teaching diagram's live numbers for query token `token` of `layer` and `head`.
 TeachingData buildTeaching(const InspectionSnapshot& s, int token, int layer, int head);
+
+/// An et al. 2025's systematic outliers of a decoder snapshot for `layer`: their Figure 1 panels (|h|,
+/// the largest |x_down| channels with their W_down columns, head-mean attention), per-layer
+/// magnitudes, categories and heads, all from s.systematic (empty data for other families).
+SystematicViewData buildSystematic(const InspectionSnapshot& s, int layer);
+/// The same over a data set from a statistics file's `systematic` group (no Figure 1 panels; the
+/// W_down chart comes from `weights` when given: the open model's, independent of the data).
+SystematicViewData buildSystematic(const StatisticsFile& stats, const QString& path, int layer,
+                                   const SystematicSnapshot* weights);
+/// The four token categories as a reader sees them ("initial token", ...), in TokenCategory order.
+const QStringList& systematicCategoryNames();
 
 /// Provenance of a snapshot with a selection text.
 Provenance provenanceOf(const InspectionSnapshot& s, const QString& selection);

@@ -127,7 +127,8 @@ private Q_SLOTS:
         QFETCH(bool, outliers);
         const SnapshotPtr s = inspect(model, kind);
         QVERIFY2(s, qPrintable(m_error));
-        QCOMPARE(s->outlierK, 6.0); // DESIGN.md's default rule
+        QCOMPARE(s->outlierRule.k, 6.0);
+        QVERIFY(!s->outlierRule.tauRule); // DESIGN.md's default rule
         const int T = s->T, d = s->d();
         QVERIFY(T > 1 && d > 1 && s->L() > 1);
         int total = 0;

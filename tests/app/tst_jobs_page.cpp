@@ -1,8 +1,12 @@
 // The Jobs page's training form (offscreen): An et al.'s attention variants are offered for the decoder
-// task only, and the one chosen reaches the queued run's configuration.
+// task only, the one chosen reaches the queued run's configuration, and "Compare variants" draws the
+// finished runs' largest and median |h| per layer from the statistics it queues (their Figs 10/11).
 
+#include "analysis/statistics_file.h"
 #include "job_manager.h"
 #include "jobs_page.h"
+#include "layer_series_chart.h"
+#include "variant_comparison.h"
 
 #include <QComboBox>
 #include <QPushButton>
@@ -34,7 +38,7 @@ private Q_SLOTS:
         QSettings().clear(); // the job list of an earlier run (test mode: ~/.qttest/config)
     }
 
-    void anEtAlVariantsOnlyForDecoders()
+    void anEtAlVariantsTrainAndCompare()
     {
         JobManager jobs(QStringLiteral(OUTLIERLENS_BINARY_DIR "/app/outlierlens"), m_home.path() + "/jobs");
         JobsPage page(&jobs);
@@ -66,6 +70,42 @@ private Q_SLOTS:
         std::ifstream run((jobs.job(id)->folder + QStringLiteral("/final/config.json")).toStdString());
         const nlohmann::json config = nlohmann::json::parse(run);
         QCOMPARE(config["outlierlens"]["context_scale"].get<bool>(), true);
+
+        // A vanilla run beside it, then their comparison (An et al.'s Figs 10/11): the dialog queues the
+        // statistics of both runs over the sample text and draws each run's largest and median |h|.
+        attention->setCurrentIndex(attention->findData(QStringLiteral("softmax")));
+        QTest::mouseClick(page.startButton(), Qt::LeftButton);
+        QTRY_COMPARE_WITH_TIMEOUT(jobs.jobs().size(), 2, 5000);
+        const QString vanilla = jobs.jobs().last().id;
+        QTRY_VERIFY_WITH_TIMEOUT(jobs.job(vanilla)->state == QLatin1String("finished"), 120000);
+        QCOMPARE(finishedDecoderRuns(jobs).size(), 2);
+        auto* compare = page.findChild<QPushButton*>(QStringLiteral("compareVariants"));
+        QVERIFY(compare);
+        QTest::mouseClick(compare, Qt::LeftButton);
+        auto* dialog = page.findChild<VariantComparisonDialog*>();
+        QVERIFY(dialog);
+        QVERIFY2(dialog->status().contains(QStringLiteral("Waiting for the statistics")),
+                 qPrintable(dialog->status()));
+        QCOMPARE(jobs.jobs().size(), 4); // two statistics jobs queued, once each
+        dialog->reload();
+        QCOMPARE(jobs.jobs().size(), 4);
+        QTRY_VERIFY_WITH_TIMEOUT(jobs.jobs().last().state == QLatin1String("finished"), 180000);
+        QTRY_COMPARE_WITH_TIMEOUT(dialog->chart()->data().series.size(), 4, 10000);
+        const LayerSeriesData& shown = dialog->chart()->data();
+        int k = 0;
+        for (const VariantRun& run : finishedDecoderRuns(jobs)) {
+            const StatisticsFile stats = readStatisticsFile(run.stats.toStdString());
+            QVERIFY(stats.systematic);
+            QCOMPARE(shown.names[k], run.name + QStringLiteral(": top 1"));
+            for (const SystematicLayerData& l : stats.systematic->layers) {
+                QCOMPARE(shown.series[k][l.layer], l.out.meanTop[0]);
+                QCOMPARE(shown.series[k + 1][l.layer], l.out.meanMedian);
+                QVERIFY(l.out.meanTop[0] > l.out.meanMedian);
+            }
+            k += 2;
+        }
+        QVERIFY(dialog->chart()->figureCsv().startsWith(QStringLiteral("layer (1-based),")));
+        dialog->close();
     }
 
 private:

@@ -1,0 +1,129 @@
+#include "systematic_page.h"
+
+#include "analysis/statistics_file.h"
+#include "inspection_controller.h"
+#include "systematic_view.h"
+#include "view_builders.h"
+
+#include <QComboBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QSignalBlocker>
+#include <QVBoxLayout>
+
+namespace outlierlens {
+
+SystematicPage::SystematicPage(InspectionController* controller, QWidget* parent)
+    : QWidget(parent)
+    , m_controller(controller)
+{
+    m_source = new QComboBox;
+    m_source->addItem(tr("Current input"));
+    auto* open = new QPushButton(tr("Open statistics file…"));
+    auto* compute = new QPushButton(tr("Compute over a text data set…"));
+    compute->setToolTip(tr("Runs `outlierlens stats` over text chunks as a job; its file feeds the "
+                           "per-layer, per-category and per-head charts"));
+    m_note = new QLabel;
+    m_note->setWordWrap(true);
+    m_view = new SystematicView;
+
+    auto* controls = new QHBoxLayout;
+    controls->addWidget(new QLabel(tr("Source:")));
+    controls->addWidget(m_source, 1);
+    controls->addWidget(open);
+    controls->addWidget(compute);
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(controls);
+    layout->addWidget(m_note);
+    layout->addWidget(m_view, 1);
+
+    connect(open, &QPushButton::clicked, this, [this] {
+        const QString path = QFileDialog::getOpenFileName(this, tr("Open statistics file"), QString(),
+                                                          tr("Statistics (*.h5 *.hdf5)"));
+        if (!path.isEmpty()) m_controller->loadStatistics(path);
+    });
+    connect(compute, &QPushButton::clicked, this, &SystematicPage::statisticsRequested);
+    connect(m_controller, &InspectionController::statisticsReady, this, [this] {
+        showStatisticsSource();
+        if (m_controller->statistics() && m_controller->statistics()->systematic)
+            m_source->setCurrentIndex(1);
+        rebuild();
+    });
+    connect(m_controller, &InspectionController::statisticsChanged, this, [this] {
+        showStatisticsSource();
+        rebuild();
+    });
+    connect(m_source, &QComboBox::currentIndexChanged, this, [this] { rebuild(); });
+    connect(m_view, &SystematicView::channelClicked, this, &SystematicPage::channelClicked);
+    connect(m_view, &SystematicView::keyClicked, this, &SystematicPage::keyClicked);
+    connect(m_view, &SystematicView::headClicked, this, &SystematicPage::headClicked);
+}
+
+void SystematicPage::showStatisticsSource()
+{
+    const QSignalBlocker block(m_source);
+    if (!m_controller->statistics()) {
+        if (m_source->count() > 1) m_source->removeItem(1);
+        return;
+    }
+    const QString label = tr("Statistics file: %1").arg(QFileInfo(m_controller->statisticsPath()).fileName());
+    if (m_source->count() < 2)
+        m_source->addItem(label);
+    else
+        m_source->setItemText(1, label);
+}
+
+QString SystematicPage::note() const
+{
+    return m_note->text();
+}
+
+const Figure* SystematicPage::figure() const
+{
+    return m_view;
+}
+
+void SystematicPage::refresh(const PageState& state)
+{
+    m_snapshot = state.snapshot;
+    m_layer = state.layer;
+    showStatisticsSource();
+    rebuild();
+}
+
+void SystematicPage::rebuild()
+{
+    const StatisticsPtr stats = m_controller->statistics();
+    const SystematicSnapshot* weights = m_snapshot ? &m_snapshot->systematic : nullptr;
+    if (m_source->currentIndex() == 1 && stats) {
+        QStringList notes;
+        if (!m_controller->statisticsDescribeModel(*stats))
+            notes << tr("This file was computed on another checkpoint, not on the open model %1: its numbers "
+                        "do not describe this model.")
+                         .arg(m_controller->model().name);
+        if (!stats->systematic)
+            notes << tr("This file has no systematic-outlier numbers: they are computed for decoders over "
+                        "text chunks (Compute over a text data set…).");
+        else if (!stats->systematic->layerData(m_layer))
+            notes << tr("Layer %1 was not analysed in this file; pick another layer.").arg(m_layer + 1);
+        notes << tr("Figure 1 shows the current input only.");
+        m_note->setText(notes.join(QLatin1Char(' ')));
+        m_view->setData(buildSystematic(*stats, m_controller->statisticsPath(), m_layer,
+                                        m_controller->statisticsDescribeModel(*stats) ? weights : nullptr));
+        return;
+    }
+    if (!m_snapshot || m_snapshot->systematic.isEmpty()) {
+        m_note->setText(m_snapshot
+                            ? tr("Systematic outliers are computed for decoder LLMs (GPT-2, OPT, LLaMA).")
+                            : tr("Run a text to see its systematic outliers."));
+        m_view->setData({});
+        return;
+    }
+    m_note->clear();
+    m_view->setData(buildSystematic(*m_snapshot, m_layer));
+}
+
+} // namespace outlierlens

@@ -1,0 +1,302 @@
+// The Systematic outliers page as a user opens it on a demo decoder, offscreen: its Figure 1 panels
+// against plain loops over the backend's own forward pass and the checkpoint's W_down, the click from a
+// channel or a key to the head view, and the statistics file of `outlierlens stats` as its source.
+
+#include "analysis/recording_sink.h"
+#include "analysis/statistics_file.h"
+#include "head_view.h"
+#include "heatmap_view.h"
+#include "input_panel.h"
+#include "inspection_controller.h"
+#include "io/safetensors.h"
+#include "job_manager.h"
+#include "main_window.h"
+#include "model/decoder_network.h"
+#include "outlier_dashboard.h"
+#include "outliers_page.h"
+#include "systematic_page.h"
+#include "systematic_view.h"
+#include "text/decoder_tokenizer.h"
+
+#include <QAction>
+#include <QComboBox>
+#include <QProcess>
+#include <QSettings>
+#include <QSpinBox>
+#include <QStandardPaths>
+#include <QTabWidget>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <torch/torch.h>
+
+#include <cmath>
+
+using namespace outlierlens;
+
+namespace {
+
+const QString kModel = QStringLiteral(OUTLIERLENS_SOURCE_DIR "/sample_data/models/backcopy-vanilla");
+const QString kText = QStringLiteral("Summer is warm. Winter is cold.\n");
+
+} // namespace
+
+class TstSystematicPage : public QObject
+{
+    Q_OBJECT
+
+private:
+    QTemporaryDir m_home;
+    std::unique_ptr<JobManager> m_jobs;
+    std::unique_ptr<MainWindow> m_window;
+
+    SnapshotPtr runText(const QString& text)
+    {
+        m_window->inputPanel()->runText(text);
+        [&] {
+            QTRY_VERIFY_WITH_TIMEOUT(
+                m_window->controller()->snapshot() &&
+                    m_window->controller()->snapshot()->input.startsWith(text.left(10)) &&
+                    !m_window->controller()->loadingOrInspecting(),
+                60000);
+        }();
+        return m_window->controller()->snapshot();
+    }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        QStandardPaths::setTestModeEnabled(true);
+        qputenv("XDG_DATA_HOME", QFile::encodeName(m_home.path()));
+        qputenv("XDG_CONFIG_HOME", QFile::encodeName(m_home.path()));
+        qputenv("OUTLIERLENS_DATA_DIR", OUTLIERLENS_SOURCE_DIR "/sample_data");
+        QCoreApplication::setOrganizationName(QStringLiteral("OutlierLensTest"));
+        QCoreApplication::setApplicationName(QStringLiteral("tst_systematic_page"));
+        QSettings().clear();
+        m_jobs = std::make_unique<JobManager>(QStringLiteral(OUTLIERLENS_BINARY_DIR "/app/outlierlens"),
+                                              m_home.path() + QStringLiteral("/jobs"));
+        m_window = std::make_unique<MainWindow>(kModel, QString(), QString(), m_jobs.get());
+        m_window->resize(1280, 800);
+        m_window->show();
+        QVERIFY(QTest::qWaitForWindowExposed(m_window.get()));
+        QTRY_COMPARE_WITH_TIMEOUT(m_window->controller()->model().dir, kModel, 60000);
+    }
+
+    /// Figure 1 of the current input: |h|, the largest x_down channels and their W_down columns, and
+    /// the head-mean attention with its outlier keys, each against the backend run here and plain loops.
+    void figureOneOfTheCurrentInput()
+    {
+        const SnapshotPtr s = runText(kText);
+        QVERIFY(s);
+        QTabWidget* pages = m_window->pages();
+        SystematicPage* page = m_window->systematicPage();
+        QVERIFY(pages->isTabVisible(pages->indexOf(page)));
+        pages->setCurrentWidget(page);
+        const int layer = 1;
+        m_window->setSelection(layer, 0);
+        const SystematicViewData& v = page->view()->data();
+        QCOMPARE(v.layer, layer);
+        const int T = s->T, d = s->d();
+        QCOMPARE(v.hidden.rows, T);
+        QCOMPARE(v.hidden.cols, d);
+
+        // The backend, run directly on the same text (as the app runs it: with BOS).
+        DecoderNetwork net = DecoderNetwork::load(kModel.toStdString());
+        const auto tok = DecoderTokenizer::fromModelDir(kModel.toStdString());
+        const std::vector<std::int64_t> ids = tok->encode(kText.toStdString()).inputIds;
+        QCOMPARE(int(ids.size()), T);
+        RecordingSink sink;
+        {
+            c10::InferenceMode guard;
+            net.forward(torch::tensor(ids, torch::kLong).view({1, T}), {}, &sink);
+        }
+        const std::string l = std::to_string(layer);
+        const torch::Tensor h = sink.at("layer" + l + "/out")[0].to(torch::kDouble).contiguous();
+        const torch::Tensor x = sink.at("layer" + l + "/down_in")[0].to(torch::kDouble).contiguous();
+        const torch::Tensor p = sink.at("layer" + l + "/attn_probs")[0].to(torch::kDouble).contiguous();
+        const int F = int(x.size(1)), H = int(p.size(0));
+
+        // |h| cell by cell; heavy tokens: max_c |h_tc| > 1000 x mean |h|.
+        double meanAbs = 0;
+        for (int t = 0; t < T; ++t)
+            for (int c = 0; c < d; ++c) {
+                const double a = std::fabs(h[t][c].item<double>());
+                meanAbs += a / (double(T) * d);
+                QVERIFY(std::fabs(v.hidden.at(t, c) - a) <= 1e-5 * std::max(1.0, a));
+            }
+        QVector<int> heavy;
+        for (int t = 0; t < T; ++t) {
+            double m = 0;
+            for (int c = 0; c < d; ++c)
+                m = std::max(m, std::fabs(h[t][c].item<double>()));
+            if (m > 1000 * meanAbs) heavy << t;
+        }
+        QCOMPARE(v.heavyTokens, heavy);
+
+        // The K channels of x_down with the largest max_t |x|, largest first, and their W_down columns.
+        std::vector<std::pair<double, int>> channels;
+        for (int c = 0; c < F; ++c) {
+            double m = 0;
+            for (int t = 0; t < T; ++t)
+                m = std::max(m, std::fabs(x[t][c].item<double>()));
+            channels.push_back({m, c});
+        }
+        std::stable_sort(channels.begin(), channels.end(), [](auto a, auto b) { return a.first > b.first; });
+        QCOMPARE(v.downInput.rows, T);
+        QVERIFY(v.downInput.cols >= 2);
+        const StateDict w = readSafetensors((kModel + QStringLiteral("/model.safetensors")).toStdString());
+        const torch::Tensor down =
+            w.at("model.decoder.layers." + l + ".fc2.weight").to(torch::kDouble); // [d, F]
+        QCOMPARE(v.downWeight.rows, v.downInput.cols);
+        QCOMPARE(v.downWeight.cols, d);
+        for (int k = 0; k < v.downInput.cols; ++k) {
+            const int c = v.downInput.colLabels[k].toInt();
+            QCOMPARE(channels[std::size_t(k)].second, c);
+            for (int t = 0; t < T; ++t)
+                QVERIFY(std::fabs(v.downInput.at(t, k) - std::fabs(x[t][c].item<double>())) <= 1e-5);
+            for (int i = 0; i < d; ++i)
+                QVERIFY(std::fabs(v.downWeight.at(k, i) - std::fabs(down[i][c].item<double>())) <= 1e-6);
+        }
+
+        // Head-mean attention and its outlier keys (receiving >= 0.1 T summed over queries).
+        QVERIFY(v.attention.causal);
+        QVector<int> keys;
+        for (int j = 0; j < T; ++j) {
+            double received = 0;
+            for (int i = 0; i < T; ++i) {
+                double mean = 0;
+                for (int hd = 0; hd < H; ++hd)
+                    mean += p[hd][i][j].item<double>() / H;
+                QVERIFY(std::fabs(v.attention.at(i, j) - mean) <= 1e-5);
+                received += mean;
+            }
+            if (received >= 0.1 * T) keys << j;
+        }
+        QCOMPARE(v.outlierKeys, keys);
+        QVERIFY2(!keys.isEmpty(), "the vanilla demo decoder's sink should receive >= 0.1 T");
+        QCOMPARE(int(v.heads.size()), H);
+        QCOMPARE(v.hiddenPerLayer.series.size(), 4);
+        QCOMPARE(v.hiddenPerLayer.series[0].size(), s->L());
+        QCOMPARE(v.weightPerLayer.series.size(), 2);
+    }
+
+    /// A channel of h leads to the head of the next layer that reads it; a key to the head view with
+    /// the key marked.
+    void clickThroughToTheHeadView()
+    {
+        const SnapshotPtr s = m_window->controller()->snapshot();
+        QVERIFY(s && s->dh() > 0);
+        SystematicPage* page = m_window->systematicPage();
+        m_window->pages()->setCurrentWidget(page);
+        m_window->setSelection(0, 0);
+        const int channel = s->dh() + 3; // head 2 (1-based)
+        Q_EMIT page->view()->channelClicked(channel);
+        QCOMPARE(m_window->pages()->currentWidget(), static_cast<QWidget*>(m_window->headView()));
+        QCOMPARE(m_window->layerBox()->value(), 2);
+        QCOMPARE(m_window->headBox()->value(), channel / s->dh() + 1);
+
+        m_window->pages()->setCurrentWidget(page);
+        Q_EMIT page->view()->keyClicked(0);
+        QCOMPARE(m_window->pages()->currentWidget(), static_cast<QWidget*>(m_window->headView()));
+        QCOMPARE(m_window->headView()->panel(HeadView::ProbabilitiesPanel)->highlightedColumns(),
+                 QVector<int>{0});
+    }
+
+    /// `outlierlens stats` over text chunks: the page reads its `systematic` group; Figure 1 stays empty.
+    void statisticsFileAsSource()
+    {
+        QTemporaryDir dir;
+        const QString out = dir.path() + QStringLiteral("/stats.h5");
+        QProcess stats;
+        stats.start(QStringLiteral(OUTLIERLENS_BINARY_DIR "/app/outlierlens"),
+                    {QStringLiteral("stats"), QStringLiteral("--model"), kModel, QStringLiteral("--data"),
+                     QStringLiteral("text:" OUTLIERLENS_SOURCE_DIR "/sample_data/text/wiki_en_valid.txt:4"),
+                     QStringLiteral("--seq-len"), QStringLiteral("32"), QStringLiteral("--out"), out});
+        QVERIFY(stats.waitForFinished(120000));
+        QVERIFY2(stats.exitCode() == 0, stats.readAllStandardError().constData());
+        const StatisticsFile file = readStatisticsFile(out.toStdString());
+        QVERIFY(file.systematic);
+
+        SystematicPage* page = m_window->systematicPage();
+        m_window->pages()->setCurrentWidget(page);
+        m_window->setSelection(2, 0);
+        m_window->controller()->loadStatistics(out);
+        QTRY_COMPARE_WITH_TIMEOUT(page->sourceBox()->currentIndex(), 1, 30000);
+        const SystematicViewData& v = page->view()->data();
+        QVERIFY(v.sourceDescription.contains(QStringLiteral("4 text chunks")));
+        QVERIFY(v.hidden.isEmpty() && v.attention.isEmpty());
+        QVERIFY(page->note().contains(QStringLiteral("current input only")));
+        const SystematicLayerData* l = file.systematic->layerData(2);
+        QVERIFY(l);
+        for (int layer = 0; layer < file.numLayers; ++layer)
+            QCOMPARE(v.hiddenPerLayer.series[0][layer], file.systematic->layerData(layer)->out.meanTop[0]);
+        QCOMPARE(v.heavyByCategory.values.size(), 4);
+        QCOMPARE(v.tokensByCategory.values[0], double(l->tokens[0]));
+        QCOMPARE(v.tokensByCategory.values[0], 4.0); // every chunk's first token is its initial token
+        QCOMPARE(int(v.heads.size()), file.numHeads);
+        for (int hd = 0; hd < file.numHeads; ++hd)
+            QCOMPARE(v.heads[hd].outlierKeyShare, l->attention.outlierKeyShare[std::size_t(hd)]);
+
+        // Back to the current input: Figure 1 returns.
+        page->sourceBox()->setCurrentIndex(0);
+        QVERIFY(!page->view()->data().hidden.isEmpty());
+    }
+
+    /// View > Outlier rule: τ × mean|X| with τ = 3 counts every view's outliers by |x| > 3 mean|X| (the
+    /// Outliers page's counts against plain loops) and sets the heavy-token threshold of this page.
+    void outlierRuleFromTheViewMenu()
+    {
+        QAction* tauRule = nullptr;
+        for (QAction* a : m_window->findChildren<QAction*>())
+            if (a->text().startsWith(QStringLiteral("&τ × mean|X|"))) tauRule = a;
+        QVERIFY(tauRule);
+        OutlierRuleChoice rule = m_window->controller()->outlierRule();
+        QVERIFY(!rule.tauRule); // the default: 6σ
+        rule.tau = 3;
+        m_window->controller()->setOutlierRule(rule); // as Set τ… does, then the menu's choice
+        const SnapshotPtr before = m_window->controller()->snapshot();
+        tauRule->trigger();
+        QTRY_VERIFY_WITH_TIMEOUT(m_window->controller()->snapshot() != before &&
+                                     !m_window->controller()->loadingOrInspecting(),
+                                 60000);
+        const SnapshotPtr s = m_window->controller()->snapshot();
+        QVERIFY(s->outlierRule.tauRule);
+        QCOMPARE(s->outlierRule.tau, 3.0);
+        QCOMPARE(QSettings().value(QStringLiteral("view/outlierRule")).toString(), QStringLiteral("tau"));
+
+        const int layer = 1, T = s->T, d = s->d();
+        const float* out = s->out.constData() + std::size_t(layer) * T * d;
+        double meanAbs = 0;
+        for (int i = 0; i < T * d; ++i)
+            meanAbs += std::fabs(out[i]) / (double(T) * d);
+        QVector<int> perToken(T, 0);
+        QVector<int> heavy;
+        int total = 0;
+        for (int t = 0; t < T; ++t) {
+            double m = 0;
+            for (int c = 0; c < d; ++c) {
+                const double a = std::fabs(out[t * d + c]);
+                m = std::max(m, a);
+                if (a > 3 * meanAbs) ++perToken[t], ++total;
+            }
+            if (m > 3 * meanAbs) heavy << t;
+        }
+        QVERIFY2(total > 0, "tau 3 should find outliers in the demo decoder's block output");
+        QCOMPARE(s->outliersOf(QStringLiteral("out"), layer).perToken, perToken);
+
+        m_window->pages()->setCurrentWidget(m_window->outliersPage());
+        m_window->outliersPage()->sourceBox()->setCurrentIndex(0); // the statistics file opened above
+        m_window->setSelection(layer, 0);
+        QVERIFY(m_window->outliersPage()->dashboard()->data().criterion.contains(
+            QStringLiteral("|x| > 3 mean|X|")));
+        m_window->pages()->setCurrentWidget(m_window->systematicPage());
+        m_window->systematicPage()->sourceBox()->setCurrentIndex(0);
+        QCOMPARE(m_window->systematicPage()->view()->data().heavyTokens, heavy);
+        QVERIFY(m_window->systematicPage()->view()->data().rule.contains(QStringLiteral("3 ×")));
+    }
+
+    void cleanupTestCase() { m_window.reset(); }
+};
+
+QTEST_MAIN(TstSystematicPage)
+#include "tst_systematic_page.moc"
