@@ -3,11 +3,10 @@
 #include "analysis/statistics_file.h"
 #include "inspection_controller.h"
 #include "outlier_dashboard.h"
+#include "statistics_source.h"
 #include "view_builders.h"
 
 #include <QComboBox>
-#include <QFileDialog>
-#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
@@ -28,7 +27,7 @@ OutliersPage::OutliersPage(InspectionController* controller, QWidget* parent)
     m_tensor->setToolTip(tr("ffn_out: the FFN output before the residual add (the paper's BERT figures); "
                             "out: the block output (ViT and decoder figures). Opening a model shows its "
                             "family's."));
-    auto* open = new QPushButton(tr("Open statistics file…"));
+    QPushButton* open = makeOpenStatisticsButton(m_controller, this);
     auto* compute = new QPushButton(tr("Compute over a data set…"));
     m_note = new QLabel;
     m_note->setWordWrap(true);
@@ -46,19 +45,14 @@ OutliersPage::OutliersPage(InspectionController* controller, QWidget* parent)
     layout->addWidget(m_note);
     layout->addWidget(m_dashboard, 1);
 
-    connect(open, &QPushButton::clicked, this, [this] {
-        const QString path = QFileDialog::getOpenFileName(this, tr("Open statistics file"), QString(),
-                                                          tr("Statistics (*.h5 *.hdf5)"));
-        if (!path.isEmpty()) m_controller->loadStatistics(path);
-    });
     connect(compute, &QPushButton::clicked, this, &OutliersPage::statisticsRequested);
     connect(m_controller, &InspectionController::statisticsReady, this, [this] {
-        showStatisticsSource();
+        showStatisticsSource(m_source, *m_controller);
         m_source->setCurrentIndex(1);
         refresh(m_snapshot, m_layer);
     });
     connect(m_controller, &InspectionController::statisticsChanged, this, [this] {
-        showStatisticsSource();
+        showStatisticsSource(m_source, *m_controller);
         refresh(m_snapshot, m_layer);
     });
     connect(m_source, &QComboBox::currentIndexChanged, this, [this] { refresh(m_snapshot, m_layer); });
@@ -70,20 +64,6 @@ void OutliersPage::setModel(const ModelInfo& model)
 {
     const QSignalBlocker block(m_tensor); // the page refreshes when the model's first input has run
     m_tensor->setCurrentText(outlierTensorRead(model));
-}
-
-void OutliersPage::showStatisticsSource()
-{
-    const QSignalBlocker block(m_source);
-    if (!m_controller->statistics()) {
-        if (m_source->count() > 1) m_source->removeItem(1);
-        return;
-    }
-    const QString label = tr("Statistics file: %1").arg(QFileInfo(m_controller->statisticsPath()).fileName());
-    if (m_source->count() < 2)
-        m_source->addItem(label);
-    else
-        m_source->setItemText(1, label);
 }
 
 QString OutliersPage::tensor() const

@@ -44,9 +44,6 @@ Q_SIGNALS:
     void statisticsRequested();
 
 private:
-    /// The source list offers the controller's statistics file for this model, or none.
-    void showStatisticsSource();
-
     InspectionController* m_controller;
     QComboBox* m_source = nullptr;
     QComboBox* m_tensor = nullptr;

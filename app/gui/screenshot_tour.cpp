@@ -57,8 +57,9 @@ void ScreenshotTour::next()
         if (pages->tabText(i).remove(QLatin1Char('&')).compare(name, Qt::CaseInsensitive) == 0)
             pages->setCurrentIndex(i);
     QTimer::singleShot(m_waited == -1 ? 0 : 4000, this, [this, name] {
-        const QString path =
-            m_folder + QStringLiteral("/") + m_prefix + name.toLower() + QStringLiteral(".png");
+        const QString path = m_folder + QStringLiteral("/") + m_prefix +
+                             name.toLower().replace(QLatin1Char(' '), QLatin1Char('-')) +
+                             QStringLiteral(".png");
         const bool ok = m_window->grab().save(path);
         std::fprintf(stderr, "screenshot %s: %s\n", qPrintable(path), ok ? "saved" : "FAILED");
         ++m_index;

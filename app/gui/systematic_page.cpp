@@ -2,16 +2,14 @@
 
 #include "analysis/statistics_file.h"
 #include "inspection_controller.h"
+#include "statistics_source.h"
 #include "systematic_view.h"
 #include "view_builders.h"
 
 #include <QComboBox>
-#include <QFileDialog>
-#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
-#include <QSignalBlocker>
 #include <QVBoxLayout>
 
 namespace outlierlens {
@@ -22,7 +20,7 @@ SystematicPage::SystematicPage(InspectionController* controller, QWidget* parent
 {
     m_source = new QComboBox;
     m_source->addItem(tr("Current input"));
-    auto* open = new QPushButton(tr("Open statistics file…"));
+    QPushButton* open = makeOpenStatisticsButton(m_controller, this);
     auto* compute = new QPushButton(tr("Compute over a text data set…"));
     compute->setToolTip(tr("Runs `outlierlens stats` over text chunks as a job; its file feeds the "
                            "per-layer, per-category and per-head charts"));
@@ -40,40 +38,21 @@ SystematicPage::SystematicPage(InspectionController* controller, QWidget* parent
     layout->addWidget(m_note);
     layout->addWidget(m_view, 1);
 
-    connect(open, &QPushButton::clicked, this, [this] {
-        const QString path = QFileDialog::getOpenFileName(this, tr("Open statistics file"), QString(),
-                                                          tr("Statistics (*.h5 *.hdf5)"));
-        if (!path.isEmpty()) m_controller->loadStatistics(path);
-    });
     connect(compute, &QPushButton::clicked, this, &SystematicPage::statisticsRequested);
     connect(m_controller, &InspectionController::statisticsReady, this, [this] {
-        showStatisticsSource();
+        showStatisticsSource(m_source, *m_controller);
         if (m_controller->statistics() && m_controller->statistics()->systematic)
             m_source->setCurrentIndex(1);
         rebuild();
     });
     connect(m_controller, &InspectionController::statisticsChanged, this, [this] {
-        showStatisticsSource();
+        showStatisticsSource(m_source, *m_controller);
         rebuild();
     });
     connect(m_source, &QComboBox::currentIndexChanged, this, [this] { rebuild(); });
     connect(m_view, &SystematicView::channelClicked, this, &SystematicPage::channelClicked);
     connect(m_view, &SystematicView::keyClicked, this, &SystematicPage::keyClicked);
     connect(m_view, &SystematicView::headClicked, this, &SystematicPage::headClicked);
-}
-
-void SystematicPage::showStatisticsSource()
-{
-    const QSignalBlocker block(m_source);
-    if (!m_controller->statistics()) {
-        if (m_source->count() > 1) m_source->removeItem(1);
-        return;
-    }
-    const QString label = tr("Statistics file: %1").arg(QFileInfo(m_controller->statisticsPath()).fileName());
-    if (m_source->count() < 2)
-        m_source->addItem(label);
-    else
-        m_source->setItemText(1, label);
 }
 
 QString SystematicPage::note() const
@@ -90,7 +69,7 @@ void SystematicPage::refresh(const PageState& state)
 {
     m_snapshot = state.snapshot;
     m_layer = state.layer;
-    showStatisticsSource();
+    showStatisticsSource(m_source, *m_controller);
     rebuild();
 }
 

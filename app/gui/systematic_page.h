@@ -41,7 +41,6 @@ Q_SIGNALS:
     void statisticsRequested();
 
 private:
-    void showStatisticsSource();
     void rebuild();
 
     InspectionController* m_controller;

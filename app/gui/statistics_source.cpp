@@ -1,0 +1,41 @@
+#include "statistics_source.h"
+
+#include "inspection_controller.h"
+
+#include <QComboBox>
+#include <QCoreApplication>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QPushButton>
+#include <QSignalBlocker>
+
+namespace outlierlens {
+
+void showStatisticsSource(QComboBox* source, const InspectionController& controller)
+{
+    const QSignalBlocker block(source);
+    if (!controller.statistics()) {
+        if (source->count() > 1) source->removeItem(1);
+        return;
+    }
+    const QString label = QCoreApplication::translate("StatisticsSource", "Statistics file: %1")
+                              .arg(QFileInfo(controller.statisticsPath()).fileName());
+    if (source->count() < 2)
+        source->addItem(label);
+    else
+        source->setItemText(1, label);
+}
+
+QPushButton* makeOpenStatisticsButton(InspectionController* controller, QWidget* dialogParent)
+{
+    auto* open = new QPushButton(QCoreApplication::translate("StatisticsSource", "Open statistics file…"));
+    QObject::connect(open, &QPushButton::clicked, dialogParent, [controller, dialogParent] {
+        const QString path = QFileDialog::getOpenFileName(
+            dialogParent, QCoreApplication::translate("StatisticsSource", "Open statistics file"), QString(),
+            QCoreApplication::translate("StatisticsSource", "Statistics (*.h5 *.hdf5)"));
+        if (!path.isEmpty()) controller->loadStatistics(path);
+    });
+    return open;
+}
+
+} // namespace outlierlens
