@@ -7,6 +7,7 @@
 #include "analysis/decoder_inspection.h"
 #include "analysis/metrics.h"
 #include "analysis/statistics_file.h"
+#include "analysis/systematic_statistics.h"
 #include "analysis/vit_inspection.h"
 #include "common/error.h"
 #include "common/json_util.h"
@@ -41,7 +42,7 @@ struct InspectionWorker::Model
     std::unique_ptr<BertTokenizer> tokenizer;
     std::unique_ptr<DecoderNetwork> decoder;
     std::unique_ptr<DecoderTokenizer> decoderTokenizer;
-    SystematicWeightsPtr systematicWeights; ///< W_down's numbers, on the first decoder input
+    SystematicWeightsPtr systematicWeights; ///< W_down's numbers, on the model's first input
     std::unique_ptr<VitNetwork> vit;
     std::unique_ptr<ImagePreprocessing> preprocessing;
     std::vector<std::string> classNames;
@@ -196,6 +197,14 @@ void fillActivations(InspectionSnapshot& s, const RecordingSink& sink)
     fillOutliers(s, sink);
 }
 
+std::vector<TokenCategory> wordPieceCategories(const std::vector<std::string>& tokens)
+{
+    std::vector<TokenCategory> categories;
+    for (std::size_t t = 0; t < tokens.size(); ++t)
+        categories.push_back(wordPieceCategory(tokens[t], std::int64_t(t)));
+    return categories;
+}
+
 /// What every family reports alike: its attention variant, geometry and checkpoint hash.
 void describeAttention(ModelInfo& info, const AttentionVariant& variant, int layers, int heads, int hidden,
                        int headDim, const std::string& sha256)
@@ -321,6 +330,8 @@ void InspectionWorker::inspectText(quint64 generation, const QString& text, cons
             s->tokens << QString::fromStdString(t);
         s->T = s->tokens.size();
         fillActivations(*s, r.activations);
+        fillSystematic(*s, r.activations, m_model->bert->module(), false,
+                       wordPieceCategories(r.encoding.tokens), m_model->systematicWeights);
         s->probabilities = QVector<double>(r.probabilities.begin(), r.probabilities.end());
         if (r.predicted >= 0) s->prediction << s->model.classNames.value(r.predicted);
         s->outputNotice = QString::fromStdString(r.outputNotice);
@@ -359,7 +370,12 @@ void InspectionWorker::inspectDecoderText(quint64 generation, const QString& tex
         s->tokens << QString::fromStdString(t);
     s->T = s->tokens.size();
     fillActivations(*s, r.activations);
-    fillSystematic(*s, r.activations, *m_model->decoder, *m_model->decoderTokenizer, r.encoding.inputIds,
+    std::vector<TokenCategory> categories;
+    for (std::size_t t = 0; t < r.encoding.inputIds.size(); ++t)
+        categories.push_back(
+            tokenCategory(m_model->decoderTokenizer->displayToken(r.encoding.inputIds[t]), std::int64_t(t)));
+    fillSystematic(*s, r.activations, m_model->decoder->module(),
+                   m_model->decoder->config().arch == DecoderArch::Gpt2, categories,
                    m_model->systematicWeights);
     s->outputNotice = QString::fromStdString(r.outputNotice);
     for (const auto& [id, p] : r.nextTokens)
@@ -390,6 +406,11 @@ void InspectionWorker::inspectImage(quint64 generation, const QString& path, con
                           QImage::Format_RGB888)
                        .copy();
         fillActivations(*s, r.activations);
+        std::vector<TokenCategory> categories; // [CLS] initial, the patches other
+        for (int t = 0; t < s->T; ++t)
+            categories.push_back(tokenCategory(s->tokens[t].toStdString(), t));
+        fillSystematic(*s, r.activations, *m_model->vit->module(), false, categories,
+                       m_model->systematicWeights);
         s->probabilities = QVector<double>(r.probabilities.begin(), r.probabilities.end());
         s->outputNotice = QString::fromStdString(r.outputNotice);
         for (int k : r.top)
@@ -430,6 +451,11 @@ void InspectionWorker::inspectSyntheticExample(quint64 generation, quint64 seed)
         s->T = s->tokens.size();
         s->input = QStringLiteral("synthetic example %1: ").arg(seed) + s->tokens.join(QLatin1Char(' '));
         fillActivations(*s, sink);
+        std::vector<std::string> tokens;
+        for (const QString& t : s->tokens)
+            tokens.push_back(t.toStdString());
+        fillSystematic(*s, sink, m_model->bert->module(), false, wordPieceCategories(tokens),
+                       m_model->systematicWeights);
         Q_EMIT inspected(generation, s);
     } catch (const std::exception& e) {
         Q_EMIT failed(generation, QString::fromStdString(e.what()));

@@ -338,7 +338,8 @@ void JobsPage::queueStatistics(const QString& model, const QString& data)
                              QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")));
     QDir().mkpath(runsDir());
     selectJob(m_jobs->queueStatistics(tr("statistics of %1 over %2").arg(QFileInfo(model).fileName(), data),
-                                      {QStringLiteral("--model"), model, QStringLiteral("--data"), data},
+                                      {QStringLiteral("--model"), model, QStringLiteral("--data"), data,
+                                       QStringLiteral("--systematic")}, // for the Systematic outliers page
                                       out));
 }
 

@@ -21,8 +21,8 @@ SystematicPage::SystematicPage(InspectionController* controller, QWidget* parent
     m_source = new QComboBox;
     m_source->addItem(tr("Current input"));
     QPushButton* open = makeOpenStatisticsButton(m_controller, this);
-    auto* compute = new QPushButton(tr("Compute over a text data set…"));
-    compute->setToolTip(tr("Runs `outlierlens stats` over text chunks as a job; its file feeds the "
+    auto* compute = new QPushButton(tr("Compute over a data set…"));
+    compute->setToolTip(tr("Runs `outlierlens stats` over a data set as a job; its file feeds the "
                            "per-layer, per-category and per-head charts"));
     m_note = new QLabel;
     m_note->setWordWrap(true);
@@ -84,8 +84,8 @@ void SystematicPage::rebuild()
                         "do not describe this model.")
                          .arg(m_controller->model().name);
         if (!stats->systematic)
-            notes << tr("This file has no systematic-outlier numbers: they are computed for decoders over "
-                        "text chunks (Compute over a text data set…).");
+            notes << tr("This file has no systematic-outlier numbers (a file from an earlier version of "
+                        "OutlierLens): compute the statistics again (Compute over a data set…).");
         else if (!stats->systematic->layerData(m_layer))
             notes << tr("Layer %1 was not analysed in this file; pick another layer.").arg(m_layer + 1);
         notes << tr("Figure 1 shows the current input only.");
@@ -95,9 +95,7 @@ void SystematicPage::rebuild()
         return;
     }
     if (!m_snapshot || m_snapshot->systematic.isEmpty()) {
-        m_note->setText(m_snapshot
-                            ? tr("Systematic outliers are computed for decoder LLMs (GPT-2, OPT, LLaMA).")
-                            : tr("Run a text to see its systematic outliers."));
+        m_note->setText(tr("Run an input to see its systematic outliers."));
         m_view->setData({});
         return;
     }

@@ -14,15 +14,16 @@ class InspectionController;
 class SystematicView;
 class Figure;
 
-/// An et al. 2025's systematic outliers of a decoder (their Figures 1, 3-6 and Table 1) for the
-/// chosen layer: from the current input, or over a text data set from the model's statistics file.
+/// An et al. 2025's systematic outliers (their Figures 1, 3-6 and Table 1) for the chosen layer of any
+/// model (decoders, BERT, ViT): from the current input, or over a data set from the model's statistics
+/// file.
 class SystematicPage : public QWidget, public Page
 {
     Q_OBJECT
 public:
     explicit SystematicPage(InspectionController* controller, QWidget* parent = nullptr);
 
-    bool showsModel(const ModelInfo& model) const override { return model.isDecoder(); }
+    bool showsModel(const ModelInfo& model) const override { return model.family != ModelInfo::Family::None; }
     void refresh(const PageState& state) override;
     const Figure* figure() const override;
     SystematicView* view() const { return m_view; }
@@ -37,7 +38,7 @@ Q_SIGNALS:
     void keyClicked(int key);
     /// A head (0-based) of the table was clicked.
     void headClicked(int head);
-    /// The user asks for statistics of the current model over a text data set (queued as a job).
+    /// The user asks for statistics of the current model over a data set (queued as a job).
     void statisticsRequested();
 
 private:

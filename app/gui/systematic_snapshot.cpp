@@ -4,8 +4,6 @@
 #include "analysis/systematic_statistics.h"
 #include "analysis/weight_outliers.h"
 #include "model/capture.h"
-#include "model/decoder_network.h"
-#include "text/decoder_tokenizer.h"
 
 #include <torch/torch.h>
 
@@ -32,13 +30,12 @@ void SystematicWeightsDeleter::operator()(SystematicWeights* p) const
 namespace {
 
 /// Each layer's down projection among the network's parameters, with An et al.'s column ratios.
-SystematicWeightsPtr findDownProjections(DecoderNetwork& network, int layers)
+SystematicWeightsPtr findDownProjections(torch::nn::Module& network, bool conv1d, int layers)
 {
     SystematicWeightsPtr w(new SystematicWeights);
     w->layers.resize(std::size_t(layers));
-    const bool conv1d = network.config().arch == DecoderArch::Gpt2;
     torch::NoGradGuard noGrad;
-    for (const auto& item : network.module().named_parameters(true)) {
+    for (const auto& item : network.named_parameters(true)) {
         const std::string& name = item.key();
         if (name.size() < 7 || name.compare(name.size() - 7, 7, ".weight") != 0) continue;
         const auto [layer, module] = weightLayerAndModule(name);
@@ -75,9 +72,8 @@ std::set<std::string> systematicCaptureNames(int layers)
     return names;
 }
 
-void fillSystematic(InspectionSnapshot& s, const RecordingSink& sink, DecoderNetwork& network,
-                    const DecoderTokenizer& tokenizer, const std::vector<std::int64_t>& ids,
-                    SystematicWeightsPtr& weights)
+void fillSystematic(InspectionSnapshot& s, const RecordingSink& sink, torch::nn::Module& network, bool conv1d,
+                    const std::vector<TokenCategory>& categories, SystematicWeightsPtr& weights)
 {
     const int L = s.model.layers;
     SystematicOptions options;
@@ -86,16 +82,13 @@ void fillSystematic(InspectionSnapshot& s, const RecordingSink& sink, DecoderNet
     options.numHeads = s.model.heads;
     options.tau = s.outlierRule.tau; // as `stats`: the tau rule's tau, 1000 by default
     SystematicStatistics stats(options);
-    std::vector<TokenCategory> categories;
-    for (std::size_t t = 0; t < ids.size(); ++t)
-        categories.push_back(tokenCategory(tokenizer.displayToken(ids[t]), std::int64_t(t)));
     for (int l = 0; l < L; ++l)
         stats.addSampleLayer(l, sink.at(captureName(CapturePoint::Out, l))[0],
                              sink.at(captureName(CapturePoint::DownIn, l))[0],
                              sink.at(captureName(CapturePoint::AttnProbs, l))[0], categories);
     stats.endSample();
 
-    if (!weights) weights = findDownProjections(network, L);
+    if (!weights) weights = findDownProjections(network, conv1d, L);
     SystematicSnapshot& out = s.systematic;
     out = {};
     out.stats = stats.data();

@@ -9,11 +9,14 @@
 #include <string>
 #include <vector>
 
+namespace torch::nn {
+class Module;
+}
+
 namespace outlierlens {
 
-class DecoderNetwork;
-class DecoderTokenizer;
 class RecordingSink;
+enum class TokenCategory;
 
 /// The x_down channels a snapshot keeps per layer for An et al.'s Figure 1 (the largest first).
 inline constexpr int kSystematicChannels = 16;
@@ -31,10 +34,10 @@ using SystematicWeightsPtr = std::unique_ptr<SystematicWeights, SystematicWeight
 std::set<std::string> systematicCaptureNames(int layers);
 
 /// Fills s.systematic from the recorded captures (`out`, `down_in`, `attn_probs` of every layer, B = 1)
-/// and the network's down projections; `ids` are the input's token ids (their categories come from the
-/// tokenizer's decoded text, as `stats` does). `weights` is created on the first call for a model.
-void fillSystematic(InspectionSnapshot& s, const RecordingSink& sink, DecoderNetwork& network,
-                    const DecoderTokenizer& tokenizer, const std::vector<std::int64_t>& ids,
-                    SystematicWeightsPtr& weights);
+/// and the network's down projections (found by name among `network`'s parameters; `conv1d`: GPT-2's
+/// [I, O] layout). `categories` are the input's token categories. `weights` is created on the first call
+/// for a model.
+void fillSystematic(InspectionSnapshot& s, const RecordingSink& sink, torch::nn::Module& network, bool conv1d,
+                    const std::vector<TokenCategory>& categories, SystematicWeightsPtr& weights);
 
 } // namespace outlierlens

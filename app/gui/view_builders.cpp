@@ -237,7 +237,7 @@ SystematicViewData buildSystematic(const InspectionSnapshot& s, int layer)
     }
     v.attention = matrix(mean, T, T, s.tokens, s.tokens, QStringLiteral("query token"),
                          QStringLiteral("key token"), QStringLiteral("head-mean attention"));
-    v.attention.causal = true;
+    v.attention.causal = s.model.isDecoder();
     fillSystematicNumbers(v, y.stats, s.L(), layer, &y);
     return v;
 }

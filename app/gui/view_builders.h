@@ -46,9 +46,9 @@ QString outlierTensorRead(const ModelInfo& model);
 /// The teaching diagram's live numbers for query token `token` of `layer` and `head`.
 TeachingData buildTeaching(const InspectionSnapshot& s, int token, int layer, int head);
 
-/// An et al. 2025's systematic outliers of a decoder snapshot for `layer`: their Figure 1 panels (|h|,
+/// An et al. 2025's systematic outliers of a snapshot (any family) for `layer`: their Figure 1 panels (|h|,
 /// the largest |x_down| channels with their W_down columns, head-mean attention), per-layer
-/// magnitudes, categories and heads, all from s.systematic (empty data for other families).
+/// magnitudes, categories and heads, all from s.systematic.
 SystematicViewData buildSystematic(const InspectionSnapshot& s, int layer);
 /// The same over a data set from a statistics file's `systematic` group (no Figure 1 panels; the
 /// W_down chart comes from `weights` when given: the open model's, independent of the data).

@@ -71,7 +71,7 @@ public:
         m_selected = stats.options().layers;
     }
 
-    /// Decoders: also An et al.'s systematic outliers, whose captures join `names`.
+    /// Also An et al.'s systematic outliers, whose captures join `names`.
     void addSystematic(SystematicStatistics& systematic)
     {
         m_systematic = &systematic;
@@ -263,6 +263,17 @@ void writeFile(const StatsRunOptions& o, const DatasetStatistics& stats, const s
     writer.commit();
 }
 
+/// An et al.'s systematic statistics for the layers and criterion of `so` (tau: the criterion's).
+SystematicOptions systematicOptionsFor(const StatisticsOptions& so)
+{
+    SystematicOptions options;
+    options.layers = so.layers;
+    options.numHeads = so.numHeads;
+    options.tau = so.criterion.tau;
+    options.attentionFraction = so.attentionFraction;
+    return options;
+}
+
 StatsRunResult runText(const StatsRunOptions& o, const std::atomic<bool>& cancel,
                        const std::function<void(std::int64_t, std::int64_t)>& progress)
 {
@@ -289,9 +300,13 @@ StatsRunResult runText(const StatsRunOptions& o, const std::atomic<bool>& cancel
     // One accumulator, sink and accuracy count per worker, merged in worker order at the end.
     const Workers workers = workerCount(o);
     std::vector<DatasetStatistics> stats(std::size_t(workers.count), DatasetStatistics(so));
+    std::vector<SystematicStatistics> systematic(std::size_t(workers.count),
+                                                 SystematicStatistics(systematicOptionsFor(so)));
     std::vector<StreamingStatisticsSink> sinks;
-    for (auto& s : stats)
-        sinks.emplace_back(s, captures);
+    for (std::size_t w = 0; w < stats.size(); ++w) {
+        sinks.emplace_back(stats[w], captures);
+        if (o.systematic) sinks.back().addSystematic(systematic[w]);
+    }
     std::vector<std::int64_t> correct(std::size_t(workers.count), 0), labelled(correct);
 
     // Chunks of pairs, sorted by length inside each chunk so batches need little padding, while
@@ -325,15 +340,19 @@ StatsRunResult runText(const StatsRunOptions& o, const std::atomic<bool>& cancel
             std::vector<const Encoding*> rows;
             std::vector<std::int64_t> lengths;
             std::vector<const std::vector<std::string>*> tokens;
+            std::vector<std::vector<TokenCategory>> categories;
             for (std::size_t i = b0; i < b1; ++i) {
                 const Encoding& e = encodings[order[i]];
                 rows.push_back(&e);
                 lengths.push_back(std::int64_t(e.inputIds.size()));
                 tokens.push_back(&e.tokens);
+                categories.emplace_back();
+                for (std::size_t t = 0; t < e.tokens.size(); ++t)
+                    categories.back().push_back(wordPieceCategory(e.tokens[t], std::int64_t(t)));
             }
             const PaddedBertBatch input = padBertBatch(rows, tokenizer.padId());
             StreamingStatisticsSink& sink = sinks[std::size_t(w)];
-            sink.begin(lengths, tokens);
+            sink.begin(lengths, tokens, categories);
             {
                 c10::InferenceMode guard;
                 const AutocastScope autocast(o.precision); // thread-local: set where the forward runs
@@ -364,6 +383,7 @@ StatsRunResult runText(const StatsRunOptions& o, const std::atomic<bool>& cancel
     const double loopSeconds = loop.seconds();
     for (std::size_t w = 1; w < stats.size(); ++w) {
         stats.front().merge(stats[w]);
+        systematic.front().merge(systematic[w]);
         correct.front() += correct[w];
         labelled.front() += labelled[w];
     }
@@ -371,7 +391,8 @@ StatsRunResult runText(const StatsRunOptions& o, const std::atomic<bool>& cancel
     result.samples = stats.front().samples();
     result.loopSeconds = loopSeconds;
     if (labelled.front() > 0) result.accuracy = double(correct.front()) / double(labelled.front());
-    writeFile(o, stats.front(), toString(network.head()), network.checkpointSha256(), result);
+    writeFile(o, stats.front(), toString(network.head()), network.checkpointSha256(), result,
+              o.systematic ? &systematic.front() : nullptr);
     result.seconds = clock.seconds();
     return result;
 }
@@ -403,6 +424,11 @@ StatsRunResult runImages(const StatsRunOptions& o, const std::atomic<bool>& canc
     std::set<std::string> captures = requiredCaptures(so);
     captures.insert("logits");
     StreamingStatisticsSink sink(stats, captures);
+    SystematicStatistics systematic(systematicOptionsFor(so));
+    if (o.systematic) sink.addSystematic(systematic);
+    std::vector<TokenCategory> patchCategories; // [CLS] initial, the patches other (tokenCategory)
+    for (const std::string& label : vitTokenLabels(c))
+        patchCategories.push_back(tokenCategory(label, std::int64_t(patchCategories.size())));
 
     StatsRunResult result;
     std::int64_t top1 = 0, top5 = 0, labelled = 0, done = 0;
@@ -424,7 +450,8 @@ StatsRunResult runImages(const StatsRunOptions& o, const std::atomic<bool>& canc
         }
         done += std::int64_t(b1 - b0);
         if (!pixels.empty()) {
-            sink.begin(std::vector<std::int64_t>(pixels.size(), c.numTokens()), {});
+            sink.begin(std::vector<std::int64_t>(pixels.size(), c.numTokens()), {},
+                       std::vector<std::vector<TokenCategory>>(pixels.size(), patchCategories));
             {
                 c10::InferenceMode guard;
                 const AutocastScope autocast(o.precision);
@@ -451,7 +478,8 @@ StatsRunResult runImages(const StatsRunOptions& o, const std::atomic<bool>& canc
         result.accuracy = double(top1) / double(labelled);
         result.top5 = double(top5) / double(labelled);
     }
-    writeFile(o, stats, c.architecture, network.checkpointSha256(), result);
+    writeFile(o, stats, c.architecture, network.checkpointSha256(), result,
+              o.systematic ? &systematic : nullptr);
     result.seconds = clock.seconds();
     return result;
 }
@@ -521,12 +549,7 @@ StatsRunResult runDecoderText(const StatsRunOptions& o, const std::atomic<bool>&
     so.headDim = c.headDim();
     so.criterion = o.criterion;
     DatasetStatistics stats(so);
-    SystematicOptions systematicOptions;
-    systematicOptions.layers = so.layers;
-    systematicOptions.numHeads = c.numHeads;
-    systematicOptions.tau = o.criterion.tau;
-    systematicOptions.attentionFraction = so.attentionFraction;
-    SystematicStatistics systematic(systematicOptions);
+    SystematicStatistics systematic(systematicOptionsFor(so));
     StreamingStatisticsSink sink(stats, requiredCaptures(so));
     sink.addSystematic(systematic);
     std::map<std::int64_t, std::string> labels; // token id -> label, cached

@@ -178,6 +178,12 @@ TokenCategory tokenCategory(const std::string& decoded, std::int64_t position)
     return TokenCategory::Other;
 }
 
+TokenCategory wordPieceCategory(const std::string& token, std::int64_t position)
+{
+    if (position > 0 && token == "[SEP]") return TokenCategory::StrongDelimiter;
+    return tokenCategory(token.rfind("##", 0) == 0 ? token.substr(2) : token, position);
+}
+
 SystematicStatistics::SystematicStatistics(SystematicOptions options)
     : m_options(std::move(options))
 {
@@ -279,6 +285,36 @@ void SystematicStatistics::addSampleLayer(int layer, const torch::Tensor& h, con
         if (heavyCount > 0)
             acc.attention.sumConsistency[std::size_t(hd)] += double(overlap) / double(heavyCount);
     }
+}
+
+void SystematicStatistics::merge(const SystematicStatistics& other)
+{
+    if (other.m_options.layers != m_options.layers || other.m_options.numHeads != m_options.numHeads)
+        throw Error("systematic statistics: cannot merge accumulators of other layers or heads");
+    const auto add = [](auto& to, const auto& from) {
+        for (std::size_t i = 0; i < to.size(); ++i)
+            to[i] += from[i];
+    };
+    for (std::size_t k = 0; k < m_layers.size(); ++k) {
+        LayerAccumulator& a = m_layers[k];
+        const LayerAccumulator& b = other.m_layers[k];
+        add(a.tokens, b.tokens);
+        for (auto [to, from] : {std::pair{&a.out, &b.out}, std::pair{&a.downIn, &b.downIn}}) {
+            add(to->sumTop, from->sumTop);
+            to->sumMedian += from->sumMedian;
+            add(to->heavy, from->heavy);
+        }
+        AttentionAccumulator& x = a.attention;
+        const AttentionAccumulator& y = b.attention;
+        add(x.sumTop, y.sumTop);
+        x.sumMedian += y.sumMedian;
+        add(x.outlierKeys, y.outlierKeys);
+        add(x.sumOutlierKeyShare, y.sumOutlierKeyShare);
+        add(x.headOutlierKeys, y.headOutlierKeys);
+        add(x.sumConsistency, y.sumConsistency);
+        x.consistencySamples += y.consistencySamples;
+    }
+    m_samples += other.m_samples;
 }
 
 SystematicData SystematicStatistics::data() const

@@ -29,6 +29,12 @@ std::string tokenCategoryName(TokenCategory category);
 /// delimiter; one of their 35 stop words (lower-cased; "" included), a weak semantic token; else other.
 TokenCategory tokenCategory(const std::string& decoded, std::int64_t position);
 
+/// BERT's WordPiece tokens in the same categories: "##" continuations are looked up without their "##",
+/// and the segment separator [SEP] counts as a strong delimiter (An et al.'s categories are for decoders,
+/// which have none; Bondarenko et al. find BERT's no-op heads on [SEP], "." and ","). ViT's labels
+/// ("[CLS]", "patch r,c") need no mapping: tokenCategory() makes [CLS] initial and the patches other.
+TokenCategory wordPieceCategory(const std::string& token, std::int64_t position);
+
 struct SystematicOptions
 {
     std::vector<int> layers; ///< 0-based layers, any order (stored sorted, no duplicates)
@@ -59,6 +65,9 @@ public:
     void addSampleLayer(int layer, const torch::Tensor& h, const torch::Tensor& xDown,
                         const torch::Tensor& probs, const std::vector<TokenCategory>& categories);
     void endSample() { ++m_samples; }
+    /// Adds another accumulator's sums (same layers and heads; throws Error otherwise), for workers
+    /// that each counted part of a data set.
+    void merge(const SystematicStatistics& other);
     std::int64_t samples() const { return m_samples; }
 
     /// The means over the samples added so far (zero samples: zeros and NaN consistencies).

@@ -16,6 +16,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <filesystem>
@@ -124,7 +125,7 @@ private Q_SLOTS:
         const double k = 3.0;
         const QString statsPath = dir.path() + "/stats.h5";
         Run r = runApp({"stats", "--model", fx("bert/hf"), "--data", "mnli:" + data, "--k", "3", "--batch",
-                        "3", "--out", statsPath});
+                        "3", "--systematic", "--out", statsPath});
         QVERIFY2(r.exitCode == 0, qPrintable(r.err));
 
         // The dumps, one per pair, and everything recomputed from them.
@@ -132,6 +133,8 @@ private Q_SLOTS:
         torch::Tensor perDim = torch::zeros({128}, torch::kLong);
         double sumInf = 0, sumKurt = 0;
         std::int64_t examined = 0;
+        double sumTopOut = 0, sumHeadMeanTop = 0; // systematic: layer 1's largest |h| and received attention
+        std::int64_t positions = 0, separators = 0;
         std::map<std::string, double> cumAttention; // layer1, head 0, by key string
         std::map<std::string, std::int64_t> occurrences;
         double vOutlier = 0, vOther = 0;
@@ -152,6 +155,10 @@ private Q_SLOTS:
             sumKurt += kurtosisOf(ffn);
             for (std::size_t t = 0; t < tokens.size(); ++t)
                 tokenOutliers[tokens[t]] += mask[std::int64_t(t)].sum().item<std::int64_t>();
+            sumTopOut += d.readTensor("layer1/out").abs().max().item<double>();
+            sumHeadMeanTop += d.readTensor("layer1/attn_probs").mean(0).sum(0).max().item<double>();
+            positions += std::int64_t(tokens.size());
+            separators += std::count(tokens.begin() + 1, tokens.end(), std::string("[SEP]"));
             // Head 0 of layer 1: cumulative attention per key, and |V| of keys that carry an
             // outlier in layer 0's output versus the rest (Figure 3e).
             const torch::Tensor probs = d.readTensor("layer1/attn_probs")[0];
@@ -199,6 +206,17 @@ private Q_SLOTS:
                          vOther / nOther) < 1e-4);
         QVERIFY(s.stringAttribute("/", "checkpoint_sha256").size() == 64);
         QVERIFY(s.stringAttribute("/", "data").find("pairs.tsv") != std::string::npos);
+
+        // An et al.'s systematic outliers of the padded batches, from the same dumps: each pair's [CLS]
+        // is its initial token, [SEP] a strong delimiter; the largest |h| and received attention.
+        const torch::Tensor byCategory = s.readTensor("systematic/layer1/tokens_by_category");
+        QCOMPARE(byCategory[0].item<std::int64_t>(), std::int64_t(pairs.size()));
+        QVERIFY(byCategory[1].item<std::int64_t>() >= separators);
+        QCOMPARE(byCategory.sum().item<std::int64_t>(), positions);
+        QVERIFY(std::abs(s.readTensor("systematic/layer1/out/mean_top_abs")[0].item<double>() -
+                         sumTopOut / double(pairs.size())) < 1e-4 * sumTopOut);
+        QVERIFY(std::abs(s.readTensor("systematic/layer1/attention/mean_top_abs")[0].item<double>() -
+                         sumHeadMeanTop / double(pairs.size())) < 1e-4 * sumHeadMeanTop);
     }
 
     void imageFolderWithBadFiles()
@@ -212,8 +230,8 @@ private Q_SLOTS:
         std::ofstream(images / "README.txt") << "ignored: not an image extension";
         const QString statsPath = dir.path() + "/vit.h5";
         const Run r = runApp({"stats", "--model", fx("vit/timm"), "--data",
-                              "images:" + QString::fromStdString(images.string()), "--layers", "1", "--out",
-                              statsPath});
+                              "images:" + QString::fromStdString(images.string()), "--layers", "1",
+                              "--systematic", "--out", statsPath});
         QVERIFY2(r.exitCode == 0, qPrintable(r.err));
         QVERIFY2(r.err.contains("c_broken.png"), qPrintable(r.err));
         Hdf5Reader s(statsPath.toStdString());
@@ -237,6 +255,10 @@ private Q_SLOTS:
         }
         QVERIFY(torch::equal(s.readTensor("layer1/out/patch_outliers"), expected));
         QCOMPARE(s.readTensor("layer1/out/cls_outliers").item<std::int64_t>(), cls);
+        // An et al.'s categories for images: the CLS token is the initial token, the 196 patches "other".
+        const torch::Tensor byCategory = s.readTensor("systematic/layer1/tokens_by_category");
+        QCOMPARE(byCategory[0].item<std::int64_t>(), std::int64_t(2));
+        QCOMPARE(byCategory[3].item<std::int64_t>(), std::int64_t(2 * 196));
     }
 
     void imageNetLayoutReportsAccuracy()

@@ -295,6 +295,65 @@ private Q_SLOTS:
         QVERIFY(m_window->systematicPage()->view()->data().rule.contains(QStringLiteral("3 ×")));
     }
 
+    /// Any family: BERT (bidirectional attention, WordPiece categories) and ViT (timm names) show the
+    /// same figures; the W_down columns are their checkpoints' own and the attention is not masked.
+    void bertAndVit_data()
+    {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<QString>("weight"); // the down projection of layer 1 in the checkpoint
+        QTest::newRow("bert") << QStringLiteral(OUTLIERLENS_TEST_DATA "/bert/hf")
+                              << QStringLiteral("bert.encoder.layer.1.output.dense.weight");
+        QTest::newRow("vit") << QStringLiteral(OUTLIERLENS_TEST_DATA "/vit/timm")
+                             << QStringLiteral("blocks.1.mlp.fc2.weight");
+    }
+    void bertAndVit()
+    {
+        QFETCH(QString, model);
+        QFETCH(QString, weight);
+        m_window->openModel(model);
+        QTRY_COMPARE_WITH_TIMEOUT(m_window->controller()->model().dir, model, 60000);
+        const SnapshotPtr before = m_window->controller()->snapshot();
+        if (m_window->controller()->model().family == ModelInfo::Family::Vit)
+            m_window->controller()->inspectImage(
+                QStringLiteral(OUTLIERLENS_TEST_DATA "/vit/images/chelsea_cat.png"), {});
+        else
+            m_window->controller()->inspectText(QStringLiteral("The cat sat on the mat."),
+                                                QStringLiteral("A cat is sitting."));
+        QTRY_VERIFY_WITH_TIMEOUT(m_window->controller()->snapshot() != before &&
+                                     m_window->controller()->snapshot()->model.dir == model &&
+                                     !m_window->controller()->loadingOrInspecting(),
+                                 60000);
+        const SnapshotPtr s = m_window->controller()->snapshot();
+        SystematicPage* page = m_window->systematicPage();
+        QVERIFY(m_window->pages()->isTabVisible(m_window->pages()->indexOf(page)));
+        m_window->pages()->setCurrentWidget(page);
+        page->sourceBox()->setCurrentIndex(0);
+        m_window->setSelection(1, 0);
+        const SystematicViewData& v = page->view()->data();
+        QCOMPARE(v.hidden.rows, s->T);
+        QVERIFY(!v.attention.causal);
+        QCOMPARE(v.tokensByCategory.values[0], 1.0); // [CLS]: the initial token
+        const StateDict w = readSafetensors((model + QStringLiteral("/model.safetensors")).toStdString());
+        const torch::Tensor down = w.at(weight.toStdString()).to(torch::kDouble); // [d, F]
+        QCOMPARE(v.downWeight.cols, s->d());
+        QVERIFY(v.downWeight.rows > 0);
+        for (int k = 0; k < v.downWeight.rows; ++k) {
+            const int c = v.downInput.colLabels[k].toInt();
+            for (int i = 0; i < s->d(); ++i)
+                QVERIFY(std::fabs(v.downWeight.at(k, i) - std::fabs(down[i][c].item<double>())) <= 1e-6);
+        }
+        // Outlier keys: head-mean attention received >= 0.1 T, from the snapshot's own probabilities.
+        QVector<int> keys;
+        for (int j = 0; j < s->T; ++j) {
+            double received = 0;
+            for (int hd = 0; hd < s->H(); ++hd)
+                for (int i = 0; i < s->T; ++i)
+                    received += s->probsOf(1, hd)[i * s->T + j] / s->H();
+            if (received >= 0.1 * s->T) keys << j;
+        }
+        QCOMPARE(v.outlierKeys, keys);
+    }
+
     void cleanupTestCase() { m_window.reset(); }
 };
 

@@ -95,6 +95,13 @@ private Q_SLOTS:
         QVERIFY(tokenCategory(" warm", 3) == TokenCategory::Other);
         QVERIFY(tokenCategory("10", 3) == TokenCategory::Other);
         QCOMPARE(tokenCategoryName(TokenCategory::StrongDelimiter), std::string("strong_delimiter"));
+        // BERT's WordPiece tokens and ViT's labels.
+        QVERIFY(wordPieceCategory("[CLS]", 0) == TokenCategory::Initial);
+        QVERIFY(wordPieceCategory("[SEP]", 9) == TokenCategory::StrongDelimiter);
+        QVERIFY(wordPieceCategory("##s", 3) == TokenCategory::Other);
+        QVERIFY(wordPieceCategory("##.", 3) == TokenCategory::StrongDelimiter);
+        QVERIFY(wordPieceCategory("the", 2) == TokenCategory::WeakSemantic);
+        QVERIFY(tokenCategory("patch 3,7", 5) == TokenCategory::Other);
     }
 
     /// T = 5, d = 4: token 2 carries 1e4 among ones; head 0 attends only to key 0, head 1 uniformly
@@ -248,6 +255,44 @@ private Q_SLOTS:
             QCOMPARE(acc.attention.consistencySamples, consistencySamples[l]);
             for (int hd = 0; hd < H; ++hd)
                 QVERIFY(std::fabs(acc.attention.sumConsistency[hd] - expectedConsistency[l][hd]) < 1e-12);
+        }
+
+        // Two workers that each saw part of the samples, merged, give the same sums.
+        {
+            SystematicStatistics first(o), second(o);
+            std::int64_t seen = 0;
+            for (std::int64_t b = 0; b < lengths.size(0); ++b) {
+                if (sides[std::size_t(b)] != "right") continue;
+                SystematicStatistics& part = seen++ == 0 ? first : second;
+                const std::int64_t T = lengths[b].item<std::int64_t>();
+                std::vector<TokenCategory> cats;
+                for (std::int64_t t = 0; t < T; ++t)
+                    cats.push_back(
+                        t == 0 ? TokenCategory::Initial
+                               : (t % 3 == 0 ? TokenCategory::StrongDelimiter : TokenCategory::Other));
+                for (int l = 0; l < L; ++l)
+                    part.addSampleLayer(l, hidden[l + 1][b].slice(0, 0, T), down[l][b].slice(0, 0, T),
+                                        attn[l][b].slice(1, 0, T).slice(2, 0, T), cats);
+                part.endSample();
+            }
+            first.merge(second);
+            QCOMPARE(first.samples(), std::int64_t(3));
+            for (int l = 0; l < L; ++l) {
+                const auto& a = first.layers().at(std::size_t(l));
+                const auto& b = stats.layers().at(std::size_t(l));
+                QCOMPARE(a.out.heavy, b.out.heavy);
+                QCOMPARE(a.tokens, b.tokens);
+                QCOMPARE(a.attention.headOutlierKeys, b.attention.headOutlierKeys);
+                QCOMPARE(a.attention.consistencySamples, b.attention.consistencySamples);
+                QVERIFY(std::fabs(a.out.sumTop[0] - b.out.sumTop[0]) < 1e-9);
+                QVERIFY(std::fabs(a.attention.sumMedian - b.attention.sumMedian) < 1e-9);
+                for (int hd = 0; hd < H; ++hd)
+                    QVERIFY(std::fabs(a.attention.sumOutlierKeyShare[hd] -
+                                      b.attention.sumOutlierKeyShare[hd]) < 1e-9);
+            }
+            SystematicOptions other = o;
+            other.numHeads = H + 1;
+            expectError([&] { first.merge(SystematicStatistics(other)); }, {"cannot merge"});
         }
 
         // data(): the means over the three samples, as the file and the GUI give them.
