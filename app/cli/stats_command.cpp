@@ -13,6 +13,7 @@
 #include <QStringList>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <unistd.h>
 
@@ -114,6 +115,10 @@ int runStats(const QStringList& args)
          "rule"},
         {"k", "k of the sigma rule (default 6).", "k"},
         {"tau", "tau of the tau rule (default 1000).", "tau"},
+        {"attention-fraction",
+         "A key is an attention outlier when the attention it receives, summed over queries, is at least "
+         "this fraction of the sequence length T (An et al.'s code: 0.1, the default).",
+         "F"},
         {"batch", "Inputs per forward pass (default 16).", "B"},
         {"max-length", "Truncate text inputs to N tokens (default: the model's maximum).", "N"},
         {"seq-len", "Decoders: tokens per chunk (default: 512 or the model's maximum if smaller).", "T"},
@@ -156,6 +161,9 @@ int runStats(const QStringList& args)
         o.criterion.tau = cmd.doubleValue("tau", kDefaultTau);
         if (!(o.criterion.k > 0) || !(o.criterion.tau > 0))
             throw UsageException{"--k and --tau must be positive"};
+        o.attentionFraction = cmd.doubleValue("attention-fraction", 0.1);
+        if (!(o.attentionFraction > 0) || !std::isfinite(o.attentionFraction))
+            throw UsageException{"--attention-fraction must be a positive number"};
         o.batchSize = cmd.intValue("batch", 16, 1, 4096);
         o.maxLength = cmd.intValue("max-length", 0, 2, 1 << 20);
         o.seqLen = cmd.intValue("seq-len", 0, 2, 1 << 20);

@@ -30,14 +30,15 @@ QStringList metricsLines(const InspectionSnapshot& s, int layer, int head)
             dims += v > 0 ? 1 : 0;
         }
         lines << QStringLiteral(
-                     "read by layer %1: layer %2 %3, max |x| %4, kurtosis %5, %6 outliers in %7 dims")
+                     "read by layer %1: layer %2 %3, max |x| %4, kurtosis %5, %6 outliers (over %8) in %7 dims")
                      .arg(layer + 1)
                      .arg(layer)
                      .arg(tensor)
                      .arg(d.maxInfNormPerLayer.value(layer - 1), 0, 'f', 1)
                      .arg(d.kurtosisPerLayer.value(layer - 1), 0, 'f', 1)
                      .arg(values)
-                     .arg(dims);
+                     .arg(dims)
+                     .arg(s.outlierRule.shortText());
     } else {
         lines << QStringLiteral("layer 1 reads the embeddings");
     }

@@ -52,6 +52,7 @@ struct OutlierRuleChoice
     bool tauRule = false;
     double k = 6.0;
     double tau = 1000.0;
+    double attentionFraction = 0.1; ///< An et al.'s attention outlier keys: received >= fraction * T
 
     /// "6σ" or "1000 × mean|X|": short, for captions ("values over 6σ").
     QString shortText() const

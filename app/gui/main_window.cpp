@@ -485,16 +485,23 @@ void MainWindow::addOutlierRuleMenu(QMenu* view)
     }
     menu->addSeparator();
     QAction* setTau = menu->addAction(tr("Set &τ…"));
+    QAction* setFraction = menu->addAction(tr("Set the attention-outlier &fraction…"));
+    setFraction->setToolTip(tr("An et al.'s attention outlier keys receive at least this fraction of T "
+                               "(summed over queries, head mean); 0.1 in their code"));
     QSettings settings;
     OutlierRuleChoice rule;
     rule.tauRule = settings.value(QStringLiteral("view/outlierRule")).toString() == QLatin1String("tau");
     rule.tau = settings.value(QStringLiteral("view/outlierTau"), rule.tau).toDouble();
     if (!(rule.tau > 0)) rule.tau = OutlierRuleChoice{}.tau;
+    rule.attentionFraction =
+        settings.value(QStringLiteral("view/attentionFraction"), rule.attentionFraction).toDouble();
+    if (!(rule.attentionFraction > 0)) rule.attentionFraction = OutlierRuleChoice{}.attentionFraction;
     const auto apply = [this, tau](const OutlierRuleChoice& r, bool rerun) {
         tau->setText(tr("&τ × mean|X|: |x| > %1 mean|X| (An et al.'s paper)").arg(r.tau));
         QSettings().setValue(QStringLiteral("view/outlierRule"),
                              r.tauRule ? QStringLiteral("tau") : QStringLiteral("sigma"));
         QSettings().setValue(QStringLiteral("view/outlierTau"), r.tau);
+        QSettings().setValue(QStringLiteral("view/attentionFraction"), r.attentionFraction);
         m_controller->setOutlierRule(r);
         forEachPage([&](Page& page, int) { page.setOutlierRule(r); });
         if (rerun && m_lastInput.kind != InputRequest::Kind::None) m_lastInput.sendTo(*m_controller);
@@ -513,6 +520,16 @@ void MainWindow::addOutlierRuleMenu(QMenu* view)
                                                      r.tau, 1e-3, 1e9, 3, &ok);
         if (!ok) return;
         r.tau = value;
+        apply(r, true);
+    });
+    connect(setFraction, &QAction::triggered, this, [this, apply] {
+        bool ok = false;
+        OutlierRuleChoice r = m_controller->outlierRule();
+        const double value = QInputDialog::getDouble(
+            this, tr("Attention outliers"), tr("Fraction of T a key must receive (summed over queries):"),
+            r.attentionFraction, 1e-4, 1e4, 4, &ok);
+        if (!ok) return;
+        r.attentionFraction = value;
         apply(r, true);
     });
 }

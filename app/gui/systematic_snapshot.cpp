@@ -81,6 +81,7 @@ void fillSystematic(InspectionSnapshot& s, const RecordingSink& sink, torch::nn:
         options.layers.push_back(l);
     options.numHeads = s.model.heads;
     options.tau = s.outlierRule.tau; // as `stats`: the tau rule's tau, 1000 by default
+    options.attentionFraction = s.outlierRule.attentionFraction;
     SystematicStatistics stats(options);
     for (int l = 0; l < L; ++l)
         stats.addSampleLayer(l, sink.at(captureName(CapturePoint::Out, l))[0],

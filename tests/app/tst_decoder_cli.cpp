@@ -145,6 +145,33 @@ private Q_SLOTS:
                 QCOMPARE(int(l.attention.outlierKeyShare.size()), stats.numHeads);
             }
         }
+        // --attention-fraction: a lower fraction marks at least the same keys (and the file says which).
+        const QString halfOut = dir.path() + QStringLiteral("/fraction.h5");
+        const Run half = runApp(
+            {QStringLiteral("stats"), QStringLiteral("--model"), modelDir(QStringLiteral("gpt2-seed0")),
+             QStringLiteral("--data"), QStringLiteral("text:") + text + QStringLiteral(":6"),
+             QStringLiteral("--seq-len"), QStringLiteral("32"), QStringLiteral("--attention-fraction"),
+             QStringLiteral("0.05"), QStringLiteral("--out"), halfOut});
+        QVERIFY2(half.exitCode == 0, qPrintable(half.err));
+        {
+            const StatisticsFile lower = readStatisticsFile(halfOut.toStdString());
+            QCOMPARE(lower.systematic->attentionFraction, 0.05);
+            QCOMPARE(lower.attentionFraction, 0.05);
+            for (const SystematicLayerData& l : lower.systematic->layers) {
+                const SystematicLayerData* at10 = stats.systematic->layerData(l.layer);
+                std::int64_t keys = 0, keys10 = 0;
+                for (int c = 0; c < 4; ++c)
+                    keys += l.attention.outlierKeys[c], keys10 += at10->attention.outlierKeys[c];
+                QVERIFY(keys >= keys10);
+            }
+        }
+        const Run badFraction = runApp(
+            {QStringLiteral("stats"), QStringLiteral("--model"), modelDir(QStringLiteral("gpt2-seed0")),
+             QStringLiteral("--data"), QStringLiteral("text:") + text, QStringLiteral("--attention-fraction"),
+             QStringLiteral("0"), QStringLiteral("--out"), halfOut + "x"});
+        QCOMPARE(badFraction.exitCode, 2);
+        QVERIFY2(badFraction.err.contains(QStringLiteral("--attention-fraction")),
+                 qPrintable(badFraction.err));
         // With tau 3, a token is heavy exactly when it carries a value of the tau rule (|x| > 3 mean|X|):
         // the systematic heavy tokens of `out` equal the tau rule's token occurrences, counted apart.
         const QString tauOut = dir.path() + QStringLiteral("/tau.h5");

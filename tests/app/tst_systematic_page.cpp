@@ -243,7 +243,8 @@ private Q_SLOTS:
     }
 
     /// View > Outlier rule: τ × mean|X| with τ = 3 counts every view's outliers by |x| > 3 mean|X| (the
-    /// Outliers page's counts against plain loops) and sets the heavy-token threshold of this page.
+    /// Outliers page's counts against plain loops) and sets the heavy-token threshold of this page; the
+    /// attention fraction 0.05 its outlier keys.
     void outlierRuleFromTheViewMenu()
     {
         QAction* tauRule = nullptr;
@@ -253,7 +254,9 @@ private Q_SLOTS:
         OutlierRuleChoice rule = m_window->controller()->outlierRule();
         QVERIFY(!rule.tauRule); // the default: 6σ
         rule.tau = 3;
-        m_window->controller()->setOutlierRule(rule); // as Set τ… does, then the menu's choice
+        rule.attentionFraction = 0.05;
+        m_window->controller()->setOutlierRule(
+            rule); // as Set τ… and Set … fraction… do, then the menu's choice
         const SnapshotPtr before = m_window->controller()->snapshot();
         tauRule->trigger();
         QTRY_VERIFY_WITH_TIMEOUT(m_window->controller()->snapshot() != before &&
@@ -293,6 +296,16 @@ private Q_SLOTS:
         m_window->systematicPage()->sourceBox()->setCurrentIndex(0);
         QCOMPARE(m_window->systematicPage()->view()->data().heavyTokens, heavy);
         QVERIFY(m_window->systematicPage()->view()->data().rule.contains(QStringLiteral("3 ×")));
+        QVERIFY(m_window->systematicPage()->view()->data().rule.contains(QStringLiteral("0.05 T")));
+        QVector<int> keys; // received >= 0.05 T, head mean
+        for (int j = 0; j < T; ++j) {
+            double received = 0;
+            for (int hd = 0; hd < s->H(); ++hd)
+                for (int i = 0; i < T; ++i)
+                    received += s->probsOf(layer, hd)[i * T + j] / s->H();
+            if (received >= 0.05 * T) keys << j;
+        }
+        QCOMPARE(m_window->systematicPage()->view()->data().outlierKeys, keys);
     }
 
     /// Any family: BERT (bidirectional attention, WordPiece categories) and ViT (timm names) show the
@@ -342,14 +355,15 @@ private Q_SLOTS:
             for (int i = 0; i < s->d(); ++i)
                 QVERIFY(std::fabs(v.downWeight.at(k, i) - std::fabs(down[i][c].item<double>())) <= 1e-6);
         }
-        // Outlier keys: head-mean attention received >= 0.1 T, from the snapshot's own probabilities.
+        // Outlier keys: head-mean attention received >= fraction * T (the fraction the test before set),
+        // from the snapshot's own probabilities.
         QVector<int> keys;
         for (int j = 0; j < s->T; ++j) {
             double received = 0;
             for (int hd = 0; hd < s->H(); ++hd)
                 for (int i = 0; i < s->T; ++i)
                     received += s->probsOf(1, hd)[i * s->T + j] / s->H();
-            if (received >= 0.1 * s->T) keys << j;
+            if (received >= s->outlierRule.attentionFraction * s->T) keys << j;
         }
         QCOMPARE(v.outlierKeys, keys);
     }
