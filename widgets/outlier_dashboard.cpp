@@ -7,6 +7,7 @@
 #include <QBarCategoryAxis>
 #include <QBarSeries>
 #include <QBarSet>
+#include <QCategoryAxis>
 #include <QChart>
 #include <QChartView>
 #include <QCursor>
@@ -30,12 +31,16 @@ namespace outlierlens {
 
 namespace {
 
-const QColor kBarColor(31, 119, 180);
+const QColor kBarColor(31, 119, 180);      ///< tokens: blue, as the paper's Figure 1
+const QColor kDimensionColor(44, 160, 44); ///< hidden dimensions: green, as the paper's Figure 1
 const QColor kSelectedColor(214, 39, 40);
 const QColor kInfNormColor(31, 119, 180);
 const QColor kKurtosisColor(255, 127, 14);
 /// At most this many dimensions, those with at least a fifth of the largest count, are numbered.
 constexpr int kLabelledDimensions = 5;
+/// Up to this many dimensions with outliers, the chart shows only them, each numbered on the axis (the
+/// paper's Figure 1); with more, every dimension on a numbered axis.
+constexpr int kCompactDimensions = 32;
 constexpr double kTokenRowHeight = 17;
 
 QString elided(const QString& text, int maxChars)
@@ -76,7 +81,8 @@ struct DashboardCharts
     QChart* dimensions = nullptr;
     QBarSeries* dimensionSeries = nullptr;
     QBarSet* dimensionSet = nullptr;
-    QValueAxis* dimensionAxis = nullptr;
+    QCategoryAxis* dimensionAxis = nullptr; ///< labels on the bars' positions
+    QVector<int> shownDimensions;           ///< the dimension of each bar, ascending
     QValueAxis* dimensionCountAxis = nullptr;
     QScatterSeries* topDimensions = nullptr; ///< invisible points that carry the spikes' numbers
 
@@ -111,8 +117,8 @@ DashboardCharts::DashboardCharts()
     // Per dimension: one bar set on a value axis, so the axis labels every n-th dimension only.
     dimensions = charts::makeChart(QString());
     dimensionSet = new QBarSet(QStringLiteral("outliers"));
-    dimensionSet->setColor(kBarColor);
-    QPen barPen(kBarColor);
+    dimensionSet->setColor(kDimensionColor);
+    QPen barPen(kDimensionColor);
     barPen.setCosmetic(true); // at least one pixel wide when d bars share a few hundred pixels
     dimensionSet->setPen(barPen);
     dimensionSet->setSelectedColor(kSelectedColor);
@@ -120,12 +126,9 @@ DashboardCharts::DashboardCharts()
     dimensionSeries->setBarWidth(1.0);
     dimensionSeries->append(dimensionSet);
     dimensions->addSeries(dimensionSeries);
-    dimensionAxis = new QValueAxis;
-    dimensionAxis->setLabelFormat(QStringLiteral("%d"));
-    dimensionAxis->setTickType(QValueAxis::TicksDynamic);
-    dimensionAxis->setTickAnchor(0);
+    dimensionAxis = new QCategoryAxis;
+    dimensionAxis->setLabelsPosition(QCategoryAxis::AxisLabelsPositionOnValue);
     dimensionAxis->setGridLineVisible(false);
-    charts::setAxisTitle(dimensionAxis, QStringLiteral("hidden dimension (0-based)"));
     dimensionCountAxis = new QValueAxis;
     dimensionCountAxis->setLabelFormat(QStringLiteral("%.4g"));
     dimensions->addAxis(dimensionAxis, Qt::AlignBottom);
@@ -266,18 +269,41 @@ void DashboardCharts::fill(const OutlierDashboardData& data, int rows)
                          dims.axisTitle.isEmpty() ? QStringLiteral("outliers") : dims.axisTitle);
     dimensionSet->deselectAllBars();
     if (dimensionSet->count() > 0) dimensionSet->remove(0, dimensionSet->count());
-    dimensionSet->append(QList<qreal>(dims.values.begin(), dims.values.end()));
     const int d = int(dims.values.size());
-    dimensionAxis->setRange(-0.5, std::max(1, d) - 0.5);
-    dimensionAxis->setTickInterval(niceStep(std::max(1.0, d / 12.0)));
+    shownDimensions.clear();
+    for (int k = 0; k < d; ++k)
+        if (dims.values[k] > 0) shownDimensions << k;
+    const bool compact = !shownDimensions.isEmpty() && shownDimensions.size() <= kCompactDimensions &&
+                         shownDimensions.size() < d;
+    if (!compact) {
+        shownDimensions.resize(d);
+        std::iota(shownDimensions.begin(), shownDimensions.end(), 0);
+    }
+    QList<qreal> bars;
+    for (int k : shownDimensions)
+        bars << dims.values[k];
+    dimensionSet->append(bars);
+    dimensionSeries->setBarWidth(compact ? 0.6 : 1.0); // hundreds of bars: no gaps to lose pixels to
+    const int n = int(shownDimensions.size());
+    for (const QString& label : dimensionAxis->categoriesLabels())
+        dimensionAxis->remove(label);
+    dimensionAxis->setStartValue(-0.5);
+    const int step = compact ? 1 : int(niceStep(std::max(1.0, n / 12.0)));
+    for (int i = 0; i < n; i += step)
+        dimensionAxis->append(QString::number(shownDimensions[i]), i);
+    dimensionAxis->setRange(-0.5, std::max(1, n) - 0.5);
+    charts::setAxisTitle(
+        dimensionAxis,
+        compact ? QStringLiteral("hidden dimension (0-based): the %1 with outliers, of %2").arg(n).arg(d)
+                : QStringLiteral("hidden dimension (0-based)"));
     const double maxCount = d > 0 ? *std::max_element(dims.values.begin(), dims.values.end()) : 1.0;
     charts::setNiceRange(dimensionCountAxis, 0, std::max(maxCount * 1.06, 1.0)); // room for the numbers
     QVector<int> byCount(d);
     std::iota(byCount.begin(), byCount.end(), 0);
     std::stable_sort(byCount.begin(), byCount.end(),
                      [&](int a, int b) { return dims.values[a] > dims.values[b]; });
-    QList<QPointF> top;
-    for (int i = 0; i < std::min(d, kLabelledDimensions); ++i)
+    QList<QPointF> top; // the spikes' numbers over a full axis; a compact one numbers every bar
+    for (int i = 0; !compact && i < std::min(d, kLabelledDimensions); ++i)
         if (dims.values[byCount[i]] > 0 && dims.values[byCount[i]] >= 0.2 * maxCount)
             top << QPointF(byCount[i], dims.values[byCount[i]]);
     topDimensions->replace(top);
@@ -397,9 +423,9 @@ QString OutlierDashboard::dimensionToolTip(int dimension) const
 QPoint OutlierDashboard::dimensionBarCenter(int dimension) const
 {
     QChart* chart = m_dimensionView->chart();
-    const double value =
-        dimension < m_charts->dimensionSet->count() ? m_charts->dimensionSet->at(dimension) : 0.0;
-    const QPointF top = chart->mapToPosition(QPointF(dimension, value / 2), m_charts->dimensionSeries);
+    const int bar = int(m_charts->shownDimensions.indexOf(dimension));
+    const double value = bar >= 0 ? m_charts->dimensionSet->at(bar) : 0.0;
+    const QPointF top = chart->mapToPosition(QPointF(bar, value / 2), m_charts->dimensionSeries);
     return m_dimensionView->mapFromScene(chart->mapToScene(top));
 }
 
@@ -413,7 +439,7 @@ int OutlierDashboard::dimensionAt(const QPoint& viewportPos) const
     // The whole column above a bar counts: with hundreds of bars each is about a pixel wide.
     const double x = chart->mapToValue(chartPos, m_charts->dimensionSeries).x();
     const int k = int(std::floor(x + 0.5));
-    return k >= 0 && k < d ? k : -1;
+    return k >= 0 && k < d ? m_charts->shownDimensions.value(k, -1) : -1;
 }
 
 void OutlierDashboard::setHoveredDimension(int dimension, const QPoint& globalPos)
@@ -457,7 +483,7 @@ bool OutlierDashboard::eventFilter(QObject* watched, QEvent* event)
         if (clicked) {
             m_selectedDimension = dimension;
             m_charts->dimensionSet->deselectAllBars();
-            m_charts->dimensionSet->selectBar(dimension);
+            m_charts->dimensionSet->selectBar(int(m_charts->shownDimensions.indexOf(dimension)));
             Q_EMIT dimensionClicked(dimension);
         }
         break;

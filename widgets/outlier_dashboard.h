@@ -18,7 +18,8 @@ namespace outlierlens {
 struct DashboardCharts;
 
 /// The outlier dashboard (the paper's Figures 1 and 9) for one layer and tensor: outlier counts
-/// per hidden dimension (one bar each, 0-based), the tokens carrying the most outliers, and max
+/// per hidden dimension (green bars, 0-based; only the dimensions with outliers, each numbered, when
+/// there are at most 32 of them), the tokens carrying the most outliers, and max
 /// inf norm and kurtosis per layer (1-based on the axis, the dashboard's layer marked).
 /// Hovering a dimension's column says which head of the next layer reads it; clicking it emits
 /// dimensionClicked().

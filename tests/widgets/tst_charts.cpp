@@ -231,6 +231,7 @@ private Q_SLOTS:
     void dashboardHoverNamesHead_data();
     void dashboardHoverNamesHead();
     void dashboardSetDataReplaces();
+    void dashboardShowsOnlyOutlierDimensions();
     void dashboardLayersAreOneBased();
     void dashboardTopTokens();
     void dashboardCsv();
@@ -379,10 +380,12 @@ void TestCharts::dashboardSetDataReplaces()
     QCOMPARE(bars->count(), 1);
     QCOMPARE(bars->barSets().at(0)->count(), 1024);
     QCOMPARE(bars->barSets().at(0)->at(308), 4000.0);
-    auto* dimAxis = qobject_cast<QValueAxis*>(dims->axes(Qt::Horizontal).at(0));
+    auto* dimAxis = qobject_cast<QCategoryAxis*>(dims->axes(Qt::Horizontal).at(0));
     QVERIFY(dimAxis);
     QCOMPARE(dimAxis->max(), 1023.5);
-    QVERIFY(dimAxis->tickInterval() >= 50); // labels every n-th dimension, not every bar
+    // Most dimensions have outliers here: every dimension is drawn, and the axis numbers every n-th.
+    QVERIFY(dimAxis->categoriesLabels().size() <= 25);
+    QCOMPARE(dimAxis->categoriesLabels().value(1), QStringLiteral("100"));
 
     QCOMPARE(tokens->series().size(), 1);
     auto* tokenBars = seriesOf<QHorizontalBarSeries>(tokens).at(0);
@@ -395,6 +398,43 @@ void TestCharts::dashboardSetDataReplaces()
     QCOMPARE(layers->series().size(), 4); // two lines and the two markers of the selected layer
     QCOMPARE(seriesOf<QLineSeries>(layers).at(0)->count(), 24);
     QCOMPARE(dashboard.data().perDimension.values.size(), 1024);
+}
+
+/// Few dimensions with outliers (the paper's Figure 1): only they are drawn, green, each numbered on
+/// the axis; a click on a bar gives its dimension, and the CSV still has every dimension.
+void TestCharts::dashboardShowsOnlyOutlierDimensions()
+{
+    OutlierDashboardData data = dashboardData();
+    for (double& v : data.perDimension.values)
+        v = 0;
+    data.perDimension.values[180] = 40;
+    data.perDimension.values[308] = 4000;
+    data.perDimension.values[720] = 900;
+    OutlierDashboard dashboard;
+    dashboard.resize(1200, 900);
+    dashboard.setData(data);
+    dashboard.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&dashboard));
+    QChartView* view = chartView(&dashboard, "dimensionChart");
+    QBarSeries* bars = seriesOf<QBarSeries>(view->chart()).at(0);
+    QBarSet* set = bars->barSets().at(0);
+    QCOMPARE(set->count(), 3);
+    QCOMPARE(set->at(1), 4000.0);
+    QCOMPARE(set->color(), QColor(44, 160, 44));
+    auto* axis = qobject_cast<QCategoryAxis*>(view->chart()->axes(Qt::Horizontal).at(0));
+    QVERIFY(axis);
+    QCOMPARE(axis->categoriesLabels(),
+             (QStringList{QStringLiteral("180"), QStringLiteral("308"), QStringLiteral("720")}));
+    QVERIFY(seriesOf<QScatterSeries>(view->chart()).at(0)->points().isEmpty()); // the axis numbers them all
+
+    QSignalSpy clicked(&dashboard, &OutlierDashboard::dimensionClicked);
+    QTest::mouseClick(view->viewport(), Qt::LeftButton, Qt::NoModifier, dashboard.dimensionBarCenter(720));
+    QCOMPARE(clicked.count(), 1);
+    QCOMPARE(clicked.at(0).at(0).toInt(), 720);
+    QCOMPARE(set->selectedBars(), QList<int>{2});
+    QVERIFY(dashboard.dimensionToolTip(720).startsWith(QStringLiteral("dimension 720: 900 outliers")));
+    QCOMPARE(dashboard.figureCsv().count(QLatin1Char('\n')) > 768, true);
+    maybeSave(dashboard.grab().toImage(), QStringLiteral("dashboard-outlier-dimensions"));
 }
 
 void TestCharts::dashboardLayersAreOneBased()
