@@ -38,6 +38,8 @@ const char* panelName(int panel)
         return "probabilities";
     case HeadView::ValuesPanel:
         return "values";
+    case HeadView::GatedProductPanel:
+        return "gated product";
     default:
         return "product";
     }
@@ -90,7 +92,7 @@ HeadView::HeadView(QWidget* parent)
     auto* rowLayout = new QHBoxLayout(row);
     rowLayout->setContentsMargins(0, 0, 0, 0);
     rowLayout->setSpacing(kPanelSpacing);
-    for (int i = 0; i < 4; ++i) {
+    for (int i = 0; i < kPanelCount; ++i) {
         auto* view = new HeatmapView(row);
         m_panels[i] = view;
         view->setRowLabelsVisible(false);
@@ -135,7 +137,7 @@ void HeadView::setData(const HeadViewData& data)
         gate.valueTitle = tr("gate probability \u03c0");
     }
     m_panels[GatePanel]->setData(gate, ColorScale::Sequential);
-    for (int i = 0; i < 4; ++i)
+    for (int i = 0; i < kPanelCount; ++i)
         m_panels[i]->setVisible(panelShown(i));
     // Without V and P.V (the compact form), the gate strip reads off the probabilities' colour bar: the
     // same colour map over [0, 1].
@@ -149,9 +151,20 @@ void HeadView::setData(const HeadViewData& data)
     m_panels[ValuesPanel]->setData(withTokens(m_data.values, m_data.tokens, false), ColorScale::Diverging);
     m_panels[ProductPanel]->setTitle(hasGatePanel() ? tr("P\u00b7V (before the gate)") : tr("P\u00b7V"));
     m_panels[ProductPanel]->setData(withTokens(m_data.product, m_data.tokens, false), ColorScale::Diverging);
+    // After the gate: each token's row of P.V times its pi, what the head adds to the output (Figure 15).
+    MatrixData gated;
+    if (hasGatePanel() && m_data.gate.size() == m_data.product.rows) {
+        gated = m_data.product;
+        for (int r = 0; r < gated.rows; ++r)
+            for (int c = 0; c < gated.cols; ++c)
+                gated.values[r * gated.cols + c] *= m_data.gate[r];
+        gated.valueTitle = tr("π · (P·V)");
+    }
+    m_panels[GatedProductPanel]->setTitle(tr("π·(P·V) (after the gate)"));
+    m_panels[GatedProductPanel]->setData(withTokens(gated, m_data.tokens, false), ColorScale::Diverging);
 
     // Token labels once, on the leftmost panel.
-    for (int i = 0; i < 4; ++i) {
+    for (int i = 0; i < kPanelCount; ++i) {
         HeatmapView* view = m_panels[i];
         view->setRowLabelsVisible(view == visiblePanels().value(0));
         view->setProvenance(figureProvenance());
@@ -177,6 +190,7 @@ void HeadView::setTitleVisible(bool visible)
 bool HeadView::panelShown(int panel) const
 {
     if (panel == GatePanel) return hasGatePanel();
+    if (panel == GatedProductPanel) return hasGatePanel() && m_valuePanelsVisible;
     return panel == ProbabilitiesPanel || m_valuePanelsVisible;
 }
 
@@ -190,7 +204,7 @@ void HeadView::setValuePanelsVisible(bool visible)
 QVector<HeatmapView*> HeadView::visiblePanels() const
 {
     QVector<HeatmapView*> panels;
-    for (int i = 0; i < 4; ++i)
+    for (int i = 0; i < kPanelCount; ++i)
         if (panelShown(i)) panels.append(m_panels[i]);
     return panels;
 }
@@ -228,14 +242,16 @@ double HeadView::valueColumnWidth(double rowHeight) const
 
 QSizeF HeadView::panelCell(int panel, double rowHeight) const
 {
-    if (panel == ValuesPanel || panel == ProductPanel) return QSizeF(valueColumnWidth(rowHeight), rowHeight);
+    if (panel == ValuesPanel || panel == ProductPanel || panel == GatedProductPanel)
+        return QSizeF(valueColumnWidth(rowHeight), rowHeight);
+    if (panel == GatePanel) return QSizeF(std::max(rowHeight, kMinGateWidth), rowHeight);
     return QSizeF(rowHeight, rowHeight);
 }
 
 double HeadView::cellsWidth(double rowHeight) const
 {
     double width = 0;
-    for (int i = 0; i < 4; ++i)
+    for (int i = 0; i < kPanelCount; ++i)
         if (panelShown(i)) width += m_panels[i]->data().cols * panelCell(i, rowHeight).width();
     return width;
 }
@@ -263,7 +279,7 @@ void HeadView::applyCellSize(double cellSize, int scroll)
 {
     m_cell = cellSize;
     m_syncing = true;
-    for (int i = 0; i < 4; ++i) {
+    for (int i = 0; i < kPanelCount; ++i) {
         if (!panelShown(i)) continue;
         const QSizeF cell = panelCell(i, cellSize);
         m_panels[i]->setCellDimensions(cell);
@@ -402,7 +418,7 @@ void HeadView::paintFigureWithCellSize(QPainter& painter, const QPointF& topLeft
     for (HeatmapView* view : visiblePanels())
         top = std::max(top, view->figureMargins().top());
     double x = topLeft.x();
-    for (int i = 0; i < 4; ++i) {
+    for (int i = 0; i < kPanelCount; ++i) {
         if (!panelShown(i)) continue;
         const HeatmapView* view = m_panels[i];
         const QMargins m = view->figureMargins();
@@ -436,7 +452,7 @@ void HeadView::paintFigure(QPainter& painter, const QRect& area) const
 QString HeadView::figureCsv() const
 {
     QString csv = QStringLiteral("panel,row,col,row_label,col_label,value\n");
-    for (int i = 0; i < 4; ++i) {
+    for (int i = 0; i < kPanelCount; ++i) {
         if (!panelShown(i)) continue;
         const QString prefix = QLatin1String(panelName(i)) + QLatin1Char(',');
         const QString body = m_panels[i]->figureCsv();

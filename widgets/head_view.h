@@ -22,16 +22,26 @@ class HeatmapView;
 /// One attention head for one input, as in the paper's Figures 2 and 10-15: side by side the gate
 /// probabilities pi (gated models only), the attention probabilities [T x T], the values V [T x d_head]
 /// and their product P.V [T x d_head], each a HeatmapView with a caption. All panels share one row
-/// height, so rows (tokens) line up. Cells are square in the attention matrix and the gate column; V and
-/// P.V get narrower columns (valueColumnWidth()) so that d_head columns do not squeeze the attention
-/// matrix. Panels zoom together (Ctrl+wheel, +/-, 0 on any panel), scroll together vertically (one
-/// scroll bar on the right) and as one row horizontally. Figures use the same proportions. The title
-/// shows layer and head 1-based.
+/// height, so rows (tokens) line up. Cells are square in the attention matrix and the gate column (at least
+/// kMinGateWidth wide); V and P.V get narrower columns (valueColumnWidth()) so that d_head columns do not
+/// squeeze the attention matrix. Panels zoom together (Ctrl+wheel, +/-, 0 on any panel), scroll together
+/// vertically (one scroll bar on the right) and as one row horizontally. Figures use the same proportions.
+/// The title shows layer and head 1-based.
 class HeadView : public QWidget, public Figure
 {
     Q_OBJECT
 public:
-    enum Panel { GatePanel = 0, ProbabilitiesPanel = 1, ValuesPanel = 2, ProductPanel = 3 };
+    /// GatedProductPanel: pi * (P.V), the head's output after the gate (gated models, Figure 15).
+    enum Panel {
+        GatePanel = 0,
+        ProbabilitiesPanel = 1,
+        ValuesPanel = 2,
+        ProductPanel = 3,
+        GatedProductPanel = 4
+    };
+    static constexpr int kPanelCount = 5;
+    /// The gate strip is at least this wide, whatever the row height (a 512-token head has 2 px rows).
+    static constexpr double kMinGateWidth = 12.0;
 
     explicit HeadView(QWidget* parent = nullptr);
 
@@ -109,7 +119,7 @@ private:
     QLabel* m_title = nullptr;
     QScrollArea* m_scroll = nullptr; // the row of panels, scrolled horizontally as one
     QScrollBar* m_vbar = nullptr;    // drives every panel's rows
-    std::array<HeatmapView*, 4> m_panels{};
+    std::array<HeatmapView*, kPanelCount> m_panels{};
     double m_cell = 12;
     bool m_fit = true;
     bool m_titleVisible = true;

@@ -24,7 +24,7 @@ QPoint cellCentre(const HeatmapView& view, int row, int col)
 QVector<HeatmapView*> shownPanels(const HeadView& view)
 {
     QVector<HeatmapView*> panels;
-    for (int p = HeadView::GatePanel; p <= HeadView::ProductPanel; ++p)
+    for (int p = HeadView::GatePanel; p < HeadView::kPanelCount; ++p)
         if (view.panel(HeadView::Panel(p))->isVisible()) panels << view.panel(HeadView::Panel(p));
     return panels;
 }
@@ -72,7 +72,17 @@ void TestHeadView::gateColumnOnlyWithGates()
         QCOMPARE(view.panel(HeadView::GatePanel)->data().rows, 13);
         QCOMPARE(view.panel(HeadView::GatePanel)->data().cols, 1);
         QCOMPARE(view.panel(HeadView::GatePanel)->data().at(5, 0), 0.03f); // [SEP]
+        // Figure 15: P.V after the gate, each token's row times its pi; the strip at least 12 px wide.
+        const MatrixData& after = view.panel(HeadView::GatedProductPanel)->data();
+        const MatrixData& before = view.panel(HeadView::ProductPanel)->data();
+        QCOMPARE(after.rows, 13);
+        QCOMPARE(after.at(5, 7), before.at(5, 7) * 0.03f);
+        QCOMPARE(after.at(2, 0), before.at(2, 0) * view.data().gate[2]);
+        QVERIFY(view.figureCsv().contains(QStringLiteral("\ngated product,")));
+        view.setCellSize(3);
+        QVERIFY(view.panel(HeadView::GatePanel)->cellWidth() >= HeadView::kMinGateWidth);
     }
+    QCOMPARE(view.panel(HeadView::GatedProductPanel)->isVisible(), gated);
     // The same view with the other kind of model.
     view.setData(testdata::head(13, 16, !gated, false));
     QCOMPARE(view.panel(HeadView::GatePanel)->isVisible(), !gated);
@@ -86,7 +96,7 @@ void TestHeadView::rowsLineUpAcrossPanels()
     view.show();
     QVERIFY(QTest::qWaitForWindowExposed(&view));
     const QVector<HeatmapView*> panels = shownPanels(view);
-    QCOMPARE(panels.size(), 4);
+    QCOMPARE(panels.size(), 5); // gate, probabilities, V, P.V before and after the gate
     for (HeatmapView* panel : panels) {
         QVERIFY(qFuzzyCompare(panel->cellSize(), view.cellSize()));
         // Row 6 is at the same height in every panel.
@@ -189,7 +199,7 @@ void TestHeadView::csvIsLongFormat()
     view.setData(data);
     const QStringList lines = view.figureCsv().split(QLatin1Char('\n'), Qt::SkipEmptyParts);
     QCOMPARE(lines.first(), QStringLiteral("panel,row,col,row_label,col_label,value"));
-    QCOMPARE(lines.size(), 1 + (gated ? t : 0) + t * t + 2 * t * d);
+    QCOMPARE(lines.size(), 1 + (gated ? t + t * d : 0) + t * t + 2 * t * d); // gated: pi and P.V after it
     // Query [CLS] (0) attending to key [SEP] (5); a value with its token and 0-based dimension.
     const QString attention = QStringLiteral("probabilities,0,5,[CLS],[SEP],%1")
                                   .arg(QString::asprintf("%.9g", double(data.probabilities.at(0, 5))));
