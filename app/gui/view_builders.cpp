@@ -282,7 +282,8 @@ HeadViewData buildHeadView(const InspectionSnapshot& s, int layer, int head)
     v.values = matrix(s.valuesOf(layer, head), s.T, s.dh(), s.tokens, dims, QStringLiteral("token"),
                       QStringLiteral("dimension (0-based)"), QStringLiteral("value V"));
     v.product = matrix(s.contextOf(layer, head), s.T, s.dh(), s.tokens, dims, QStringLiteral("query token"),
-                       QStringLiteral("dimension (0-based)"), QStringLiteral("P.V (before the gate)"));
+                       QStringLiteral("dimension (0-based)"),
+                       s.gates.isEmpty() ? QStringLiteral("P.V") : QStringLiteral("P.V (before the gate)"));
     if (const float* g = s.gatesOf(layer, head)) v.gate = QVector<float>(g, g + s.T);
     v.clippedSoftmax = s.model.clipped;
     v.causal = s.model.isDecoder();
