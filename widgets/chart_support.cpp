@@ -174,4 +174,17 @@ QString displayNumber(double value)
     return QString::number(value, 'g', 4);
 }
 
+QString prefixedCsvRows(const QString& csv, const QString& prefix)
+{
+    QString rows;
+    for (qsizetype start = csv.indexOf(QLatin1Char('\n')) + 1; start > 0 && start < csv.size();) {
+        qsizetype end = csv.indexOf(QLatin1Char('\n'), start);
+        if (end < 0) end = csv.size() - 1;
+        rows += prefix;
+        rows += QStringView(csv).mid(start, end - start + 1);
+        start = end + 1;
+    }
+    return rows;
+}
+
 } // namespace outlierlens::charts

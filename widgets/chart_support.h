@@ -41,6 +41,9 @@ int paintFigureFooter(QPainter& painter, const QRect& area, const QStringList& l
 QColor orderedColor(int index, int count);
 /// One CSV field, quoted when it holds a comma, a quote, a line break or edge spaces.
 QString csvField(const QString& text);
+/// The data rows of `csv` (its header line dropped), each with `prefix` in front: for long-format CSV
+/// that stacks several tables under one header.
+QString prefixedCsvRows(const QString& csv, const QString& prefix);
 /// A number for CSV: the shortest text that reads back exactly; "nan"/"inf" spelled out.
 QString csvNumber(double value);
 /// A number for labels and tool tips: integers without decimals, others with 4 significant digits.

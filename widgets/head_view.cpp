@@ -1,5 +1,6 @@
 #include "head_view.h"
 
+#include "chart_support.h"
 #include "figure_style.h"
 #include "heatmap_view.h"
 
@@ -454,16 +455,9 @@ QString HeadView::figureCsv() const
     QString csv = QStringLiteral("panel,row,col,row_label,col_label,value\n");
     for (int i = 0; i < kPanelCount; ++i) {
         if (!panelShown(i)) continue;
-        const QString prefix = QLatin1String(panelName(i)) + QLatin1Char(',');
-        const QString body = m_panels[i]->figureCsv();
-        // Drop the panel's own header line, prefix every row with the panel name.
-        for (qsizetype start = body.indexOf(QLatin1Char('\n')) + 1; start > 0 && start < body.size();) {
-            qsizetype end = body.indexOf(QLatin1Char('\n'), start);
-            if (end < 0) end = body.size() - 1;
-            csv += prefix;
-            csv += QStringView(body).mid(start, end - start + 1);
-            start = end + 1;
-        }
+        // The panel's rows without its own header, each with the panel's name in front.
+        csv +=
+            charts::prefixedCsvRows(m_panels[i]->figureCsv(), QLatin1String(panelName(i)) + QLatin1Char(','));
     }
     return csv;
 }

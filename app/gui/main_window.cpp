@@ -11,6 +11,7 @@
 #include "inspection_controller.h"
 #include "job_manager.h"
 #include "jobs_page.h"
+#include "layer_page.h"
 #include "mnli_table_model.h"
 #include "model_catalog.h"
 #include "outliers_page.h"
@@ -61,6 +62,7 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
     // Pages.
     m_pages = new QTabWidget;
     m_headView = new HeadPage;
+    m_layerPage = new LayerPage;
     m_overview = new OverviewPage;
     m_outliers = new OutliersPage(m_controller);
     m_imageView = new ImagePage(m_controller);
@@ -70,6 +72,7 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
     m_sweeps = new SweepsPage;
     m_jobs = new JobsPage(jobs);
     m_pages->addTab(m_headView, tr("&Head"));
+    m_pages->addTab(m_layerPage, tr("&Layer"));
     m_pages->addTab(m_overview, tr("O&verview"));
     m_pages->addTab(m_outliers, tr("&Outliers"));
     m_pages->addTab(m_systematic, tr("S&ystematic outliers"));
@@ -158,6 +161,10 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
     connect(m_input, &InputPanel::failed, this, &MainWindow::showError);
     connect(m_imageView, &ImageView::imageDropped, this, [this](const QString& path) {
         request({InputRequest::Kind::Image, {}, {}, path, {}, 0});
+    });
+    connect(m_layerPage, &LayerPage::headActivated, this, [this](int layer, int head) {
+        setSelection(layer, head);
+        m_pages->setCurrentWidget(m_headView);
     });
     connect(m_overview, &OverviewGrid::headActivated, this, [this](int layer, int head) {
         setSelection(layer, head);

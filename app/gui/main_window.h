@@ -28,6 +28,7 @@ class InputPanel;
 class InspectionController;
 class JobManager;
 class JobsPage;
+class LayerPage;
 class OutliersPage;
 class OverviewGrid;
 class SweepsPage;
@@ -48,6 +49,7 @@ public:
     InputPanel* inputPanel() const { return m_input; }
     QTabWidget* pages() const { return m_pages; }
     HeadView* headView() const { return m_headView; }
+    LayerPage* layerPage() const { return m_layerPage; }
     OverviewGrid* overview() const { return m_overview; }
     OutliersPage* outliersPage() const { return m_outliers; }
     ImageView* imageView() const { return m_imageView; }
@@ -111,6 +113,7 @@ private:
     ComparePage* m_compare = nullptr;
     TeachingPage* m_teaching = nullptr;
     SystematicPage* m_systematic = nullptr;
+    LayerPage* m_layerPage = nullptr;
     SweepsPage* m_sweeps = nullptr;
     JobsPage* m_jobs = nullptr;
     QComboBox* m_modelBox = nullptr;

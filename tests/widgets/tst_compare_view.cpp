@@ -143,7 +143,9 @@ void TestCompareView::csvAndProvenance()
     QCOMPARE(lines.size(), 1 + 3 * 7 * 7 + 7); // the probabilities, + the gate column of the gated model
     view.setValuePanelsVisible(true);
     const int perHead = 7 * 7 + 2 * 7 * 4;
-    QCOMPARE(view.figureCsv().split(QLatin1Char('\n'), Qt::SkipEmptyParts).size(), 1 + 3 * perHead + 7);
+    // The gated model: its gate column and P.V after the gate.
+    QCOMPARE(view.figureCsv().split(QLatin1Char('\n'), Qt::SkipEmptyParts).size(),
+             1 + 3 * perHead + 7 + 7 * 4);
     QVERIFY(lines[1].startsWith(QStringLiteral("vanilla,probabilities,0,0,[CLS],[CLS],")));
     QVERIFY(
         lines.contains(QStringLiteral("\"clipped softmax, gamma -0.025\",probabilities,0,1,[CLS],the,0")));

@@ -1,6 +1,8 @@
-// The Systematic outliers page as a user opens it on a demo decoder, offscreen: its Figure 1 panels
-// against plain loops over the backend's own forward pass and the checkpoint's W_down, the click from a
-// channel or a key to the head view, and the statistics file of `outlierlens stats` as its source.
+// The analysis pages as a user opens them on a demo decoder, offscreen. Systematic outliers: its Figure 1
+// panels against plain loops over the backend's own forward pass and the checkpoint's W_down, the click
+// from a channel or a key to the head view, the statistics file of `outlierlens stats` as its source, the
+// outlier rule of the View menu, and BERT and ViT. Layer: every head of the layer, each the Head page's
+// numbers, and a click that opens the head.
 
 #include "analysis/recording_sink.h"
 #include "analysis/statistics_file.h"
@@ -10,6 +12,7 @@
 #include "inspection_controller.h"
 #include "io/safetensors.h"
 #include "job_manager.h"
+#include "layer_page.h"
 #include "main_window.h"
 #include "model/decoder_network.h"
 #include "outlier_dashboard.h"
@@ -41,7 +44,7 @@ const QString kText = QStringLiteral("Summer is warm. Winter is cold.\n");
 
 } // namespace
 
-class TstSystematicPage : public QObject
+class TstPages : public QObject
 {
     Q_OBJECT
 
@@ -71,7 +74,7 @@ private Q_SLOTS:
         qputenv("XDG_CONFIG_HOME", QFile::encodeName(m_home.path()));
         qputenv("OUTLIERLENS_DATA_DIR", OUTLIERLENS_SOURCE_DIR "/sample_data");
         QCoreApplication::setOrganizationName(QStringLiteral("OutlierLensTest"));
-        QCoreApplication::setApplicationName(QStringLiteral("tst_systematic_page"));
+        QCoreApplication::setApplicationName(QStringLiteral("tst_pages"));
         QSettings().clear();
         m_jobs = std::make_unique<JobManager>(QStringLiteral(OUTLIERLENS_BINARY_DIR "/app/outlierlens"),
                                               m_home.path() + QStringLiteral("/jobs"));
@@ -178,6 +181,35 @@ private Q_SLOTS:
         QCOMPARE(v.hiddenPerLayer.series.size(), 4);
         QCOMPARE(v.hiddenPerLayer.series[0].size(), s->L());
         QCOMPARE(v.weightPerLayer.series.size(), 2);
+    }
+
+    /// The Layer page: one row per head of the chosen layer, each with the snapshot's attention of that
+    /// head; clicking the second head opens it on the Head page.
+    void layerPageShowsEveryHead()
+    {
+        const SnapshotPtr s = m_window->controller()->snapshot();
+        QVERIFY(s && s->H() >= 2);
+        LayerPage* page = m_window->layerPage();
+        m_window->pages()->setCurrentWidget(page);
+        m_window->setSelection(1, 0);
+        QCOMPARE(int(page->heads().size()), s->H());
+        for (int h = 0; h < s->H(); ++h) {
+            const MatrixData& p = page->view(h)->panel(HeadView::ProbabilitiesPanel)->data();
+            QCOMPARE(page->heads()[h].head, h);
+            QCOMPARE(p.rows, s->T);
+            for (int i = 0; i < s->T * s->T; i += 7)
+                QCOMPARE(p.values[i], s->probsOf(1, h)[i]);
+        }
+        HeatmapView* second = page->view(1)->panel(HeadView::ProbabilitiesPanel);
+        page->view(1)->fitToWindow();
+        QTRY_VERIFY(second->isVisible() && second->viewport()->rect().contains(second->cellArea().topLeft()));
+        const QRect area = second->cellArea();
+        QTest::mouseClick(
+            second->viewport(), Qt::LeftButton, {},
+            QPoint(int(area.left() + second->cellWidth() / 2), int(area.top() + second->cellHeight() / 2)));
+        QCOMPARE(m_window->pages()->currentWidget(), static_cast<QWidget*>(m_window->headView()));
+        QCOMPARE(m_window->headBox()->value(), 2);
+        QCOMPARE(m_window->layerBox()->value(), 2);
     }
 
     /// A channel of h leads to the head of the next layer that reads it; a key to the head view with
@@ -371,5 +403,5 @@ private Q_SLOTS:
     void cleanupTestCase() { m_window.reset(); }
 };
 
-QTEST_MAIN(TstSystematicPage)
-#include "tst_systematic_page.moc"
+QTEST_MAIN(TstPages)
+#include "tst_pages.moc"
