@@ -187,4 +187,25 @@ QString prefixedCsvRows(const QString& csv, const QString& prefix)
     return rows;
 }
 
+QString provenanceLine(const Provenance& p)
+{
+    QStringList origin;
+    if (!p.model.isEmpty()) origin << QStringLiteral("model: %1").arg(p.model);
+    if (!p.checkpointSha256.isEmpty())
+        origin << QStringLiteral("sha256: %1").arg(p.checkpointSha256.left(12));
+    if (!p.input.isEmpty()) origin << QStringLiteral("input: %1").arg(p.input);
+    return origin.join(QStringLiteral("  \u00b7  "));
+}
+
+QRectF paintFigureFrame(QPainter& painter, const QRect& area, const QString& title, const QString& subtitle,
+                        const QStringList& footer)
+{
+    painter.setRenderHint(QPainter::Antialiasing);
+    painter.setRenderHint(QPainter::TextAntialiasing);
+    painter.fillRect(area, Qt::white);
+    const int top = paintFigureHeader(painter, area, title, subtitle);
+    const int bottom = paintFigureFooter(painter, area, footer);
+    return QRectF(area.left(), area.top() + top, area.width(), area.height() - top - bottom);
+}
+
 } // namespace outlierlens::charts

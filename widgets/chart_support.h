@@ -2,6 +2,8 @@
 // GUI thread (QtCharts objects). Helpers shared by the chart views (OutlierDashboard, TrainingCharts,
 // SweepView): one chart style for the window and for exports, fresh-chart rendering and CSV text.
 
+#include "view_data.h"
+
 #include <QColor>
 #include <QPainter>
 #include <QRectF>
@@ -34,6 +36,13 @@ void setNiceRange(QValueAxis* axis, double min, double max);
 void renderChart(std::unique_ptr<QChart> chart, QPainter& painter, const QRectF& target);
 /// Draws a figure's title and an optional second line at the top of `area`; returns the height used.
 int paintFigureHeader(QPainter& painter, const QRect& area, const QString& title, const QString& subtitle);
+/// The frame of a chart figure in `area`: antialiasing on, a white background, the title with its
+/// subtitle on top and the footer lines at the bottom (paintFigureHeader/Footer). Returns the rectangle
+/// left for the charts. The caller saves and restores the painter.
+QRectF paintFigureFrame(QPainter& painter, const QRect& area, const QString& title, const QString& subtitle,
+                        const QStringList& footer);
+/// "model: … · sha256: <12 hex> · input: …" of what is known, for a figure's footer; empty if nothing.
+QString provenanceLine(const Provenance& provenance);
 /// Draws small grey text lines at the bottom of `area`; returns the height used.
 int paintFigureFooter(QPainter& painter, const QRect& area, const QStringList& lines);
 /// The colour of item `index` of `count` ordered items (layers, sweep values): viridis without

@@ -502,25 +502,15 @@ QSize OutlierDashboard::preferredFigureSize() const
 void OutlierDashboard::paintFigure(QPainter& painter, const QRect& area) const
 {
     painter.save();
-    painter.setRenderHint(QPainter::Antialiasing);
-    painter.setRenderHint(QPainter::TextAntialiasing);
-    painter.fillRect(area, Qt::white);
     QStringList subtitle;
     if (!m_data.sourceDescription.isEmpty()) subtitle << m_data.sourceDescription;
     if (!m_data.criterion.isEmpty()) subtitle << tr("outlier: %1").arg(m_data.criterion);
-    const int top =
-        charts::paintFigureHeader(painter, area, titleText(), subtitle.join(QStringLiteral("  \u00b7  ")));
     QStringList footer;
-    const Provenance& p = m_data.provenance;
-    QStringList origin;
-    if (!p.model.isEmpty()) origin << tr("model: %1").arg(p.model);
-    if (!p.checkpointSha256.isEmpty()) origin << tr("sha256: %1").arg(p.checkpointSha256.left(12));
-    if (!p.input.isEmpty()) origin << tr("input: %1").arg(p.input);
-    if (!origin.isEmpty()) footer << origin.join(QStringLiteral("  \u00b7  "));
+    const QString origin = charts::provenanceLine(m_data.provenance);
+    if (!origin.isEmpty()) footer << origin;
     footer << Provenance::indexingNote();
-    const int bottom = charts::paintFigureFooter(painter, area, footer);
-
-    const QRectF body(area.left(), area.top() + top, area.width(), area.height() - top - bottom);
+    const QRectF body = charts::paintFigureFrame(painter, area, titleText(),
+                                                 subtitle.join(QStringLiteral("  \u00b7  ")), footer);
     const double upper = body.height() * 0.5;
     const double left = body.width() * 0.42;
     DashboardCharts fresh;

@@ -422,16 +422,12 @@ QSize SweepView::preferredFigureSize() const
 void SweepView::paintFigure(QPainter& painter, const QRect& area) const
 {
     painter.save();
-    painter.setRenderHint(QPainter::Antialiasing);
-    painter.setRenderHint(QPainter::TextAntialiasing);
-    painter.fillRect(area, Qt::white);
     const QString title =
         m_xKey.isEmpty() ? tr("Sweep") : tr("Sweep over %1").arg(m_gridKeys.join(QStringLiteral(", ")));
     const QString subtitle = tr("%1 points").arg(m_points.size()) +
                              (m_source.isEmpty() ? QString() : QStringLiteral("  \u00b7  ") + m_source);
-    const int top = charts::paintFigureHeader(painter, area, title, subtitle);
-    const int bottom = charts::paintFigureFooter(painter, area, {Provenance::indexingNote()});
-    const QRectF body(area.left(), area.top() + top, area.width(), area.height() - top - bottom);
+    const QRectF body =
+        charts::paintFigureFrame(painter, area, title, subtitle, {Provenance::indexingNote()});
     SweepChartSet fresh;
     fresh.fill(m_points, m_gridKeys, m_xKey, m_logInfNorm);
     const double half = body.width() / 2;

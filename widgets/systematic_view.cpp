@@ -533,29 +533,20 @@ QSize SystematicView::preferredFigureSize() const
 
 QStringList SystematicView::footerLines() const
 {
-    const Provenance& p = m_data.provenance;
-    QStringList origin;
-    if (!p.model.isEmpty()) origin << tr("model: %1").arg(p.model);
-    if (!p.checkpointSha256.isEmpty()) origin << tr("sha256: %1").arg(p.checkpointSha256.left(12));
-    if (!p.input.isEmpty()) origin << tr("input: %1").arg(p.input);
     QStringList lines{consistencyCaption(m_data), Provenance::indexingNote()};
-    if (!origin.isEmpty()) lines.prepend(origin.join(QStringLiteral("  \u00b7  ")));
+    const QString origin = charts::provenanceLine(m_data.provenance);
+    if (!origin.isEmpty()) lines.prepend(origin);
     return lines;
 }
 
 void SystematicView::paintFigure(QPainter& painter, const QRect& area) const
 {
     painter.save();
-    painter.setRenderHint(QPainter::Antialiasing);
-    painter.setRenderHint(QPainter::TextAntialiasing);
-    painter.fillRect(area, Qt::white);
     QStringList subtitle;
     if (!m_data.sourceDescription.isEmpty()) subtitle << m_data.sourceDescription;
     if (!m_data.rule.isEmpty()) subtitle << tr("rule: %1").arg(m_data.rule);
-    const int top =
-        charts::paintFigureHeader(painter, area, titleText(), subtitle.join(QStringLiteral("  \u00b7  ")));
-    const int bottom = charts::paintFigureFooter(painter, area, footerLines());
-    const QRectF body(area.left(), area.top() + top, area.width(), area.height() - top - bottom);
+    const QRectF body = charts::paintFigureFrame(painter, area, titleText(),
+                                                 subtitle.join(QStringLiteral("  \u00b7  ")), footerLines());
     // Figure 1 on top (one line when there is none), then the per-layer charts, then tokens and heads.
     const double figure1 =
         noFigure1(m_data) ? std::min(70.0, body.height() * 0.1) : std::round(body.height() * 0.46);

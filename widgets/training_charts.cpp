@@ -282,18 +282,14 @@ QSize TrainingCharts::preferredFigureSize() const
 void TrainingCharts::paintFigure(QPainter& painter, const QRect& area) const
 {
     painter.save();
-    painter.setRenderHint(QPainter::Antialiasing);
-    painter.setRenderHint(QPainter::TextAntialiasing);
-    painter.fillRect(area, Qt::white);
     const QString title =
         m_curves.name.isEmpty() ? tr("Training run") : tr("Training run %1").arg(m_curves.name);
     QString subtitle;
     if (!m_curves.steps.isEmpty())
         subtitle = tr("%1 steps").arg(charts::displayNumber(m_curves.steps.back()));
     if (!m_curves.evalSteps.isEmpty()) subtitle += tr(", %1 evaluations").arg(m_curves.evalSteps.size());
-    const int top = charts::paintFigureHeader(painter, area, title, subtitle);
-    const int bottom = charts::paintFigureFooter(painter, area, {Provenance::indexingNote()});
-    const QRectF body(area.left(), area.top() + top, area.width(), area.height() - top - bottom);
+    const QRectF body =
+        charts::paintFigureFrame(painter, area, title, subtitle, {Provenance::indexingNote()});
     const double upper = body.height() * 0.5;
     const double half = body.width() / 2;
     TrainingChartSet fresh;

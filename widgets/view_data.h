@@ -117,9 +117,11 @@ struct LayerSeriesData
 /// One head's row of An et al.'s Table 1 for the chosen layer.
 struct SystematicHeadRow
 {
-    double outlierKeyShare = 0; ///< share of the head's received attention on the head-mean outlier keys (Fig 6c)
-    qint64 outlierKeys = 0;     ///< keys over the rule by this head's own attention
-    double consistency = 0;     ///< heavy tokens of h that are this head's outlier keys / heavy tokens; NaN: none
+    /// Share of the head's received attention on the head-mean outlier keys (Fig 6c).
+    double outlierKeyShare = 0;
+    qint64 outlierKeys = 0; ///< keys over the rule by this head's own attention
+    /// Heavy tokens of h that are this head's outlier keys / heavy tokens; NaN when there is none.
+    double consistency = 0;
 };
 
 /// An et al. 2025's systematic outliers for one layer (their Figures 1, 3-6 and Table 1). The Figure 1
@@ -149,8 +151,8 @@ struct SystematicViewData
     LayerSeriesData attentionPerLayer; ///< top 1-2 and median received head-mean attention
 
     // Which tokens (Figs 3b, 6b), layer `layer`: labels are the four categories.
-    BarData heavyByCategory;      ///< heavy tokens of h
-    BarData downHeavyByCategory;  ///< heavy tokens of x_down
+    BarData heavyByCategory;       ///< heavy tokens of h
+    BarData downHeavyByCategory;   ///< heavy tokens of x_down
     BarData outlierKeysByCategory; ///< head-mean outlier keys
     BarData tokensByCategory;      ///< every token position seen, for scale
 

@@ -3,6 +3,7 @@
 // hidden dimension and land on its head, start and cancel a real training job, export a view and
 // read it back, and survive a bad checkpoint.
 
+#include "../common/gui_test_home.h"
 #include "../common/tensor_compare.h"
 
 #include "analysis/recording_sink.h"
@@ -142,15 +143,7 @@ private:
 private Q_SLOTS:
     void initTestCase()
     {
-        QStandardPaths::setTestModeEnabled(true);
-        qputenv("XDG_DATA_HOME", QFile::encodeName(m_home.path()));
-        qputenv("XDG_CONFIG_HOME", QFile::encodeName(m_home.path()));
-        qputenv("OUTLIERLENS_DATA_DIR", OUTLIERLENS_SOURCE_DIR "/sample_data");
-        QCoreApplication::setOrganizationName(QStringLiteral("OutlierLensTest"));
-        QCoreApplication::setApplicationName(QStringLiteral("tst_gui"));
-        QSettings().clear(); // test mode keeps settings under ~/.qttest: start from none
-        m_jobs = std::make_unique<JobManager>(QStringLiteral(OUTLIERLENS_BINARY_DIR "/app/outlierlens"),
-                                              m_home.path() + QStringLiteral("/jobs"));
+        m_jobs = test::startGuiTest(m_home.path(), QStringLiteral("tst_gui"));
         m_window = std::make_unique<MainWindow>(kModel, kPairs, kImages, m_jobs.get());
         m_window->resize(1300, 850);
         m_window->show();

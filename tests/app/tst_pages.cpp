@@ -4,6 +4,7 @@
 // outlier rule of the View menu, and BERT and ViT. Layer: every head of the layer, each the Head page's
 // numbers, and a click that opens the head.
 
+#include "../common/gui_test_home.h"
 #include "analysis/recording_sink.h"
 #include "analysis/statistics_file.h"
 #include "head_view.h"
@@ -69,15 +70,7 @@ private:
 private Q_SLOTS:
     void initTestCase()
     {
-        QStandardPaths::setTestModeEnabled(true);
-        qputenv("XDG_DATA_HOME", QFile::encodeName(m_home.path()));
-        qputenv("XDG_CONFIG_HOME", QFile::encodeName(m_home.path()));
-        qputenv("OUTLIERLENS_DATA_DIR", OUTLIERLENS_SOURCE_DIR "/sample_data");
-        QCoreApplication::setOrganizationName(QStringLiteral("OutlierLensTest"));
-        QCoreApplication::setApplicationName(QStringLiteral("tst_pages"));
-        QSettings().clear();
-        m_jobs = std::make_unique<JobManager>(QStringLiteral(OUTLIERLENS_BINARY_DIR "/app/outlierlens"),
-                                              m_home.path() + QStringLiteral("/jobs"));
+        m_jobs = test::startGuiTest(m_home.path(), QStringLiteral("tst_pages"));
         m_window = std::make_unique<MainWindow>(kModel, QString(), QString(), m_jobs.get());
         m_window->resize(1280, 800);
         m_window->show();
