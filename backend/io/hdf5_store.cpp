@@ -14,6 +14,13 @@ static_assert(sizeof(hid_t) == sizeof(std::int64_t), "hid_t is stored as int64")
 namespace outlierlens {
 namespace {
 
+/// Serialises all use of the HDF5 library in this process (it is not thread-safe).
+std::recursive_mutex& hdf5Mutex()
+{
+    static std::recursive_mutex mutex;
+    return mutex;
+}
+
 /// Owns one HDF5 identifier and closes it with the matching function.
 class Handle
 {
@@ -141,7 +148,8 @@ std::vector<std::string> readStringData(hid_t object, hid_t space, bool isAttrib
 
 // ---------------------------------------------------------------------------------------------
 Hdf5Writer::Hdf5Writer(const std::string& path)
-    : m_file(std::make_unique<AtomicFile>(path))
+    : m_lock(hdf5Mutex())
+    , m_file(std::make_unique<AtomicFile>(path))
 {
     silenceHdf5Errors();
     m_handle = H5Fcreate(m_file->tempPath().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
@@ -312,7 +320,8 @@ void Hdf5Writer::commit()
 
 // ---------------------------------------------------------------------------------------------
 Hdf5Reader::Hdf5Reader(const std::string& path)
-    : m_path(path)
+    : m_lock(hdf5Mutex())
+    , m_path(path)
 {
     silenceHdf5Errors();
     if (!std::filesystem::exists(path)) throw Error(path + ": no such file");

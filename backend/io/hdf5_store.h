@@ -1,11 +1,13 @@
 #pragma once
-// One object per file, used from one thread at a time. The HDF5 library on Debian is built
-// without thread safety: do not use two objects from two threads at once.
+// One object per file, used from one thread at a time. The HDF5 library on Debian is built without
+// thread safety, so every reader and writer holds one process-wide lock from construction to
+// destruction: objects on other threads wait for it (a thread may hold several at once).
 
 #include <torch/types.h>
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -49,6 +51,7 @@ private:
     std::int64_t openObject(const std::string& object);
     void ensureParentGroups(const std::string& path);
 
+    std::unique_lock<std::recursive_mutex> m_lock; ///< first: taken before the file opens, freed last
     std::unique_ptr<AtomicFile> m_file;
     std::int64_t m_handle = -1;
 };
@@ -78,6 +81,7 @@ public:
     const std::string& path() const { return m_path; }
 
 private:
+    std::unique_lock<std::recursive_mutex> m_lock; ///< first: taken before the file opens, freed last
     std::string m_path;
     std::uint64_t m_fileSize = 0;
     std::int64_t m_handle = -1;
