@@ -11,6 +11,7 @@
 #include <QJsonObject>
 #include <QLabel>
 #include <QVBoxLayout>
+#include <QtConcurrent>
 
 #include <algorithm>
 #include <limits>
@@ -29,10 +30,10 @@ bool isDecoderFolder(const QString& dir)
 
 } // namespace
 
-QVector<VariantRun> finishedDecoderRuns(const JobManager& jobs)
+QVector<VariantRun> finishedDecoderRuns(const QList<JobInfo>& jobs)
 {
     QVector<VariantRun> runs;
-    for (const JobInfo& j : jobs.jobs())
+    for (const JobInfo& j : jobs)
         if (j.kind == QLatin1String("train") && j.state == QLatin1String("finished") &&
             isDecoderFolder(j.output))
             runs << VariantRun{j.title, j.output, j.folder + QStringLiteral("/systematic-stats.h5")};
@@ -78,7 +79,16 @@ VariantComparisonDialog::VariantComparisonDialog(JobManager* jobs, QString data,
     layout->addWidget(m_status);
     layout->addWidget(buttons);
     resize(900, 600);
+    m_watcher = new QFutureWatcher<std::shared_ptr<Scan>>(this);
+    connect(m_watcher, &QFutureWatcherBase::finished, this, [this] {
+        showScan(*m_watcher->result());
+        if (m_reloadAgain) {
+            m_reloadAgain = false;
+            reload();
+        }
+    });
     connect(m_jobs, &JobManager::jobFinished, this, &VariantComparisonDialog::reload);
+    m_status->setText(tr("Reading the runs' statistics…"));
     reload();
 }
 
@@ -87,51 +97,80 @@ QString VariantComparisonDialog::status() const
     return m_status->text();
 }
 
+/// What a reload found on disk (read on a pool thread): the runs, and the statistics files that exist.
+struct VariantComparisonDialog::Scan
+{
+    QVector<VariantRun> runs;
+    QVector<QPair<QString, StatisticsFile>> shown;
+    QStringList missing;    ///< statistics paths not written yet
+    QStringList unreadable; ///< "run (why)"
+};
+
+bool VariantComparisonDialog::busy() const
+{
+    return m_watcher->isRunning();
+}
+
 void VariantComparisonDialog::reload()
 {
-    QVector<QPair<QString, StatisticsFile>> shown;
-    QStringList waiting, failed;
-    const QVector<VariantRun> runs = finishedDecoderRuns(*m_jobs);
-    for (const VariantRun& run : runs) {
-        if (!QFileInfo::exists(run.stats)) {
-            const QList<JobInfo> jobs = m_jobs->jobs();
-            const bool pending = std::any_of(jobs.begin(), jobs.end(), [&](const JobInfo& j) {
-                return j.kind == QLatin1String("stats") && j.output == run.stats &&
-                       (j.state == QLatin1String("queued") || j.state == QLatin1String("running"));
-            });
-            const auto failedJob = std::find_if(jobs.rbegin(), jobs.rend(), [&](const JobInfo& j) {
-                return j.kind == QLatin1String("stats") && j.output == run.stats &&
-                       j.state == QLatin1String("failed");
-            });
-            if (!pending && m_queued.contains(run.stats) && failedJob != jobs.rend()) {
-                failed << QStringLiteral("%1 (statistics failed: %2)").arg(run.name, failedJob->message);
+    if (m_watcher->isRunning()) {
+        m_reloadAgain = true;
+        return;
+    }
+    m_watcher->setFuture(QtConcurrent::run([jobs = m_jobs->jobs()] {
+        auto scan = std::make_shared<Scan>();
+        scan->runs = finishedDecoderRuns(jobs);
+        for (const VariantRun& run : scan->runs) {
+            if (!QFileInfo::exists(run.stats)) {
+                scan->missing << run.stats;
                 continue;
             }
-            if (!pending && !m_queued.contains(run.stats)) {
-                m_jobs->queueStatistics(
-                    tr("statistics of %1 for the variant comparison").arg(run.name),
-                    {QStringLiteral("--model"), run.model, QStringLiteral("--data"), m_data}, run.stats);
-                m_queued << run.stats;
+            try {
+                scan->shown.append({run.name, readStatisticsFile(run.stats.toStdString())});
+            } catch (const std::exception& e) {
+                scan->unreadable << QStringLiteral("%1 (%2)").arg(run.name, QString::fromUtf8(e.what()));
             }
-            waiting << run.name;
+        }
+        return scan;
+    }));
+}
+
+void VariantComparisonDialog::showScan(const Scan& scan)
+{
+    QStringList waiting, failed = scan.unreadable;
+    const QList<JobInfo> jobs = m_jobs->jobs();
+    for (const VariantRun& run : scan.runs) {
+        if (!scan.missing.contains(run.stats)) continue;
+        const bool pending = std::any_of(jobs.begin(), jobs.end(), [&](const JobInfo& j) {
+            return j.kind == QLatin1String("stats") && j.output == run.stats &&
+                   (j.state == QLatin1String("queued") || j.state == QLatin1String("running"));
+        });
+        const auto failedJob = std::find_if(jobs.rbegin(), jobs.rend(), [&](const JobInfo& j) {
+            return j.kind == QLatin1String("stats") && j.output == run.stats &&
+                   j.state == QLatin1String("failed");
+        });
+        if (!pending && m_queued.contains(run.stats) && failedJob != jobs.rend()) {
+            failed << QStringLiteral("%1 (statistics failed: %2)").arg(run.name, failedJob->message);
             continue;
         }
-        try {
-            shown.append({run.name, readStatisticsFile(run.stats.toStdString())});
-        } catch (const std::exception& e) {
-            failed << QStringLiteral("%1 (%2)").arg(run.name, QString::fromUtf8(e.what()));
+        if (!pending && !m_queued.contains(run.stats)) {
+            m_jobs->queueStatistics(tr("statistics of %1 for the variant comparison").arg(run.name),
+                                    {QStringLiteral("--model"), run.model, QStringLiteral("--data"), m_data},
+                                    run.stats);
+            m_queued << run.stats;
         }
+        waiting << run.name;
     }
-    m_chart->setData(buildVariantComparison(shown));
+    m_chart->setData(buildVariantComparison(scan.shown));
     QStringList lines;
-    if (runs.isEmpty())
+    if (scan.runs.isEmpty())
         lines << tr("No finished decoder training run yet: train the decoder task with several attention "
                     "variants (Attention: softmax, fixed-bias, …), then compare them here.");
     if (!waiting.isEmpty())
         lines << tr("Waiting for the statistics of %1 (queued on the Jobs page over %2).")
                      .arg(waiting.join(QStringLiteral(", ")), m_data);
     if (!failed.isEmpty()) lines << tr("Could not read: %1.").arg(failed.join(QStringLiteral("; ")));
-    if (!shown.isEmpty())
+    if (!scan.shown.isEmpty())
         lines << tr("Means over the text chunks of each run's statistics file (<run>/systematic-stats.h5); "
                     "the largest |h| of a layer is An et al.'s top-1 massive activation.");
     m_status->setText(lines.join(QLatin1Char('\n')));
