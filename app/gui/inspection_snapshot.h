@@ -59,10 +59,6 @@ struct OutlierRuleChoice
     {
         return tauRule ? QStringLiteral("%1 × mean|X|").arg(tau) : QStringLiteral("%1σ").arg(k);
     }
-    bool operator==(const OutlierRuleChoice& o) const
-    {
-        return tauRule == o.tauRule && k == o.k && tau == o.tau;
-    }
 };
 
 /// Outliers of one [T x d] tensor of one layer and input, computed by the inspection worker with
@@ -76,10 +72,10 @@ struct TensorOutliers
     double kurtosis = 0;       ///< Pearson kurtosis (not excess: a Gaussian gives about 3)
 };
 
-/// Decoders: An et al.'s systematic outliers of this input by their code's rules (heavy token: max |h| of
+/// An et al.'s systematic outliers of this input by their code's rules (heavy token: max |h| of
 /// the token > tau * mean |h|; outlier key: head-mean received attention >= fraction * T), computed by
 /// analysis/systematic_statistics with this input as its one sample, and what their Figure 1 draws of
-/// x_down and W_down. Empty (no layers) for other families.
+/// x_down and W_down (every family).
 struct SystematicSnapshot
 {
     SystematicData stats;                  ///< this input as one sample, every layer
@@ -131,7 +127,7 @@ struct InspectionSnapshot
     /// so that switching layer or tensor in a view needs no worker. Empty for a tensor not captured.
     QVector<QVector<TensorOutliers>> outliers;
 
-    SystematicSnapshot systematic; ///< decoders only
+    SystematicSnapshot systematic;
 
     QString precision = QStringLiteral("fp32"); ///< what the forward pass computed in: "fp32" or "bf16"
     QString precisionNotice; ///< fast mode asked for but not possible here: the one sentence why

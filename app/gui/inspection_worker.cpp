@@ -197,14 +197,6 @@ void fillActivations(InspectionSnapshot& s, const RecordingSink& sink)
     fillOutliers(s, sink);
 }
 
-std::vector<TokenCategory> wordPieceCategories(const std::vector<std::string>& tokens)
-{
-    std::vector<TokenCategory> categories;
-    for (std::size_t t = 0; t < tokens.size(); ++t)
-        categories.push_back(wordPieceCategory(tokens[t], std::int64_t(t)));
-    return categories;
-}
-
 /// What every family reports alike: its attention variant, geometry and checkpoint hash.
 void describeAttention(ModelInfo& info, const AttentionVariant& variant, int layers, int heads, int hidden,
                        int headDim, const std::string& sha256)
@@ -370,12 +362,11 @@ void InspectionWorker::inspectDecoderText(quint64 generation, const QString& tex
         s->tokens << QString::fromStdString(t);
     s->T = s->tokens.size();
     fillActivations(*s, r.activations);
-    std::vector<TokenCategory> categories;
-    for (std::size_t t = 0; t < r.encoding.inputIds.size(); ++t)
-        categories.push_back(
-            tokenCategory(m_model->decoderTokenizer->displayToken(r.encoding.inputIds[t]), std::int64_t(t)));
+    std::vector<std::string> decoded; // as `stats` categorises a decoder's tokens
+    for (std::int64_t id : r.encoding.inputIds)
+        decoded.push_back(m_model->decoderTokenizer->displayToken(id));
     fillSystematic(*s, r.activations, m_model->decoder->module(),
-                   m_model->decoder->config().arch == DecoderArch::Gpt2, categories,
+                   m_model->decoder->config().arch == DecoderArch::Gpt2, tokenCategories(decoded),
                    m_model->systematicWeights);
     s->outputNotice = QString::fromStdString(r.outputNotice);
     for (const auto& [id, p] : r.nextTokens)
@@ -406,11 +397,8 @@ void InspectionWorker::inspectImage(quint64 generation, const QString& path, con
                           QImage::Format_RGB888)
                        .copy();
         fillActivations(*s, r.activations);
-        std::vector<TokenCategory> categories; // [CLS] initial, the patches other
-        for (int t = 0; t < s->T; ++t)
-            categories.push_back(tokenCategory(s->tokens[t].toStdString(), t));
-        fillSystematic(*s, r.activations, *m_model->vit->module(), false, categories,
-                       m_model->systematicWeights);
+        fillSystematic(*s, r.activations, *m_model->vit->module(), false,
+                       tokenCategories(vitTokenLabels(m_model->vit->config())), m_model->systematicWeights);
         s->probabilities = QVector<double>(r.probabilities.begin(), r.probabilities.end());
         s->outputNotice = QString::fromStdString(r.outputNotice);
         for (int k : r.top)

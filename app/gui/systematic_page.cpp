@@ -85,7 +85,8 @@ void SystematicPage::rebuild()
                          .arg(m_controller->model().name);
         if (!stats->systematic)
             notes << tr("This file has no systematic-outlier numbers: `outlierlens stats` writes them for "
-                        "BERT and ViT only with --systematic, which Compute over a data set… passes.");
+                        "decoders always and for other models only with --systematic, which Compute over a "
+                        "data set… passes.");
         else if (!stats->systematic->layerData(m_layer))
             notes << tr("Layer %1 was not analysed in this file; pick another layer.").arg(m_layer + 1);
         notes << tr("Figure 1 shows the current input only.");

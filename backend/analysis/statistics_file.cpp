@@ -139,7 +139,7 @@ SystematicActivationData readSystematicActivation(const FileReader& file, const 
     return a;
 }
 
-/// Group `systematic` (decoders): one entry per `layer{l}` member, in ascending layer order.
+/// Group `systematic`: one entry per `layer{l}` member, in ascending layer order.
 SystematicData readSystematic(const FileReader& file, const StatisticsFile& f)
 {
     const Hdf5Reader& r = file.hdf5();

@@ -97,7 +97,8 @@ struct StatisticsFile
     std::vector<std::string> delimiters;
     std::vector<LayerStatisticsData> layers; ///< ascending layer order
     StatisticsSummaryData summary;
-    std::optional<SystematicData> systematic; ///< group `systematic` (decoders), if the file has it
+    /// Group `systematic`, if the file has it (decoders always; BERT and ViT with `stats --systematic`).
+    std::optional<SystematicData> systematic;
 };
 
 /// Loads a file written by DatasetStatistics::write(). Floating values come back with float32

@@ -347,9 +347,7 @@ StatsRunResult runText(const StatsRunOptions& o, const std::atomic<bool>& cancel
                 rows.push_back(&e);
                 lengths.push_back(std::int64_t(e.inputIds.size()));
                 tokens.push_back(&e.tokens);
-                categories.emplace_back();
-                for (std::size_t t = 0; t < e.tokens.size(); ++t)
-                    categories.back().push_back(wordPieceCategory(e.tokens[t], std::int64_t(t)));
+                if (o.systematic) categories.push_back(wordPieceCategories(e.tokens));
             }
             const PaddedBertBatch input = padBertBatch(rows, tokenizer.padId());
             StreamingStatisticsSink& sink = sinks[std::size_t(w)];
@@ -428,9 +426,7 @@ StatsRunResult runImages(const StatsRunOptions& o, const std::atomic<bool>& canc
     StreamingStatisticsSink sink(stats, captures);
     SystematicStatistics systematic(systematicOptionsFor(so));
     if (o.systematic) sink.addSystematic(systematic);
-    std::vector<TokenCategory> patchCategories; // [CLS] initial, the patches other (tokenCategory)
-    for (const std::string& label : vitTokenLabels(c))
-        patchCategories.push_back(tokenCategory(label, std::int64_t(patchCategories.size())));
+    const std::vector<TokenCategory> patchCategories = tokenCategories(vitTokenLabels(c)); // [CLS], patches
 
     StatsRunResult result;
     std::int64_t top1 = 0, top5 = 0, labelled = 0, done = 0;

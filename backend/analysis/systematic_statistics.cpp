@@ -184,6 +184,22 @@ TokenCategory wordPieceCategory(const std::string& token, std::int64_t position)
     return tokenCategory(token.rfind("##", 0) == 0 ? token.substr(2) : token, position);
 }
 
+std::vector<TokenCategory> tokenCategories(const std::vector<std::string>& decoded)
+{
+    std::vector<TokenCategory> categories;
+    for (std::size_t t = 0; t < decoded.size(); ++t)
+        categories.push_back(tokenCategory(decoded[t], std::int64_t(t)));
+    return categories;
+}
+
+std::vector<TokenCategory> wordPieceCategories(const std::vector<std::string>& tokens)
+{
+    std::vector<TokenCategory> categories;
+    for (std::size_t t = 0; t < tokens.size(); ++t)
+        categories.push_back(wordPieceCategory(tokens[t], std::int64_t(t)));
+    return categories;
+}
+
 SystematicStatistics::SystematicStatistics(SystematicOptions options)
     : m_options(std::move(options))
 {

@@ -1,6 +1,6 @@
 #pragma once
-// SystematicStatistics: An et al. 2025's systematic outliers of a decoder over a text data set (their
-// code's rules; docs/metrics.md, "Systematic outliers"). One object per thread, not synchronised.
+// SystematicStatistics: An et al. 2025's systematic outliers of a model over a data set (their code's
+// rules; docs/metrics.md, "Systematic outliers"). One object per thread, not synchronised.
 
 #include "analysis/systematic_data.h"
 
@@ -34,6 +34,10 @@ TokenCategory tokenCategory(const std::string& decoded, std::int64_t position);
 /// which have none; Bondarenko et al. find BERT's no-op heads on [SEP], "." and ","). ViT's labels
 /// ("[CLS]", "patch r,c") need no mapping: tokenCategory() makes [CLS] initial and the patches other.
 TokenCategory wordPieceCategory(const std::string& token, std::int64_t position);
+/// The categories of a sequence, position by position: tokenCategory() of decoded texts (decoders) or
+/// labels (ViT), and wordPieceCategory() of WordPiece tokens (BERT).
+std::vector<TokenCategory> tokenCategories(const std::vector<std::string>& decoded);
+std::vector<TokenCategory> wordPieceCategories(const std::vector<std::string>& tokens);
 
 struct SystematicOptions
 {
