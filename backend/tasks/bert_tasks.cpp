@@ -126,7 +126,11 @@ public:
     {
         const torch::Tensor ids =
             m_train->sequences(batchIndices(m_trainCount, m_config.batchSize, step, m_config.seed));
-        return lossOf(maskForMlm(ids, m_tokenizer, m_config.maskProbability, gen));
+        const MlmBatch b = maskForMlm(ids, m_tokenizer, m_config.maskProbability, gen);
+        if (m_shard.whole()) return lossOf(b);
+        const MlmBatch shard = {shardRows(b.inputIds, m_shard), shardRows(b.tokenTypeIds, m_shard),
+                                shardRows(b.attentionMask, m_shard), shardRows(b.labels, m_shard)};
+        return lossOf(shard, nullptr, scoredCount(b.labels));
     }
 
     std::pair<std::string, double> evaluate(ActivationSink* sink = nullptr) override
@@ -185,7 +189,9 @@ private:
 
     /// The vocabulary projection runs only on the ~15% predicted positions: with a 30,522-token
     /// vocabulary it would otherwise cost more than the whole encoder of a small model.
-    torch::Tensor lossOf(const MlmBatch& b, ActivationSink* sink = nullptr)
+    /// The mean loss of `b`, or with `batchScored` > 0 its share of a batch with that many
+    /// predicted positions (a distributed run's shard).
+    torch::Tensor lossOf(const MlmBatch& b, ActivationSink* sink = nullptr, std::int64_t batchScored = 0)
     {
         BertForMaskedLM mlm = m_net->maskedLm();
         const torch::Tensor hidden =
@@ -194,6 +200,7 @@ private:
         const torch::Tensor picked = (labels != -100).nonzero().squeeze(1);
         const torch::Tensor states = hidden.reshape({-1, hidden.size(-1)}).index_select(0, picked);
         const torch::Tensor logits = mlm->predictions->forward(states, mlm->decoderWeight());
+        if (batchScored > 0) return crossEntropyShare(logits, labels.index_select(0, picked), batchScored);
         return maskedCrossEntropy(logits, labels.index_select(0, picked));
     }
 
@@ -258,8 +265,15 @@ public:
     {
         const NliDataset::Batch b =
             m_data->trainBatch(batchIndices(m_data->trainSize(), m_config.batchSize, step, m_config.seed));
-        return maskedCrossEntropy(m_net->forward(b.inputIds, b.tokenTypeIds, b.attentionMask).logits,
-                                  b.labels);
+        if (m_shard.whole())
+            return maskedCrossEntropy(m_net->forward(b.inputIds, b.tokenTypeIds, b.attentionMask).logits,
+                                      b.labels);
+        const torch::Tensor logits =
+            m_net
+                ->forward(shardRows(b.inputIds, m_shard), shardRows(b.tokenTypeIds, m_shard),
+                          shardRows(b.attentionMask, m_shard))
+                .logits;
+        return crossEntropyShare(logits, shardRows(b.labels, m_shard), scoredCount(b.labels));
     }
 
     std::pair<std::string, double> evaluate(ActivationSink* sink = nullptr) override
@@ -344,7 +358,14 @@ public:
 
     torch::Tensor trainLoss(std::int64_t, at::Generator& gen) override
     {
-        return lossOf(syntheticBatch(m_options, m_config.batchSize, gen));
+        const SyntheticBatch b = syntheticBatch(m_options, m_config.batchSize, gen);
+        if (m_shard.whole()) return lossOf(b);
+        SyntheticBatch shard;
+        shard.inputIds = shardRows(b.inputIds, m_shard);
+        shard.attentionMask = shardRows(b.attentionMask, m_shard);
+        shard.tokenTypeIds = shardRows(b.tokenTypeIds, m_shard);
+        shard.labels = shardRows(b.labels, m_shard);
+        return lossOf(shard, scoredCount(b.labels));
     }
 
     std::pair<std::string, double> evaluate(ActivationSink* sink = nullptr) override
@@ -418,9 +439,14 @@ public:
     }
 
 private:
-    torch::Tensor lossOf(const SyntheticBatch& b)
+    /// The mean loss of `b`, or with `batchScored` > 0 its share of a batch with that many scored
+    /// positions (a distributed run's shard).
+    torch::Tensor lossOf(const SyntheticBatch& b, std::int64_t batchScored = 0)
     {
         const torch::Tensor logits = m_net->forward(b.inputIds, b.tokenTypeIds, b.attentionMask).logits;
+        if (batchScored > 0)
+            return crossEntropyShare(logits.reshape({-1, logits.size(-1)}), b.labels.reshape({-1}),
+                                     batchScored);
         return maskedCrossEntropy(logits.reshape({-1, logits.size(-1)}), b.labels.reshape({-1}));
     }
 

@@ -120,7 +120,12 @@ public:
         if (m_config.clipWarmupSteps > 0)
             m_net->setClipStrength(double(step + 1) / double(m_config.clipWarmupSteps));
         m_net->setTraining(true);
-        return nextTokenCrossEntropy(logitsOf(ids, nullptr), ids);
+        if (m_shard.whole()) return nextTokenCrossEntropy(logitsOf(ids, nullptr), ids);
+        // Every row scores T - 1 tokens, so a shard's share of the batch mean is its mean times its rows'
+        // share.
+        const torch::Tensor rows = shardRows(ids, m_shard);
+        return nextTokenCrossEntropy(logitsOf(rows, nullptr), rows) *
+               (double(rows.size(0)) / double(ids.size(0)));
     }
 
     void keepHeadInFloat() override

@@ -27,6 +27,27 @@ torch::Tensor maskedCrossEntropy(const torch::Tensor& logits, const torch::Tenso
         logits, labels, torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100));
 }
 
+torch::Tensor shardRows(const torch::Tensor& batch, const BatchShard& shard)
+{
+    if (shard.whole()) return batch;
+    const std::int64_t rows = batch.size(0) / shard.count;
+    return batch.narrow(0, rows * shard.rank, rows);
+}
+
+std::int64_t scoredCount(const torch::Tensor& labels)
+{
+    return (labels != -100).sum().item<std::int64_t>();
+}
+
+torch::Tensor crossEntropyShare(const torch::Tensor& logits, const torch::Tensor& labels,
+                                std::int64_t batchScored)
+{
+    const torch::Tensor sum = torch::nn::functional::cross_entropy(
+        logits, labels,
+        torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100).reduction(torch::kSum));
+    return sum / double(std::max<std::int64_t>(batchScored, 1));
+}
+
 at::Generator evaluationGenerator(const TrainConfig& config)
 {
     return at::make_generator<at::CPUGeneratorImpl>(config.seed * 7919u + 12345u);

@@ -3,6 +3,7 @@
 
 #include "tasks/config/train_config.h"
 #include "tasks/data/synthetic_data.h"
+#include "tasks/training_task.h"
 
 #include <optional>
 
@@ -21,6 +22,19 @@ void loadWeightsInto(torch::nn::Module& module, const std::string& dir);
 
 /// Mean cross entropy over positions whose label is not -100. logits [N, C], labels [N].
 torch::Tensor maskedCrossEntropy(const torch::Tensor& logits, const torch::Tensor& labels);
+
+/// Rows [rank * B / count, (rank + 1) * B / count) of dimension 0 of a batch tensor of B rows
+/// (a view; the whole tensor for a whole shard).
+torch::Tensor shardRows(const torch::Tensor& batch, const BatchShard& shard);
+
+/// Positions whose label is not -100.
+std::int64_t scoredCount(const torch::Tensor& labels);
+
+/// A shard's share of a batch's mean cross entropy: the cross entropy summed over the shard's
+/// positions whose label is not -100, divided by `batchScored`, the scored positions of the whole
+/// batch. logits [N, C], labels [N].
+torch::Tensor crossEntropyShare(const torch::Tensor& logits, const torch::Tensor& labels,
+                                std::int64_t batchScored);
 
 /// A generator whose draws are the same in every evaluation of a run (evaluation batches,
 /// masking of held-out text), independent of the training step.

@@ -20,6 +20,17 @@ class Generator;
 
 namespace outlierlens {
 
+/// The rows of every training batch that one process of a distributed run trains on. Every process
+/// draws the same global batch (batch_size rows, from the same generator) and process `rank` keeps
+/// rows [rank * B / count, (rank + 1) * B / count): N processes train on exactly the samples one
+/// process trains on. B must be divisible by count (validated by the trainer).
+struct BatchShard
+{
+    int rank = 0;  ///< 0-based
+    int count = 1; ///< processes sharing each batch; 1 = the whole batch
+    bool whole() const { return count <= 1; }
+};
+
 /// What a training run trains: the model, its data, its loss and its held-out metric. The trainer
 /// (trainer.h) owns the loop, the optimizer, checkpoints and metrics; tasks only know their data.
 class TrainingTask
@@ -30,8 +41,12 @@ public:
     virtual torch::nn::Module& module() = 0;
     /// The training loss of step `step` (0-based) on a batch drawn from `gen` (seeded by the
     /// trainer from the run seed and the step, so a resumed run draws the same batches). Runs in
-    /// train mode with gradients.
+    /// train mode with gradients. With a batch shard (setBatchShard()), the shard's share of the
+    /// whole batch's mean loss: its summed loss divided by the whole batch's count of scored
+    /// positions, so the shares of all ranks add up to the loss (and gradient) of the whole batch.
     virtual torch::Tensor trainLoss(std::int64_t step, at::Generator& gen) = 0;
+    /// Distributed runs: trainLoss() trains on this shard of each batch from now on.
+    void setBatchShard(const BatchShard& shard) { m_shard = shard; }
     /// The held-out metric on the configured number of evaluation batches, in eval mode:
     /// ("perplexity", x) for masked LM, ("accuracy", x) otherwise. A sink sees (and, when it simulates
     /// quantization, transforms) every forward pass.
@@ -59,6 +74,9 @@ public:
     /// floating-point copy of it from now on (causal LMs; BERT's MLM head does this through its own
     /// decoderWeightOverride). Default: nothing.
     virtual void keepHeadInFloat() {}
+
+protected:
+    BatchShard m_shard;
 };
 
 /// Builds the task of a validated config: loads and prepares its data (a corpus too small for one

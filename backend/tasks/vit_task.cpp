@@ -75,8 +75,12 @@ public:
         for (std::int64_t i :
              batchIndices(std::int64_t(m_trainIndices.size()), m_config.batchSize, step, m_config.seed))
             indices.push_back(m_trainIndices[std::size_t(i)]);
+        // The whole batch is decoded (and augmented, drawing from `gen` image by image) on every rank,
+        // so a shard's images are exactly those of a one-process run.
         const auto [pixels, labels] = m_train->batch(indices, m_config.augment, gen);
-        return maskedCrossEntropy(m_net->forward(pixels).logits, labels);
+        if (m_shard.whole()) return maskedCrossEntropy(m_net->forward(pixels).logits, labels);
+        return crossEntropyShare(m_net->forward(shardRows(pixels, m_shard)).logits,
+                                 shardRows(labels, m_shard), labels.size(0));
     }
 
     std::pair<std::string, double> evaluate(ActivationSink* sink = nullptr) override

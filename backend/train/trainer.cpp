@@ -9,6 +9,7 @@
 #include "tasks/config/lr_schedule.h"
 #include "tasks/training_task.h"
 #include "train/adamw.h"
+#include "train/distributed.h"
 #include "train/run_folder.h"
 
 #include <nlohmann/json.hpp>
@@ -16,7 +17,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <unistd.h>
 
 namespace outlierlens {
@@ -56,31 +59,95 @@ std::string modelCard(const TrainConfig& config, const TrainingTask& task, std::
     return card;
 }
 
-} // namespace
-
-TrainResult runTraining(const TrainConfig& config, bool resume, const std::atomic<bool>& stop,
-                        const std::function<void(const std::string&)>& emit)
+/// A private temporary folder, removed at the end, for the files a task writes next to its run: ranks
+/// other than 0 must not touch the run folder (which another machine may not even have).
+class ScratchFolder
 {
-    validateTrainConfig(config);
-    RunFolder run(config.output);
+public:
+    explicit ScratchFolder(bool wanted)
+    {
+        if (!wanted) return;
+        std::string pattern = (fs::temp_directory_path() / "outlierlens-rank-XXXXXX").string();
+        if (!::mkdtemp(pattern.data())) throw Error(pattern + ": cannot create a scratch folder");
+        m_path = pattern;
+    }
+    ~ScratchFolder()
+    {
+        std::error_code ignored;
+        if (!m_path.empty()) fs::remove_all(m_path, ignored);
+    }
+    ScratchFolder(const ScratchFolder&) = delete;
+    ScratchFolder& operator=(const ScratchFolder&) = delete;
+    const std::string& path() const { return m_path; }
+
+private:
+    std::string m_path;
+};
+
+/// Rank 0 alone touches the run folder: it checks and locks it and writes run.json before the group
+/// forms, so a refused folder ends the run before any other rank waits for it.
+std::unique_ptr<RunFolderLock> prepareRunFolder(const TrainConfig& config, bool resume, RunFolder& run,
+                                                const std::function<void(const std::string&)>& emit)
+{
     fs::create_directories(config.output);
-    const RunFolderLock lock(config.output); // before anything in the folder is read or written
+    auto lock =
+        std::make_unique<RunFolderLock>(config.output); // before anything in the folder is read or written
     const std::vector<std::string> existing = run.checkpoints();
     if (!resume && (fs::exists(run.path("final")) || !existing.empty()))
         throw Error(config.output +
                     ": already holds a run; use --resume to continue it or choose another --output");
     if (resume && existing.empty() && fs::exists(run.path("final")))
         throw Error(config.output + ": this run has finished (final/ exists); nothing to resume");
-    if (!resume || !fs::exists(run.path("run.json")))
+    if (!resume || !fs::exists(run.path("run.json"))) {
         writeTextFileAtomically(run.path("run.json"), trainConfigToJson(config));
+    } else if (const std::optional<TrainConfig> recorded = run.readConfig();
+               recorded && recorded->worldSize != config.worldSize) {
+        // The same global batch is shared differently: the samples, and so the losses, stay the same.
+        emit(nlohmann::json{{"type", "notice"},
+                            {"message", "resuming with " + std::to_string(config.worldSize) +
+                                            " processes; the run had " + std::to_string(recorded->worldSize)}}
+                 .dump());
+        TrainConfig updated = *recorded;
+        updated.worldSize = config.worldSize;
+        writeTextFileAtomically(run.path("run.json"), trainConfigToJson(updated));
+    }
+    return lock;
+}
 
-    configureTorchThreads(config.threads);
+} // namespace
+
+TrainResult runTraining(const TrainConfig& config, bool resume, const std::atomic<bool>& stop,
+                        const std::function<void(const std::string&)>& emitLine, const DistributedSetup& dist)
+{
+    validateTrainConfig(config);
+    if (dist.worldSize != config.worldSize)
+        throw Error("world_size: the run config says " + std::to_string(config.worldSize) +
+                    " processes, but this process is one of " + std::to_string(dist.worldSize));
+    const bool leader = dist.rank == 0;
+    // Other ranks report nothing: rank 0 speaks for the group (the launcher relays its lines).
+    const std::function<void(const std::string&)> emit = [&](const std::string& line) {
+        if (leader) emitLine(line);
+    };
+    RunFolder run(config.output);
+    std::unique_ptr<RunFolderLock> lock;
+    if (leader) lock = prepareRunFolder(config, resume, run, emit);
+
+    configureTorchThreads(config.threads > 0 ? config.threads
+                                             : std::max(1, coreCount() / dist.localWorldSize));
+    std::unique_ptr<TrainingGroup> group;
+    if (dist.worldSize > 1) group = std::make_unique<TrainingGroup>(dist);
+    // Ranks other than 0 never write into the run folder, not even the files a task creates.
+    const ScratchFolder scratch(!leader);
+    TrainConfig taskConfig = config;
+    if (!leader) taskConfig.output = scratch.path();
+
     std::string precisionNotice;
     const Precision precision = effectivePrecision(config.precision, &precisionNotice);
     if (!precisionNotice.empty())
         emit(nlohmann::json{{"type", "notice"}, {"message", "--precision bf16: " + precisionNotice}}.dump());
     torch::manual_seed(config.seed);
-    std::unique_ptr<TrainingTask> task = makeTrainingTask(config);
+    std::unique_ptr<TrainingTask> task = makeTrainingTask(taskConfig);
+    task->setBatchShard({dist.rank, dist.worldSize});
     AdamW optimizer(decayGroups(task->module(), config.weightDecay, config.layerNormDecay), config.beta1,
                     config.beta2, config.adamEps);
 
@@ -88,6 +155,7 @@ TrainResult runTraining(const TrainConfig& config, bool resume, const std::atomi
     status.total = config.steps;
     status.pid = ::getpid();
     std::int64_t start = 0;
+    const std::vector<std::string> existing = leader ? run.checkpoints() : std::vector<std::string>();
     if (resume && !existing.empty()) {
         const std::string checkpoint = existing.back();
         const nlohmann::json state = jsonutil::parseFile(checkpoint + "/trainer_state.json");
@@ -96,8 +164,18 @@ TrainResult runTraining(const TrainConfig& config, bool resume, const std::atomi
         optimizer.loadState(readSafetensors(checkpoint + "/optimizer.safetensors"));
         run.truncateMetricsAfter(start);
         status.lastCheckpoint = fs::relative(checkpoint, config.output).string();
-    } else if (resume) {
+    } else if (resume && leader) {
         run.truncateMetricsAfter(0); // killed before its first checkpoint: start over
+    }
+    if (group) {
+        // Rank 0's weights (fresh or resumed) and optimizer state become everyone's: the other ranks need
+        // neither the run folder nor a shared file system.
+        start = group->broadcast(start);
+        group->broadcastModule(task->module());
+        if (start > 0)
+            optimizer.loadState(
+                group->broadcastTensors(leader ? optimizer.state() : std::map<std::string, torch::Tensor>()));
+        group->attachReducer(task->module());
     }
 
     TrainResult result;
@@ -107,15 +185,19 @@ TrainResult runTraining(const TrainConfig& config, bool resume, const std::atomi
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     };
 
+    // Only rank 0 writes checkpoints, metrics and status; every write is a temp file or folder + rename.
     auto checkpoint = [&](std::int64_t step) {
+        if (!leader) return;
         const std::string dir = run.checkpointDir(step);
         const std::string temp = dir + ".tmp";
         fs::remove_all(temp);
         task->saveModel(temp, modelCard(config, *task, step, lastEval, 0));
         writeSafetensors(temp + "/optimizer.safetensors", optimizer.state());
-        writeTextFileAtomically(
-            temp + "/trainer_state.json",
-            nlohmann::json{{"step", step}, {"seed", config.seed}, {"threads", config.threads}}.dump(2));
+        writeTextFileAtomically(temp + "/trainer_state.json", nlohmann::json{{"step", step},
+                                                                             {"seed", config.seed},
+                                                                             {"threads", config.threads},
+                                                                             {"world_size", config.worldSize}}
+                                                                  .dump(2));
         fs::remove_all(dir);
         fs::rename(temp, dir);
         run.pruneCheckpoints(config.keepCheckpoints);
@@ -123,6 +205,7 @@ TrainResult runTraining(const TrainConfig& config, bool resume, const std::atomi
         emit(nlohmann::json{{"type", "checkpoint"}, {"step", step}, {"path", dir}}.dump());
     };
     auto evaluate = [&](std::int64_t step, double loss, double lr) {
+        if (!leader) return; // the others wait for it in the next step's first collective
         task->module().eval();
         const auto [metric, value] = task->evaluate();
         nlohmann::json line = probeMetrics(*task);
@@ -136,9 +219,12 @@ TrainResult runTraining(const TrainConfig& config, bool resume, const std::atomi
         lastEval = line;
     };
 
+    auto writeStatus = [&] {
+        if (leader) run.writeStatus(status);
+    };
     status.state = "running";
     status.step = start;
-    run.writeStatus(status);
+    writeStatus();
     if (start == 0) evaluate(0, std::nan(""), 0.0);
 
     double windowLoss = 0;
@@ -146,7 +232,9 @@ TrainResult runTraining(const TrainConfig& config, bool resume, const std::atomi
     double lr = 0;
     std::int64_t step = start;
     for (; step < config.steps; ++step) {
-        if (stop) {
+        if (group) group->setStep(step);
+        // All ranks stop at the same step, whichever of them was told to.
+        if (group ? group->any(stop) : bool(stop)) {
             checkpoint(step);
             result.outcome = TrainOutcome::Stopped;
             result.message =
@@ -158,13 +246,15 @@ TrainResult runTraining(const TrainConfig& config, bool resume, const std::atomi
         at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(stepSeed ^ 0x5bd1e995ull);
         task->module().train();
         optimizer.zeroGrad();
+        if (group) group->beginStep();
         torch::Tensor loss;
         {
             // Forward pass and loss under autocast; the backward pass follows the recorded dtypes.
             const AutocastScope autocast(precision);
             loss = task->trainLoss(step, gen);
         }
-        const double lossValue = loss.item<double>();
+        // A rank's loss is its share of the batch's mean loss (TrainingTask::trainLoss): the shares add up.
+        const double lossValue = group ? group->sum(loss.item<double>()) : loss.item<double>();
         if (!std::isfinite(lossValue)) {
             result.outcome = TrainOutcome::Diverged;
             result.message =
@@ -174,7 +264,10 @@ TrainResult runTraining(const TrainConfig& config, bool resume, const std::atomi
                                                : "; the last good checkpoint is " + status.lastCheckpoint);
             break;
         }
-        loss.backward();
+        if (group)
+            group->backward(loss * double(group->worldSize())); // the reducer averages: undo the 1 / N
+        else
+            loss.backward();
         if (config.gradClip > 0) clipGradNorm(task->module(), config.gradClip);
         lr = learningRate(config.lr, step, config.warmupSteps, config.steps, config.decay);
         optimizer.step(lr);
@@ -189,12 +282,12 @@ TrainResult runTraining(const TrainConfig& config, bool resume, const std::atomi
                 {"type", "progress"},  {"step", done}, {"total", config.steps},
                 {"loss", mean},        {"lr", lr},     {"eta", perStep * double(config.steps - done)},
                 {"elapsed", elapsed()}};
-            run.appendMetrics(nlohmann::json{{"step", done}, {"loss", mean}, {"lr", lr}}.dump());
+            if (leader) run.appendMetrics(nlohmann::json{{"step", done}, {"loss", mean}, {"lr", lr}}.dump());
             emit(line.dump());
             windowLoss = 0;
             windowSteps = 0;
             status.step = done;
-            run.writeStatus(status);
+            writeStatus();
         }
         if (done % config.evalEvery == 0 || done == config.steps) evaluate(done, lossValue, lr);
         if (done % config.checkpointEvery == 0 && done != config.steps) checkpoint(done);
@@ -203,11 +296,13 @@ TrainResult runTraining(const TrainConfig& config, bool resume, const std::atomi
 
     if (result.outcome == TrainOutcome::Finished && step == config.steps) {
         const std::string finalDir = run.path("final");
-        const std::string temp = finalDir + ".tmp";
-        fs::remove_all(temp);
-        task->saveModel(temp, modelCard(config, *task, step, lastEval, elapsed()));
-        fs::remove_all(finalDir);
-        fs::rename(temp, finalDir);
+        if (leader) {
+            const std::string temp = finalDir + ".tmp";
+            fs::remove_all(temp);
+            task->saveModel(temp, modelCard(config, *task, step, lastEval, elapsed()));
+            fs::remove_all(finalDir);
+            fs::rename(temp, finalDir);
+        }
         result.lastCheckpoint = finalDir;
         result.message = "finished " + std::to_string(step) + " steps; model in " + finalDir;
         status.state = "finished";
@@ -219,7 +314,7 @@ TrainResult runTraining(const TrainConfig& config, bool resume, const std::atomi
     }
     status.step = step;
     status.message = result.message;
-    run.writeStatus(status);
+    writeStatus();
     const char* outcome = result.outcome == TrainOutcome::Finished  ? "finished"
                           : result.outcome == TrainOutcome::Stopped ? "stopped"
                                                                     : "diverged";

@@ -110,7 +110,8 @@ struct TrainConfig
     int evalBatches = 8;                ///< "eval_batches"
     int keepCheckpoints = 2;            ///< "keep_checkpoints"
     std::uint64_t seed = 0;             ///< "seed"
-    int threads = 0;                    ///< "threads": LibTorch intra-op threads; 0 = all cores
+    int threads = 0;                    ///< "threads": LibTorch intra-op threads; 0 = all cores (/ processes)
+    int worldSize = 1;                  ///< "world_size": processes training together; batch_size is global
 
     // Synthetic task options (task "synthetic"; tasks/data/synthetic_data.h explains the task)
     int syntheticVocab = 64;     ///< "synthetic_vocab": vocabulary size

@@ -124,7 +124,14 @@ const std::vector<FieldDef>& fieldTable()
             {"keep_checkpoints", kRun, "checkpoints kept (older ones are deleted)",
              OL_MEMBER(keepCheckpoints)},
             {"seed", kRun, "random seed (initialisation, batches, masking, dropout)", OL_MEMBER(seed)},
-            {"threads", kRun, "LibTorch threads (0: all cores)", OL_MEMBER(threads)},
+            {"threads", kRun,
+             "LibTorch threads per process (0: all cores, shared by the processes of this machine)",
+             OL_MEMBER(threads)},
+            {"world_size", kRun,
+             "processes training together, set by --nproc-per-node x --nnodes and recorded here; batch_size "
+             "is "
+             "the global batch, shared equally by them",
+             OL_MEMBER(worldSize)},
 
             {"synthetic_vocab", kSynthetic, "synthetic: vocabulary size", OL_MEMBER(syntheticVocab)},
             {"synthetic_min_length", kSynthetic,

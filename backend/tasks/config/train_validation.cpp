@@ -400,6 +400,12 @@ void validateTrainConfig(const TrainConfig& c)
     atLeast(c.evalBatches, 1, "eval_batches");
     atLeast(c.keepCheckpoints, 1, "keep_checkpoints");
     atLeast(c.threads, 0, "threads");
+    atLeast(c.worldSize, 1, "world_size");
+    if (c.batchSize % c.worldSize != 0)
+        fail("batch_size", std::to_string(c.batchSize) + " sequences or images cannot be shared equally by " +
+                               std::to_string(c.worldSize) +
+                               " processes (world_size); choose a batch_size divisible by the number of "
+                               "processes, or another --nproc-per-node");
 }
 
 } // namespace outlierlens
