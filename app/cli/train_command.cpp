@@ -2,6 +2,7 @@
 
 #include "cli/command_line.h"
 
+#include "cli/train_launcher.h"
 #include "common/error.h"
 #include "common/input_file.h"
 #include "common/json_util.h"
@@ -9,12 +10,15 @@
 #include "model/variant_fields.h"
 #include "paths.h"
 #include "tasks/config/train_config.h"
+#include "train/distributed.h"
 #include "train/trainer.h"
 
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
+#include <tuple>
 
 namespace outlierlens::cli {
 namespace {
@@ -38,6 +42,35 @@ void applyDefaults(TrainConfig& c)
             *path = sampleDataFile(path->substr(std::string("sample_data/").size()));
 }
 
+/// The launcher's options when this command is to start several processes; nullopt for one.
+std::optional<LaunchOptions> launchOptions(const Command& cmd)
+{
+    LaunchOptions o;
+    o.nprocPerNode = cmd.intValue("nproc-per-node", 1, 1, 4096);
+    o.nnodes = cmd.intValue("nnodes", 1, 1, 4096);
+    o.nodeRank = cmd.intValue("node-rank", 0, 0, o.nnodes - 1);
+    o.timeoutSeconds = cmd.doubleValue("dist-timeout", kDefaultDistTimeoutSeconds);
+    if (!(o.timeoutSeconds > 0)) throw UsageException{"--dist-timeout: expected seconds > 0"};
+    if (cmd.isSet("master")) {
+        try {
+            std::tie(o.masterHost, o.masterPort) = parseHostPort(cmd.value("master"), "--master");
+        } catch (const Error& e) {
+            throw UsageException{e.what()};
+        }
+    }
+    if (o.nnodes > 1 && (o.masterHost.empty() || o.masterPort == 0))
+        throw UsageException{
+            "--nnodes " + std::to_string(o.nnodes) +
+            ": give --master HOST:PORT, the address of machine 0 and a port every machine can reach"};
+    if (o.nprocPerNode * o.nnodes == 1) {
+        if (cmd.isSet("master") || cmd.isSet("node-rank"))
+            throw UsageException{
+                "--master and --node-rank are for several processes (--nproc-per-node, --nnodes)"};
+        return std::nullopt;
+    }
+    return o;
+}
+
 void printPresets()
 {
     for (const TrainPreset& p : trainPresets())
@@ -53,7 +86,18 @@ int runTrain(const QStringList& args)
                 "clipped softmax or gated attention) in this process. Progress "
                 "is printed as one JSON object per line; the run folder gets run.json, status.json, "
                 "metrics.jsonl, checkpoints/ and final/. SIGTERM or Ctrl-C saves a checkpoint and stops; "
-                "--resume continues it.");
+                "--resume continues it.\n\n"
+                "Several processes (like torchrun): --nproc-per-node N starts N worker processes of this "
+                "command on this machine, which train one model together over PyTorch's c10d (Gloo): every "
+                "step each process takes an equal share of the batch (batch_size stays the global batch, so "
+                "it must be divisible by the number of processes), the gradients are averaged by bucketed "
+                "all-reduce overlapping the backward pass, and rank 0 writes progress, metrics and "
+                "checkpoints. Each process uses cores / N threads unless --threads says otherwise. For M "
+                "machines run the same command on each with --nnodes M, --node-rank 0..M-1 and --master "
+                "HOST:PORT of machine 0 (which hosts the rendezvous; GLOO_SOCKET_IFNAME picks the network "
+                "interface). If a process dies or a machine does not arrive within --dist-timeout, the whole "
+                "run ends with an error naming the rank; --resume (with the same flags) continues from the "
+                "last checkpoint. docs/training.md explains more.");
     cmd.parser().addOptions({
         {"config", "Run configuration (JSON); every key can also be given as a flag, which wins.",
          "run.json"},
@@ -62,6 +106,17 @@ int runTrain(const QStringList& args)
         {"print-config", "Print the resolved configuration and exit without training."},
         {"resume",
          "Continue the run in --output from its newest checkpoint (same losses as without the break)."},
+        {"nproc-per-node", "Worker processes on this machine (default 1: train in this process).", "N"},
+        {"nnodes", "Machines taking part (default 1); each runs this command with its --node-rank.", "M"},
+        {"node-rank", "This machine's number, 0 to M-1 (default 0); machine 0 hosts the rendezvous.", "R"},
+        {"master",
+         "HOST:PORT where machine 0 hosts the rendezvous (required with --nnodes > 1; default: a free "
+         "port on this machine).",
+         "host:port"},
+        {"dist-timeout",
+         "Seconds to wait for all processes to arrive and for any one step's exchange before the run "
+         "fails (default 300).",
+         "seconds"},
         {"attention",
          "An et al.'s attention variant by name (task clm): " +
              QString::fromStdString(joinedText(namedVariants())) +
@@ -110,18 +165,38 @@ int runTrain(const QStringList& args)
                 applyTrainFlag(config, f.name, cmd.value(name));
         }
         applyDefaults(config);
+        const std::optional<DistributedSetup> worker = distributedSetupFromEnvironment();
+        const std::optional<LaunchOptions> launch = launchOptions(cmd);
+        const int worldSize = worker ? worker->worldSize : launch ? launch->nprocPerNode * launch->nnodes : 1;
+        if (cmd.isSet("world-size") && config.worldSize != worldSize)
+            throw UsageException{"--world-size is set by --nproc-per-node x --nnodes (" +
+                                 std::to_string(worldSize) + " here)"};
+        config.worldSize = worldSize; // a resumed run may continue with another number of processes
         validateTrainConfig(config);
         if (cmd.isSet("print-config")) {
             std::printf("%s", trainConfigToJson(config).c_str());
             return Ok;
         }
-        const TrainResult result = runTraining(config, resume, interruptFlag(), [](const std::string& line) {
+        if (launch && !worker) {
+            LaunchOptions options = *launch;
+            options.trainArguments = args;
+            return launchTrainingGroup(options);
+        }
+        const auto emit = [](const std::string& line) {
             std::printf("%s\n", line.c_str());
             std::fflush(stdout);
             const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
             if (j.is_object() && j.value("type", "") == "notice")
                 std::fprintf(stderr, "outlierlens train: %s\n", j.value("message", "").c_str());
-        });
+        };
+        TrainResult result;
+        try {
+            result = runTraining(config, resume, interruptFlag(), emit, worker.value_or(DistributedSetup()));
+        } catch (const GroupError& e) {
+            return cmd.fail(e.what(), kPeerFailureExitCode); // the launcher then looks for the rank to blame
+        }
+        if (worker && worker->rank != 0)
+            return result.outcome == TrainOutcome::Stopped ? interruptedExitCode() : Ok;
         switch (result.outcome) {
         case TrainOutcome::Finished:
             std::fprintf(stderr, "outlierlens train: %s\n", result.message.c_str());

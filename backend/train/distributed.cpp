@@ -74,6 +74,24 @@ std::string hostName()
     return name;
 }
 
+/// Drops the reducer's advice to turn find_unused_parameters off (we keep it on deliberately: see
+/// attachReducer()) and passes every other warning on.
+class ReducerWarningFilter : public c10::WarningHandler
+{
+public:
+    explicit ReducerWarningFilter(c10::WarningHandler* next)
+        : m_next(next)
+    {}
+    void process(const c10::SourceLocation& where, const std::string& message, const bool verbatim) override
+    {
+        if (message.find("find_unused_parameters=True was specified") != std::string::npos) return;
+        if (m_next) m_next->process(where, message, verbatim);
+    }
+
+private:
+    c10::WarningHandler* m_next;
+};
+
 } // namespace
 
 std::vector<std::pair<std::string, std::string>> workerEnvironment(const DistributedSetup& s)
@@ -161,7 +179,9 @@ struct TrainingGroup::Impl
 {
     DistributedSetup setup;
     std::int64_t step = 0;
-    std::int64_t exchanges = 0; ///< store keys of broadcastTensors() calls
+    std::int64_t exchanges = 0;                          ///< store keys of broadcastTensors() calls
+    std::unique_ptr<ReducerWarningFilter> warningFilter; // installed while the reducer exists
+    std::unique_ptr<c10::Warning::WarningHandlerGuard> warningGuard;
     // Destroyed in reverse order: the reducer's hooks and work before the group, the group before the store.
     c10::intrusive_ptr<c10d::TCPStore> store;
     c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
@@ -367,7 +387,11 @@ void TrainingGroup::attachReducer(torch::nn::Module& module)
     std::reverse(buckets.begin(), buckets.end());
     std::reverse(limits.begin(), limits.end());
     // find_unused_parameters: a step may leave parameters without a gradient (an unused head, a gate
-    // that is off); the reducer then marks them ready itself instead of waiting for them forever.
+    // that is off); the reducer then marks them ready itself instead of waiting for them forever. It
+    // costs one walk over the autograd graph per step, small next to the step, and the reducer's
+    // warning that it found every parameter used is filtered out.
+    m_impl->warningFilter = std::make_unique<ReducerWarningFilter>(c10::Warning::get_warning_handler());
+    m_impl->warningGuard = std::make_unique<c10::Warning::WarningHandlerGuard>(m_impl->warningFilter.get());
     m_impl->reducer = std::make_shared<c10d::Reducer>(
         params, buckets, limits, m_impl->group, sparse, c10d::kDefaultBucketBytesCap,
         /*find_unused_parameters=*/true,
