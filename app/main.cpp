@@ -3,6 +3,7 @@
 
 #include "build_info.h"
 #include "cli/command_line.h"
+#include "gui/figures_command.h"
 #include "gui/gui_benchmark.h"
 #include "gui/job_manager.h"
 #include "gui/main_window.h"
@@ -20,6 +21,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <memory>
 
 namespace {
 
@@ -28,6 +30,7 @@ struct Subcommand
     const char* name;
     const char* summary;
     int (*run)(const QStringList& args);
+    bool paints = false; ///< draws figures: needs a QApplication (offscreen: no window is shown)
 };
 
 const Subcommand kSubcommands[] = {
@@ -51,6 +54,8 @@ const Subcommand kSubcommands[] = {
      outlierlens::cli::runCreateModel},
     {"showcase", "where a decoder demo model shows its sink best (the app opens there)",
      outlierlens::cli::runShowcase},
+    {"figures", "every figure of the papers the model and inputs allow, with CSVs and an index",
+     outlierlens::cli::runFigures, true},
 };
 
 void printUsage(std::FILE* out)
@@ -153,7 +158,10 @@ int main(int argc, char* argv[])
     if (argc >= 2 && argv[1][0] != '-') {
         for (const auto& c : kSubcommands) {
             if (std::strcmp(argv[1], c.name) != 0) continue;
-            QCoreApplication app(argc, argv);
+            if (c.paints)
+                qputenv("QT_QPA_PLATFORM", "offscreen"); // never a window, with or without a display
+            std::unique_ptr<QCoreApplication> app = c.paints ? std::make_unique<QApplication>(argc, argv)
+                                                             : std::make_unique<QCoreApplication>(argc, argv);
             QCoreApplication::setApplicationName(QStringLiteral("outlierlens"));
             QCoreApplication::setApplicationVersion(QStringLiteral(OUTLIERLENS_VERSION));
             outlierlens::cli::installInterruptHandlers();

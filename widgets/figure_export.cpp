@@ -84,7 +84,7 @@ QByteArray xmpMetadata(const QString& title, const Provenance& p)
 }
 
 /// The figure above a one-line provenance footer, in logical pixels (96 DPI).
-void render(const Figure& figure, QPainter& painter, const QSizeF& logical)
+void renderWithFooter(const Figure& figure, QPainter& painter, const QSizeF& logical)
 {
     painter.setRenderHints(QPainter::Antialiasing | QPainter::TextAntialiasing);
     painter.fillRect(QRectF(QPointF(0, 0), logical), FigureStyle::background());
@@ -160,6 +160,11 @@ QString provenanceFooter(const Provenance& p)
     return parts.join(QStringLiteral("  \u00b7  "));
 }
 
+void paintFigureWithFooter(const Figure& figure, QPainter& painter, const QSizeF& size)
+{
+    renderWithFooter(figure, painter, size);
+}
+
 bool exportFigure(const Figure& figure, const QString& path, ExportFormat format, QSize size, int dpi,
                   QString* error)
 {
@@ -190,7 +195,7 @@ bool exportFigure(const Figure& figure, const QString& path, ExportFormat format
             QPainter painter(&image);
             const double scale = dpi / 96.0;
             painter.scale(scale, scale);
-            render(figure, painter, QSizeF(size) / scale);
+            renderWithFooter(figure, painter, QSizeF(size) / scale);
         }
         image.setText(QStringLiteral("Title"), title);
         image.setText(QStringLiteral("Software"), software());
@@ -210,7 +215,7 @@ bool exportFigure(const Figure& figure, const QString& path, ExportFormat format
         QPainter painter;
         ok = painter.begin(&generator);
         if (ok) {
-            render(figure, painter, QSizeF(size));
+            renderWithFooter(figure, painter, QSizeF(size));
             ok = painter.end();
         }
         break;
@@ -228,7 +233,7 @@ bool exportFigure(const Figure& figure, const QString& path, ExportFormat format
         ok = painter.begin(&writer);
         if (ok) {
             // The page is size * 72 / 96 points, which at 96 DPI is `size` device pixels.
-            render(figure, painter, QSizeF(writer.width(), writer.height()));
+            renderWithFooter(figure, painter, QSizeF(writer.width(), writer.height()));
             ok = painter.end();
         }
         break;
@@ -243,7 +248,8 @@ bool exportFigure(const Figure& figure, const QString& path, ExportFormat format
     return true;
 }
 
-bool exportFigureCsv(const Figure& figure, const QString& path, QString* error)
+bool exportFigureCsv(const Figure& figure, const QString& path, QString* error,
+                     const QVector<QPair<QString, QString>>& extra)
 {
     const Provenance p = figure.figureProvenance();
     QString text;
@@ -256,6 +262,8 @@ bool exportFigureCsv(const Figure& figure, const QString& path, QString* error)
     meta("checkpoint_sha256", p.checkpointSha256);
     meta("input", p.input);
     meta("selection", p.selection);
+    for (const auto& [key, value] : extra)
+        text += QStringLiteral("# %1: %2\n").arg(key, oneLine(value));
     meta("indexing",
          Provenance::indexingNote() +
              QStringLiteral(" Rows and columns of matrices (token positions, dimensions) count from 0."));

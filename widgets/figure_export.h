@@ -3,8 +3,10 @@
 
 #include "figure.h"
 
+#include <QPair>
 #include <QSize>
 #include <QString>
+#include <QVector>
 
 namespace outlierlens {
 
@@ -19,8 +21,13 @@ enum class ExportFormat { Png, Svg, Pdf };
 /// rename); on failure returns false, leaves no file and sets `error` (naming the path) when given.
 bool exportFigure(const Figure& figure, const QString& path, ExportFormat format, QSize size, int dpi,
                   QString* error);
-/// The figure's CSV with provenance as leading "# key: value" comment lines. Atomic like exportFigure().
-bool exportFigureCsv(const Figure& figure, const QString& path, QString* error);
+/// The figure's CSV with provenance as leading "# key: value" comment lines (then `extra`'s, e.g. the
+/// data set and the outlier rule). Atomic like exportFigure().
+bool exportFigureCsv(const Figure& figure, const QString& path, QString* error,
+                     const QVector<QPair<QString, QString>>& extra = {});
+/// Draws `figure` into (0, 0, size) of `painter` as exportFigure() draws it: background, the figure, and
+/// the provenance footer on its bottom line. For documents of several figures (the figure set's index).
+void paintFigureWithFooter(const Figure& figure, QPainter& painter, const QSizeF& size);
 /// By suffix (case-insensitive): .svg, .pdf, anything else PNG.
 ExportFormat exportFormatForPath(const QString& path);
 /// "png", "svg" or "pdf".

@@ -1,6 +1,7 @@
 // `outlierlens stats`: outlier statistics over a whole data set, streamed, written to one HDF5 file.
 
 #include "cli/command_line.h"
+#include "cli/progress_printer.h"
 
 #include "common/atomic_file.h"
 
@@ -19,64 +20,6 @@
 
 namespace outlierlens::cli {
 namespace {
-
-/// Progress on stderr for a person: one redrawn line on a terminal, a line per 10% otherwise; at most
-/// ~10 updates a second. With `json`, progress lines on stdout for the app instead (train/job_progress.h:
-/// the protocol of `outlierlens train`), at most one a second and always the last.
-class ProgressPrinter
-{
-public:
-    ProgressPrinter(std::string unit, bool json)
-        : m_unit(std::move(unit))
-        , m_json(json)
-        , m_tty(isatty(STDERR_FILENO))
-    {}
-
-    void update(std::int64_t done, std::int64_t total)
-    {
-        const auto now = std::chrono::steady_clock::now();
-        const double elapsed = std::chrono::duration<double>(now - m_start).count();
-        const bool last = done >= total;
-        if (m_json) {
-            // The runner may report the end twice (its last batch, then done): one line each.
-            if (done == m_lastDone || (!last && now - m_lastPrint < std::chrono::seconds(1))) return;
-            m_lastDone = done;
-        } else if (m_tty) {
-            if (!last && now - m_lastPrint < std::chrono::milliseconds(100)) return;
-        } else if (!last && done * 10 / total == m_lastDecile) {
-            return;
-        }
-        m_lastPrint = now;
-        m_lastDecile = done * 10 / total;
-        const double rate = elapsed > 0 ? double(done) / elapsed : 0.0;
-        const double eta = rate > 0 ? double(total - done) / rate : 0.0;
-        if (m_json) {
-            JobProgress p;
-            p.step = done;
-            p.total = total;
-            p.elapsed = elapsed;
-            if (rate > 0) p.eta = eta; // unknown before the first input is done
-            std::printf("%s\n", progressJsonLine(p, m_unit).c_str());
-            std::fflush(stdout);
-            return;
-        }
-        std::fprintf(stderr, "%sstats: %lld/%lld %s (%.0f%%), %.1f/s, %s %dm%02ds%s", m_tty ? "\r" : "",
-                     static_cast<long long>(done), static_cast<long long>(total), m_unit.c_str(),
-                     100.0 * double(done) / double(total), rate, last ? "took" : "ETA",
-                     int((last ? elapsed : eta) / 60), int(last ? elapsed : eta) % 60,
-                     m_tty && !last ? "" : "\n");
-        std::fflush(stderr);
-    }
-
-private:
-    std::string m_unit;
-    bool m_json;
-    bool m_tty;
-    std::chrono::steady_clock::time_point m_start = std::chrono::steady_clock::now();
-    std::chrono::steady_clock::time_point m_lastPrint{};
-    std::int64_t m_lastDecile = -1;
-    std::int64_t m_lastDone = -1;
-};
 
 std::vector<int> parseLayers(const QString& text)
 {
@@ -176,7 +119,8 @@ int runStats(const QStringList& args)
             o.imagenetNames = sampleDataFile("imagenet/imagenet_classes_ILSVRC2012.txt");
             o.imagenetIndex = sampleDataFile("imagenet/imagenet_class_index.json");
         }
-        ProgressPrinter printer(o.data.kind == DataSpec::Kind::Mnli     ? "pairs"
+        ProgressPrinter printer("stats",
+                                o.data.kind == DataSpec::Kind::Mnli     ? "pairs"
                                 : o.data.kind == DataSpec::Kind::Images ? "images"
                                                                         : "chunks",
                                 cmd.isSet("json-progress"));

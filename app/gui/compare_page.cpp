@@ -12,60 +12,6 @@
 #include <QVBoxLayout>
 
 namespace outlierlens {
-namespace {
-
-/// The caption under each compared model, numbers that tell the story at a glance: the outliers in
-/// what the chosen layer reads (the previous layer's output: the FFN output for BERT, the block output
-/// for ViT and decoders, as in the papers' figures), and where the chosen head puts its attention.
-QStringList metricsLines(const InspectionSnapshot& s, int layer, int head)
-{
-    QStringList lines{s.model.variant};
-    if (layer > 0) {
-        const QString tensor = outlierTensorRead(s.model);
-        const OutlierDashboardData d = buildDashboard(s, layer - 1, tensor);
-        double values = 0;
-        int dims = 0;
-        for (double v : d.perDimension.values) {
-            values += v;
-            dims += v > 0 ? 1 : 0;
-        }
-        lines << QStringLiteral(
-                     "read by layer %1: layer %2 %3, max |x| %4, kurtosis %5, %6 outliers (over %8) in %7 dims")
-                     .arg(layer + 1)
-                     .arg(layer)
-                     .arg(tensor)
-                     .arg(d.maxInfNormPerLayer.value(layer - 1), 0, 'f', 1)
-                     .arg(d.kurtosisPerLayer.value(layer - 1), 0, 'f', 1)
-                     .arg(values)
-                     .arg(dims)
-                     .arg(s.outlierRule.shortText());
-    } else {
-        lines << QStringLiteral("layer 1 reads the embeddings");
-    }
-    // The key the head favours, averaged over the queries (a sink when it takes most of it).
-    const float* p = s.probsOf(layer, head);
-    int best = 0;
-    double bestMean = -1;
-    for (int k = 0; k < s.T; ++k) {
-        double sum = 0;
-        for (int q = 0; q < s.T; ++q)
-            sum += p[std::size_t(q) * s.T + k];
-        if (sum / s.T > bestMean) {
-            bestMean = sum / s.T;
-            best = k;
-        }
-    }
-    if (s.T > 0)
-        lines << QStringLiteral("head %1: %2 of its attention on token %3 ‘%4’ (mean over queries)")
-                     .arg(head + 1)
-                     .arg(bestMean, 0, 'f', 2)
-                     .arg(best)
-                     .arg(s.tokens.value(best));
-    if (!s.prediction.isEmpty()) lines << QStringLiteral("prediction: ") + s.prediction.first();
-    return lines;
-}
-
-} // namespace
 
 ComparePage::ComparePage(QWidget* parent)
     : QWidget(parent)
@@ -185,7 +131,7 @@ void ComparePage::rebuild()
     for (std::size_t i = 0; i < 3; ++i) {
         const SnapshotPtr& s = m_snapshots[i];
         if (!s || m_layer >= s->L() || m_head >= s->H()) continue;
-        entries << CompareEntry{m_pickers[i]->currentText(), metricsLines(*s, m_layer, m_head),
+        entries << CompareEntry{m_pickers[i]->currentText(), compareCaptionLines(*s, m_layer, m_head),
                                 buildHeadView(*s, m_layer, m_head)};
     }
     m_view->setEntries(entries);

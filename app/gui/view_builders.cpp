@@ -265,6 +265,55 @@ SystematicViewData buildSystematic(const StatisticsFile& stats, const QString& p
     return v;
 }
 
+QStringList compareCaptionLines(const InspectionSnapshot& s, int layer, int head)
+{
+    QStringList lines{s.model.variant};
+    if (layer > 0) {
+        const QString tensor = outlierTensorRead(s.model);
+        const OutlierDashboardData d = buildDashboard(s, layer - 1, tensor);
+        double values = 0;
+        int dims = 0;
+        for (double v : d.perDimension.values) {
+            values += v;
+            dims += v > 0 ? 1 : 0;
+        }
+        lines
+            << QStringLiteral(
+                   "read by layer %1: layer %2 %3, max |x| %4, kurtosis %5, %6 outliers (over %8) in %7 dims")
+                   .arg(layer + 1)
+                   .arg(layer)
+                   .arg(tensor)
+                   .arg(d.maxInfNormPerLayer.value(layer - 1), 0, 'f', 1)
+                   .arg(d.kurtosisPerLayer.value(layer - 1), 0, 'f', 1)
+                   .arg(values)
+                   .arg(dims)
+                   .arg(s.outlierRule.shortText());
+    } else {
+        lines << QStringLiteral("layer 1 reads the embeddings");
+    }
+    // The key the head favours, averaged over the queries (a sink when it takes most of it).
+    const float* p = s.probsOf(layer, head);
+    int best = 0;
+    double bestMean = -1;
+    for (int k = 0; k < s.T; ++k) {
+        double sum = 0;
+        for (int q = 0; q < s.T; ++q)
+            sum += p[std::size_t(q) * s.T + k];
+        if (sum / s.T > bestMean) {
+            bestMean = sum / s.T;
+            best = k;
+        }
+    }
+    if (s.T > 0)
+        lines << QStringLiteral("head %1: %2 of its attention on token %3 ‘%4’ (mean over queries)")
+                     .arg(head + 1)
+                     .arg(bestMean, 0, 'f', 2)
+                     .arg(best)
+                     .arg(s.tokens.value(best));
+    if (!s.prediction.isEmpty()) lines << QStringLiteral("prediction: ") + s.prediction.first();
+    return lines;
+}
+
 Provenance provenanceOf(const InspectionSnapshot& s, const QString& selection)
 {
     return Provenance{s.model.dir, s.model.sha256, s.input, selection};

@@ -57,6 +57,11 @@ SystematicViewData buildSystematic(const StatisticsFile& stats, const QString& p
 /// The four token categories as a reader sees them ("initial token", ...), in TokenCategory order.
 const QStringList& systematicCategoryNames();
 
+/// The caption under each compared model, numbers that tell the story at a glance: the outliers in
+/// what the chosen layer reads (the previous layer's output: the FFN output for BERT, the block output
+/// for ViT and decoders, as in the papers' figures), and where the chosen head puts its attention.
+QStringList compareCaptionLines(const InspectionSnapshot& s, int layer, int head);
+
 /// Provenance of a snapshot with a selection text.
 Provenance provenanceOf(const InspectionSnapshot& s, const QString& selection);
 

@@ -1,0 +1,203 @@
+#include "figure_inputs.h"
+
+#include "inspection_worker.h"
+
+#include "analysis/showcase.h"
+#include "analysis/stats_runner.h"
+#include "common/error.h"
+#include "paths.h"
+#include "text/mnli.h"
+
+#include <QCryptographicHash>
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QRegularExpression>
+
+namespace outlierlens {
+
+FigureModel::FigureModel(const QString& dir, const OutlierRuleChoice& rule)
+    : m_worker(std::make_unique<InspectionWorker>())
+{
+    // Direct connections: the worker runs on this thread, so each call has emitted before it returns.
+    QObject::connect(m_worker.get(), &InspectionWorker::modelLoaded,
+                     [this](quint64, const ModelInfo& info) { m_info = info; });
+    QObject::connect(m_worker.get(), &InspectionWorker::inspected,
+                     [this](quint64, const SnapshotPtr& snapshot) { m_last = snapshot; });
+    QObject::connect(m_worker.get(), &InspectionWorker::failed,
+                     [this](quint64, const QString& message) { m_error = message; });
+    m_worker->setOutlierRule(rule);
+    m_worker->loadModel(++m_generation, dir);
+    check();
+    if (m_info.dir.isEmpty()) throw Error(dir.toStdString() + ": the model did not load");
+}
+
+FigureModel::~FigureModel() = default;
+
+void FigureModel::check()
+{
+    if (m_error.isEmpty()) return;
+    const QString message = m_error;
+    m_error.clear();
+    throw Error(message.toStdString());
+}
+
+SnapshotPtr FigureModel::inspect(const FigureInput& input)
+{
+    const QString key = QString::number(int(input.kind)) + QLatin1Char('\x1f') + input.first +
+                        QLatin1Char('\x1f') + input.second + QLatin1Char('\x1f') +
+                        QString::number(input.seed);
+    if (const auto it = m_cache.find(key); it != m_cache.end()) return it->second;
+    m_last.reset();
+    switch (input.kind) {
+    case FigureInput::Kind::Pair:
+    case FigureInput::Kind::Text:
+        m_worker->inspectText(++m_generation, input.first, input.second);
+        break;
+    case FigureInput::Kind::Image:
+        m_worker->inspectImage(++m_generation, input.first, QString());
+        break;
+    case FigureInput::Kind::Synthetic:
+        m_worker->inspectSyntheticExample(++m_generation, input.seed);
+        break;
+    }
+    check();
+    if (!m_last) throw Error(input.label.toStdString() + ": the inspection gave no result");
+    m_cache[key] = m_last;
+    return m_last;
+}
+
+namespace {
+
+QVector<FigureInput> pairInputs(const std::string& path, int count)
+{
+    QVector<FigureInput> inputs;
+    int index = 0;
+    for (const NliPair& p : readNliPairs(path, std::size_t(count))) {
+        ++index;
+        inputs << FigureInput{FigureInput::Kind::Pair, QString::fromStdString(p.premise),
+                              QString::fromStdString(p.hypothesis), 0,
+                              QStringLiteral("pair #%1 of %2")
+                                  .arg(index)
+                                  .arg(QFileInfo(QString::fromStdString(path)).fileName())};
+    }
+    return inputs;
+}
+
+/// Consecutive chunks of 48 words: short enough for a readable attention matrix.
+QVector<FigureInput> textInputs(const std::string& path, int count)
+{
+    QFile file(QString::fromStdString(path));
+    if (!file.open(QIODevice::ReadOnly))
+        throw Error(path + ": cannot read: " + file.errorString().toStdString());
+    const QStringList words = QString::fromUtf8(file.read(1 << 20))
+                                  .split(QRegularExpression(QStringLiteral("\\s+")), Qt::SkipEmptyParts);
+    constexpr int kWords = 48;
+    QVector<FigureInput> inputs;
+    for (int i = 0; i < count && i * kWords < words.size(); ++i)
+        inputs << FigureInput{FigureInput::Kind::Text, words.mid(i * kWords, kWords).join(QLatin1Char(' ')),
+                              QString(), 0,
+                              QStringLiteral("words %1-%2 of %3")
+                                  .arg(i * kWords + 1)
+                                  .arg(std::min<int>((i + 1) * kWords, words.size()))
+                                  .arg(QFileInfo(file).fileName())};
+    return inputs;
+}
+
+} // namespace
+
+QVector<FigureInput> figureInputs(const ModelInfo& model, const QString& dataSpec, int count)
+{
+    QVector<FigureInput> inputs;
+    if (model.synthetic) {
+        for (int i = 0; i < count; ++i)
+            inputs << FigureInput{FigureInput::Kind::Synthetic,
+                                  {},
+                                  {},
+                                  quint64(i + 1),
+                                  QStringLiteral("generated example (seed %1)").arg(i + 1)};
+        return inputs;
+    }
+    const std::optional<DataSpec> spec =
+        dataSpec.isEmpty() ? std::nullopt : std::optional<DataSpec>(DataSpec::parse(dataSpec.toStdString()));
+    if (model.family == ModelInfo::Family::Vit) {
+        const std::string dir = spec ? spec->path : sampleDataDir() + "/images";
+        for (const LabelledImage& image :
+             listImageDataset(dir, std::size_t(count), [](const std::string&) { return -1; }))
+            inputs << FigureInput{
+                FigureInput::Kind::Image,
+                QString::fromStdString(image.path),
+                {},
+                0,
+                QStringLiteral("image %1").arg(QFileInfo(QString::fromStdString(image.path)).fileName())};
+        return inputs;
+    }
+    if (model.family == ModelInfo::Family::Bert)
+        return pairInputs(spec && spec->kind == DataSpec::Kind::Mnli
+                              ? spec->path
+                              : sampleDataFile("mnli/mnli_dev_matched.jsonl"),
+                          count);
+    // Decoders: the model's own sample inputs when it ships them (the showcase input first), else text.
+    const std::vector<std::string> lines = readSampleInputs(model.dir.toStdString());
+    if (!lines.empty() && !(spec && spec->kind == DataSpec::Kind::Text)) {
+        std::optional<Showcase> showcase;
+        try {
+            showcase = readShowcase(model.dir.toStdString());
+        } catch (const Error&) {
+        }
+        const int first = showcase ? showcase->input : 0;
+        for (int i = 0; i < count && i < int(lines.size()); ++i) {
+            const int line = (first + i) % int(lines.size());
+            inputs << FigureInput{FigureInput::Kind::Text,
+                                  QString::fromStdString(lines[std::size_t(line)]),
+                                  {},
+                                  0,
+                                  QStringLiteral("sample_inputs.txt line %1").arg(line + 1)};
+        }
+        return inputs;
+    }
+    return textInputs(spec ? spec->path : sampleDataFile("text/wiki_en_valid.txt"), count);
+}
+
+FigureStatistics figureStatistics(const ModelInfo& model, const QString& dataSpec,
+                                  const OutlierRuleChoice& rule, const QString& dir,
+                                  const std::atomic<bool>& cancel,
+                                  const std::function<void(qint64 done, qint64 total)>& progress)
+{
+    StatsRunOptions o;
+    o.modelDir = model.dir.toStdString();
+    o.data = DataSpec::parse(dataSpec.toStdString());
+    o.criterion.rule = rule.tauRule ? OutlierRule::Tau : OutlierRule::Sigma;
+    o.criterion.k = rule.k;
+    o.criterion.tau = rule.tau;
+    o.attentionFraction = rule.attentionFraction;
+    o.systematic = true;
+    if (o.data.kind == DataSpec::Kind::Images) {
+        o.imagenetNames = sampleDataFile("imagenet/imagenet_classes_ILSVRC2012.txt");
+        o.imagenetIndex = sampleDataFile("imagenet/imagenet_class_index.json");
+    }
+    const QFileInfo data(QString::fromStdString(o.data.path));
+    const QString key = dataSpec + QLatin1Char('|') + QString::fromStdString(o.criterion.describe()) +
+                        QStringLiteral("|fraction %1|%2|%3")
+                            .arg(rule.attentionFraction)
+                            .arg(data.size())
+                            .arg(data.lastModified().toMSecsSinceEpoch());
+    const QString name =
+        model.sha256.left(16) + QLatin1Char('-') +
+        QString::fromLatin1(
+            QCryptographicHash::hash(key.toUtf8(), QCryptographicHash::Sha256).toHex().left(16)) +
+        QStringLiteral(".h5");
+    if (!QDir().mkpath(dir)) throw Error(dir.toStdString() + ": cannot create the folder");
+    FigureStatistics result{QDir(dir).filePath(name), false};
+    if (QFileInfo::exists(result.path)) {
+        result.reused = true;
+        return result;
+    }
+    o.outPath = result.path.toStdString();
+    runStatistics(
+        o, cancel, [&](std::int64_t done, std::int64_t total) { progress(done, total); },
+        [](const std::string&) {});
+    return result;
+}
+
+} // namespace outlierlens

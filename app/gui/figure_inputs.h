@@ -1,0 +1,75 @@
+#pragma once
+// The figure set's models and inputs (figure_set.cpp): forward passes through the app's own inspection
+// worker, run on the calling thread. Not for the desktop app's GUI thread.
+
+#include "inspection_snapshot.h"
+
+#include <QString>
+#include <QStringList>
+#include <QVector>
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+
+namespace outlierlens {
+
+class InspectionWorker;
+
+/// One input of a figure: a sentence pair, a text, an image file or a generated example.
+struct FigureInput
+{
+    enum class Kind { Pair, Text, Image, Synthetic };
+    Kind kind = Kind::Text;
+    QString first;  ///< premise, text or image path
+    QString second; ///< hypothesis
+    quint64 seed = 0;
+    QString label; ///< for captions: "MNLI-m pair #1", "sample_inputs.txt line 3", "image coffee_cup.png"
+};
+
+/// A model folder loaded once by an InspectionWorker; inspections are cached by input.
+class FigureModel
+{
+public:
+    /// Throws Error with the worker's message when the folder does not load.
+    FigureModel(const QString& dir, const OutlierRuleChoice& rule);
+    ~FigureModel();
+    FigureModel(const FigureModel&) = delete;
+    FigureModel& operator=(const FigureModel&) = delete;
+
+    const ModelInfo& info() const { return m_info; }
+    /// Every activation of `input` (cached). Throws Error with the worker's message.
+    SnapshotPtr inspect(const FigureInput& input);
+
+private:
+    void check();
+    std::unique_ptr<InspectionWorker> m_worker;
+    ModelInfo m_info;
+    SnapshotPtr m_last;
+    QString m_error;
+    quint64 m_generation = 0;
+    std::map<QString, SnapshotPtr> m_cache;
+};
+
+/// The inputs the per-input figures use, in order (the paper's "data sequence #1" is the first):
+/// MNLI pairs of `dataSpec`'s file (or the bundled MNLI-m file), the model's own sample inputs
+/// (decoders with sample_inputs.txt, starting at showcase.json's), chunks of 48 words of a text
+/// file, images of an image folder, or generated examples (synthetic-task models). At most `count`.
+QVector<FigureInput> figureInputs(const ModelInfo& model, const QString& dataSpec, int count);
+
+/// The data set statistics (`stats`, with An et al.'s group) of `model` over `dataSpec` by `rule`,
+/// computed with runStatistics() into `dir`/<checkpoint hash>-<data and rule hash>.h5, or reused when
+/// an earlier run wrote that file (the data file's size and time are part of the key). Throws
+/// Cancelled (no file left) or Error.
+struct FigureStatistics
+{
+    QString path;
+    bool reused = false;
+};
+FigureStatistics figureStatistics(const ModelInfo& model, const QString& dataSpec,
+                                  const OutlierRuleChoice& rule, const QString& dir,
+                                  const std::atomic<bool>& cancel,
+                                  const std::function<void(qint64 done, qint64 total)>& progress);
+
+} // namespace outlierlens

@@ -1,0 +1,69 @@
+#pragma once
+// The paper's figure set for one model (`outlierlens figures`): which figures the model and inputs
+// allow, with the layers, heads and inputs chosen from the data, each drawn by the app's own view
+// widgets offscreen. Runs forward passes and statistics on the calling thread, which must be the
+// thread of the QApplication (the widgets paint there): the command line's main thread, never the
+// desktop app's GUI thread.
+
+#include "figure_export.h"
+#include "inspection_snapshot.h"
+
+#include <QString>
+#include <QStringList>
+#include <QVector>
+
+#include <atomic>
+#include <functional>
+
+namespace outlierlens {
+
+struct FigureSetOptions
+{
+    QString modelDir;
+    /// A data set as `stats` takes it (mnli:FILE[:N], images:DIR[:N], text:FILE[:N]); empty: the data
+    /// the app's statistics job uses for the model's family (ModelCatalog::statisticsData).
+    QString data;
+    QStringList compare; ///< more model folders (clipped / gated variants) for Figures 5, 14 and 15
+    QString sweep;       ///< a sweep folder (summary.json) for Figures 6 and 7
+    QString outDir;
+    QStringList only; ///< figure numbers to draw ("1", "2", "an1"); empty: all
+    QVector<ExportFormat> formats{ExportFormat::Png, ExportFormat::Pdf};
+    int dpi = 150;
+    OutlierRuleChoice rule;
+};
+
+/// One figure of the set: drawn (files) or not (reason).
+struct FigureOutcome
+{
+    QString id;     ///< "1a", "2", "9b", "an1", "table" (file names: figure-<id>.<ext>)
+    QString number; ///< what --only selects: "1", "2", "9", "an1", "table"
+    QString title;
+    QString caption;   ///< what is drawn, with the layers, heads and inputs chosen (1-based)
+    QString reason;    ///< why it could not be drawn from these inputs; empty when drawn
+    QStringList files; ///< file names in the output folder (figures, then the CSV)
+    QSize size;        ///< pixels at 96 DPI
+};
+
+struct FigureSetResult
+{
+    QVector<FigureOutcome> figures; ///< in the paper's order, drawn or not
+    QString statisticsFile;         ///< the statistics the figures used (in <out>/statistics/)
+    bool statisticsReused = false;  ///< found from an earlier run (same checkpoint, data and rule)
+    double seconds = 0;
+};
+
+/// Figure numbers --only accepts, in order.
+QStringList figureNumbers();
+
+/// Draws every figure the model and inputs allow into options.outDir: figure-<id>.<png|svg|pdf> and
+/// figure-<id>.csv (provenance lines first), then index.html and index.pdf (every figure with its
+/// caption; figures that could not be drawn are listed with the reason). Statistics over the data set
+/// are computed once per (checkpoint hash, data, rule) and kept in <out>/statistics/. Every file is
+/// written atomically; when `cancel` becomes true it throws Cancelled between figures (no index
+/// is written, finished figures stay). `progress(stage, done, total)`: done of total steps.
+/// Throws Error for a model, data or folder that cannot be used.
+FigureSetResult
+renderFigureSet(const FigureSetOptions& options, const std::atomic<bool>& cancel,
+                const std::function<void(const QString& stage, int done, int total)>& progress);
+
+} // namespace outlierlens

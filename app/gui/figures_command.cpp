@@ -1,0 +1,115 @@
+// `outlierlens figures`: every figure of the papers that a model and its inputs allow, from one command.
+
+#include "figures_command.h"
+
+#include "figure_set.h"
+
+#include "cli/command_line.h"
+#include "cli/progress_printer.h"
+#include "model/runtime.h"
+
+#include <QDir>
+
+#include <cstdio>
+#include <map>
+
+namespace outlierlens::cli {
+
+int runFigures(const QStringList& args)
+{
+    Command cmd(
+        "figures",
+        "Draw every figure of Bondarenko et al. 2023 (and An et al. 2025's Figure 1 and per-layer "
+        "figures) that the model and inputs allow, each with a CSV of its numbers and provenance, plus "
+        "index.html and index.pdf with every figure and its caption; figures the inputs cannot support "
+        "are listed with the reason. Layers, heads and inputs: the paper's on a BERT-base-sized model, "
+        "else where the outliers are largest (the same statistics as `stats`, computed once per "
+        "checkpoint, data and rule and kept in OUT/statistics/). Ctrl-C leaves no half-written file.");
+    cmd.parser().addOptions({
+        {"model", "Model folder.", "dir"},
+        {"data",
+         "Data set for the statistics and the inputs: mnli:FILE[:N], images:DIR[:N] or text:FILE[:N] "
+         "(default: "
+         "what the app's statistics job uses for the model's family).",
+         "spec"},
+        {"compare", "Clipped-softmax or gated models of the same shape, comma-separated (Figures 5, 14, 15).",
+         "dir,dir"},
+        {"sweep", "A folder written by `outlierlens sweep` (Figures 6 and 7).", "dir"},
+        {"out", "Output folder (created).", "dir"},
+        {"only", "Figures to draw, comma-separated, of: " + figureNumbers().join(QLatin1Char(',')) + ".",
+         "list"},
+        {"format", "Comma-separated formats of png, svg, pdf (default png,pdf).", "list", "png,pdf"},
+        {"dpi", "PNG resolution (default 150).", "N", "150"},
+        {"rule", "Outlier rule: sigma (|x - mean| > k std, the default) or tau (|x| > tau mean|x|).", "name",
+         "sigma"},
+        {"k", "Sigma rule: k (default 6).", "k"},
+        {"tau", "Tau rule: tau (default 1000).", "tau"},
+        {"threads", "Intra-op threads (default: the number of cores).", "N"},
+    });
+    if (auto code = cmd.parse(args)) return *code;
+    return cmd.guarded([&]() -> int {
+        configureTorchThreads(cmd.intValue("threads", 0, 1, 1024));
+        FigureSetOptions o;
+        o.modelDir = QString::fromStdString(cmd.required("model"));
+        o.outDir = QString::fromStdString(cmd.required("out"));
+        o.data = QString::fromStdString(cmd.value("data"));
+        o.sweep = QString::fromStdString(cmd.value("sweep"));
+        for (const QString& dir : cmd.parser().value("compare").split(QLatin1Char(','), Qt::SkipEmptyParts))
+            o.compare << dir.trimmed();
+        for (const QString& n : cmd.parser().value("only").split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+            if (!figureNumbers().contains(n.trimmed()))
+                throw UsageException{"--only: no figure '" + n.trimmed().toStdString() + "' (figures: " +
+                                     figureNumbers().join(QLatin1Char(',')).toStdString() + ")"};
+            o.only << n.trimmed();
+        }
+        static const std::map<QString, ExportFormat> kFormats{{QStringLiteral("png"), ExportFormat::Png},
+                                                              {QStringLiteral("svg"), ExportFormat::Svg},
+                                                              {QStringLiteral("pdf"), ExportFormat::Pdf}};
+        o.formats.clear();
+        for (const QString& f : cmd.parser().value("format").split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+            const auto it = kFormats.find(f.trimmed().toLower());
+            if (it == kFormats.end())
+                throw UsageException{"--format: expected png, svg or pdf, found '" + f.toStdString() + "'"};
+            if (!o.formats.contains(it->second)) o.formats << it->second;
+        }
+        if (o.formats.isEmpty()) throw UsageException{"--format: give at least one of png, svg, pdf"};
+        o.dpi = cmd.intValue("dpi", 150, 10, 2400);
+        const std::string rule = cmd.value("rule");
+        if (rule != "sigma" && rule != "tau")
+            throw UsageException{"--rule: expected sigma or tau, found '" + rule + "'"};
+        o.rule.tauRule = rule == "tau";
+        o.rule.k = cmd.doubleValue("k", 6.0);
+        o.rule.tau = cmd.doubleValue("tau", 1000.0);
+        if (!(o.rule.k > 0) || !(o.rule.tau > 0)) throw UsageException{"--k and --tau must be positive"};
+
+        std::unique_ptr<ProgressPrinter> printer;
+        QString stage;
+        const FigureSetResult r =
+            renderFigureSet(o, interruptFlag(), [&](const QString& name, int done, int total) {
+                if (name == QLatin1String("loading")) return;
+                if (name != stage) {
+                    stage = name;
+                    printer = std::make_unique<ProgressPrinter>(
+                        "figures", name == QLatin1String("statistics") ? "inputs (statistics)" : "figures",
+                        false);
+                }
+                if (total > 0) printer->update(done, total);
+            });
+        int drawn = 0;
+        for (const FigureOutcome& f : r.figures) {
+            if (f.reason.isEmpty()) {
+                ++drawn;
+                std::printf("%-6s %s\n", qPrintable(f.id), qPrintable(f.title));
+            } else {
+                std::printf("%-6s not drawn: %s (%s)\n", qPrintable(f.id), qPrintable(f.title),
+                            qPrintable(f.reason));
+            }
+        }
+        std::printf("wrote %d figures, index.html and index.pdf to %s in %.1f s; statistics %s %s\n", drawn,
+                    qPrintable(QDir::toNativeSeparators(o.outDir)), r.seconds,
+                    r.statisticsReused ? "reused from" : "in", qPrintable(r.statisticsFile));
+        return Ok;
+    });
+}
+
+} // namespace outlierlens::cli

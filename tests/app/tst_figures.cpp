@@ -1,0 +1,252 @@
+// `outlierlens figures` as a user runs it: the figure set of the demo models, each file there and not
+// blank, and the CSVs' numbers equal to what the backend computes for the same inputs (the statistics
+// file of `stats`, an `inspect` dump).
+
+#include "../common/app_runner.h"
+
+#include "analysis/statistics_file.h"
+#include "io/hdf5_store.h"
+#include "text/mnli.h"
+
+#include <QDir>
+#include <QFile>
+#include <QImage>
+#include <QRegularExpression>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <map>
+
+using namespace outlierlens;
+using outlierlens::test::runApp;
+
+namespace {
+
+QString sample(const QString& relative)
+{
+    return QStringLiteral(OUTLIERLENS_SOURCE_DIR "/sample_data/") + relative;
+}
+
+/// The CSV's lines after its "# key: value" provenance, and those keys.
+struct Csv
+{
+    std::map<QString, QString> meta;
+    QStringList lines;
+};
+
+Csv readCsv(const QString& path)
+{
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly)) return {};
+    Csv csv;
+    for (const QString& line : QString::fromUtf8(file.readAll()).split(QLatin1Char('\n'))) {
+        if (line.startsWith(QLatin1String("# "))) {
+            const int colon = line.indexOf(QLatin1String(": "));
+            csv.meta[line.mid(2, colon - 2)] = line.mid(colon + 2);
+        } else {
+            csv.lines << line;
+        }
+    }
+    return csv;
+}
+
+/// A figure worth looking at: it loads, and it is not one flat colour.
+bool notBlank(const QString& path)
+{
+    const QImage image(path);
+    if (image.isNull() || image.width() < 100 || image.height() < 100) return false;
+    const QRgb first = image.pixel(0, 0);
+    int other = 0;
+    for (int y = 0; y < image.height(); y += 7)
+        for (int x = 0; x < image.width(); x += 7)
+            other += image.pixel(x, y) != first ? 1 : 0;
+    return other > 100;
+}
+
+QString statisticsFileOf(const QString& dir)
+{
+    const QStringList files = QDir(dir + QStringLiteral("/statistics")).entryList({QStringLiteral("*.h5")});
+    return files.size() == 1 ? dir + QStringLiteral("/statistics/") + files.first() : QString();
+}
+
+} // namespace
+
+class TestFigures : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void decoderFamilyWithComparisons()
+    {
+        QTemporaryDir out;
+        const QString models = sample(QStringLiteral("models/"));
+        const QStringList args{QStringLiteral("figures"),
+                               QStringLiteral("--model"),
+                               models + QStringLiteral("backcopy-vanilla"),
+                               QStringLiteral("--compare"),
+                               models + QStringLiteral("backcopy-gated,") + models +
+                                   QStringLiteral("backcopy-clipped"),
+                               QStringLiteral("--data"),
+                               QStringLiteral("text:") + sample(QStringLiteral("text/wiki_en_valid.txt:12")),
+                               QStringLiteral("--format"),
+                               QStringLiteral("png,svg"),
+                               QStringLiteral("--dpi"),
+                               QStringLiteral("96"),
+                               QStringLiteral("--out"),
+                               out.path()};
+        const auto r = runApp(args);
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err + r.out));
+        // Every figure a decoder family allows, in both formats, with its CSV.
+        for (const QString id : {"1", "2", "4", "5", "10", "11", "12", "13", "14", "15", "an1", "an3"}) {
+            const QString base = out.path() + QStringLiteral("/figure-") + id;
+            QVERIFY2(notBlank(base + QStringLiteral(".png")), qPrintable(id));
+            QVERIFY2(QFileInfo(base + QStringLiteral(".svg")).size() > 1000, qPrintable(id));
+            Csv csv = readCsv(base + QStringLiteral(".csv"));
+            QVERIFY2(csv.lines.size() > 2, qPrintable(id));
+            // Comparisons name every model's checkpoint.
+            QVERIFY2(QRegularExpression(QStringLiteral("^[0-9a-f]{64}"))
+                         .match(csv.meta[QStringLiteral("checkpoint_sha256")])
+                         .hasMatch(),
+                     qPrintable(id));
+            QVERIFY(csv.meta[QStringLiteral("rule")].contains(QStringLiteral("6")));
+            QVERIFY(csv.meta[QStringLiteral("data")].contains(QStringLiteral("wiki_en_valid")));
+        }
+        // What the inputs cannot support is listed with the reason, and no file made for it.
+        QVERIFY(!QFile::exists(out.path() + QStringLiteral("/figure-3.png")));
+        QFile html(out.path() + QStringLiteral("/index.html"));
+        QVERIFY(html.open(QIODevice::ReadOnly));
+        const QString index = QString::fromUtf8(html.readAll());
+        QVERIFY(index.contains(QStringLiteral("Not drawn: needs a ViT model and images")));
+        QVERIFY(index.contains(QStringLiteral("needs a sweep folder")));
+        QVERIFY(index.contains(QStringLiteral("<img src=\"figure-14.png\"")));
+        QFile pdf(out.path() + QStringLiteral("/index.pdf"));
+        QVERIFY(pdf.open(QIODevice::ReadOnly));
+        const QByteArray pdfBytes = pdf.readAll();
+        QVERIFY(pdfBytes.startsWith("%PDF"));
+        // One page per drawn figure and the table, and one listing what was not drawn.
+        QCOMPARE(
+            QString::fromLatin1(pdfBytes).count(QRegularExpression(QStringLiteral("/Type\\s*/Page[^s]"))),
+            14);
+        QVERIFY(!QFile::exists(out.path() + QStringLiteral("/index.pdf.tmp")));
+
+        // The table and Figure 1 are the statistics file's numbers (what `stats` computes).
+        const QString statsPath = statisticsFileOf(out.path());
+        QVERIFY(!statsPath.isEmpty());
+        const StatisticsFile stats = readStatisticsFile(statsPath.toStdString());
+        QCOMPARE(stats.samples, std::int64_t(12));
+        const Csv table = readCsv(out.path() + QStringLiteral("/table.csv"));
+        QCOMPARE(table.lines.value(0), QStringLiteral("layer,max_inf_norm,kurtosis"));
+        QCOMPARE(int(stats.summary.layers.size()), 3);
+        for (int l = 0; l < 3; ++l) {
+            const QStringList cells = table.lines.value(1 + l).split(QLatin1Char(','));
+            QCOMPARE(cells.value(0).toInt(), l + 1);
+            // The file stores float32; the CSV writes each with 9 significant digits (exact for a float).
+            QCOMPARE(cells.value(1).toFloat(), float(stats.summary.meanMaxInfNorm[std::size_t(l)]));
+            QCOMPARE(cells.value(2).toFloat(), float(stats.summary.meanKurtosis[std::size_t(l)]));
+        }
+        // Figure 1 is drawn at layer 1 (the layer before the showcase head's, layer 2 of this model).
+        const Csv figure1 = readCsv(out.path() + QStringLiteral("/figure-1.csv"));
+        const std::vector<std::int64_t>& perDim = stats.layers.at(0).tensors.at("out").outliersPerDim;
+        QCOMPARE(figure1.lines.value(0), QStringLiteral("dimension (0-based),count"));
+        std::int64_t total = 0;
+        for (std::size_t j = 0; j < perDim.size(); ++j) {
+            QCOMPARE(figure1.lines.value(1 + int(j)), QStringLiteral("%1,%2").arg(j).arg(perDim[j]));
+            total += perDim[j];
+        }
+        QVERIFY2(total > 0, "the vanilla model's layer-1 outliers are counted");
+
+        // A second run reuses the statistics (same checkpoint, data and rule) and says so.
+        const auto again = runApp(args + QStringList{QStringLiteral("--only"), QStringLiteral("1,table")});
+        QVERIFY2(again.exitCode == 0, qPrintable(again.err));
+        QVERIFY2(again.out.contains(QStringLiteral("statistics reused from")), qPrintable(again.out));
+    }
+
+    void bertHeadsAreTheInspectedNumbers()
+    {
+        QTemporaryDir out;
+        const QString model = sample(QStringLiteral("models/bert-mnli-vanilla"));
+        const QString data = sample(QStringLiteral("mnli/mnli_dev_matched.jsonl"));
+        const auto r =
+            runApp({QStringLiteral("figures"), QStringLiteral("--model"), model, QStringLiteral("--data"),
+                    QStringLiteral("mnli:") + data + QStringLiteral(":24"), QStringLiteral("--only"),
+                    QStringLiteral("1,2,10,14,table"), QStringLiteral("--format"), QStringLiteral("png"),
+                    QStringLiteral("--out"), out.path()});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err + r.out));
+        QVERIFY(notBlank(out.path() + QStringLiteral("/figure-2.png")));
+        QVERIFY(notBlank(out.path() + QStringLiteral("/figure-10.png")));
+        QVERIFY2(r.out.contains(QStringLiteral("not drawn: Figure 14")), qPrintable(r.out)); // no --compare
+        // Figure 2's first head is the first MNLI pair: the same probabilities as `inspect` dumps.
+        const Csv figure2 = readCsv(out.path() + QStringLiteral("/figure-2.csv"));
+        QCOMPARE(figure2.lines.value(0),
+                 QStringLiteral("layer (1-based),head (1-based),panel,row,col,row_label,col_label,value"));
+        const QStringList first = figure2.lines.value(1).split(QLatin1Char(','));
+        const int layer = first.value(0).toInt() - 1, head = first.value(1).toInt() - 1;
+        const NliPair pair = readNliPairs(data.toStdString(), 1).at(0);
+        const QString dump = out.path() + QStringLiteral("/dump.h5");
+        const auto inspected =
+            runApp({QStringLiteral("inspect"), QStringLiteral("--model"), model, QStringLiteral("--text"),
+                    QString::fromStdString(pair.premise), QStringLiteral("--pair"),
+                    QString::fromStdString(pair.hypothesis), QStringLiteral("--dump"), dump});
+        QVERIFY2(inspected.exitCode == 0, qPrintable(inspected.err));
+        Hdf5Reader reader(dump.toStdString());
+        const torch::Tensor probs = reader.readTensor("layer" + std::to_string(layer) + "/attn_probs")[head];
+        const std::int64_t T = probs.size(0);
+        std::map<std::pair<int, int>, double> seen;
+        const QRegularExpression number(QStringLiteral("^-?[0-9.e+-]+$"));
+        for (const QString& line : figure2.lines) {
+            const QStringList cells = line.split(QLatin1Char(','));
+            // Token labels may hold commas; the numbers are the first five fields and the last.
+            if (cells.size() < 8 || cells[0].toInt() - 1 != layer || cells[1].toInt() - 1 != head ||
+                cells[2] != QLatin1String("probabilities"))
+                continue;
+            // The first block of this head is input #1 (row-major, T x T); input #5's follows.
+            if (std::int64_t(seen.size()) == T * T) break;
+            seen[{cells[3].toInt(), cells[4].toInt()}] = cells.last().toDouble();
+        }
+        QCOMPARE(std::int64_t(seen.size()), T * T);
+        for (const auto& [rc, value] : seen)
+            QVERIFY2(std::abs(value - probs[rc.first][rc.second].item<double>()) < 1e-6,
+                     qPrintable(QStringLiteral("(%1, %2)").arg(rc.first).arg(rc.second)));
+    }
+
+    void vitImagesAndHeads()
+    {
+        QTemporaryDir out;
+        const auto r =
+            runApp({QStringLiteral("figures"), QStringLiteral("--model"),
+                    sample(QStringLiteral("models/vit-fmnist-vanilla")), QStringLiteral("--data"),
+                    QStringLiteral("images:") + sample(QStringLiteral("images:6")), QStringLiteral("--only"),
+                    QStringLiteral("3,9,16,2"), QStringLiteral("--format"), QStringLiteral("png,pdf"),
+                    QStringLiteral("--out"), out.path()});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err + r.out));
+        for (const QString id : {"3", "9a", "9b", "9c", "16"}) {
+            QVERIFY2(notBlank(out.path() + QStringLiteral("/figure-%1.png").arg(id)), qPrintable(id));
+            QVERIFY(QFileInfo(out.path() + QStringLiteral("/figure-%1.pdf").arg(id)).size() > 1000);
+        }
+        QVERIFY2(r.out.contains(QStringLiteral("not drawn: Figure 2")), qPrintable(r.out));
+    }
+
+    void badOptionsAreUsageErrors()
+    {
+        QTemporaryDir out;
+        const QString model = sample(QStringLiteral("models/backcopy-vanilla"));
+        auto r = runApp({QStringLiteral("figures"), QStringLiteral("--model"), model,
+                         QStringLiteral("--only"), QStringLiteral("8"), QStringLiteral("--out"), out.path()});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains(QStringLiteral("--only: no figure '8'")), qPrintable(r.err));
+        r = runApp({QStringLiteral("figures"), QStringLiteral("--model"), model, QStringLiteral("--format"),
+                    QStringLiteral("jpg"), QStringLiteral("--out"), out.path()});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains(QStringLiteral("--format")), qPrintable(r.err));
+        r = runApp({QStringLiteral("figures"), QStringLiteral("--model"),
+                    out.path() + QStringLiteral("/none"), QStringLiteral("--out"), out.path()});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY(QDir(out.path()).entryList(QDir::Files).isEmpty());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestFigures)
+#include "tst_figures.moc"
