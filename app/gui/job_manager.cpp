@@ -220,7 +220,8 @@ QString JobManager::newId() const
     return QDateTime::currentDateTimeUtc().toString(QStringLiteral("yyyyMMdd-HHmmss-zzz"));
 }
 
-QString JobManager::queueTraining(const QString& title, const QString& runJson, const QString& runFolder)
+QString JobManager::queueTraining(const QString& title, const QString& runJson, const QString& runFolder,
+                                  int processes)
 {
     JobInfo j;
     j.id = newId();
@@ -231,6 +232,7 @@ QString JobManager::queueTraining(const QString& title, const QString& runJson, 
     if (file.open(QIODevice::WriteOnly)) file.write(runJson.toUtf8());
     j.arguments = {QStringLiteral("train"), QStringLiteral("--config"), config, QStringLiteral("--output"),
                    runFolder};
+    if (processes > 1) j.arguments << QStringLiteral("--nproc-per-node") << QString::number(processes);
     j.folder = runFolder;
     j.output = runFolder + QStringLiteral("/final");
     j.logFile = m_jobsDir + QStringLiteral("/") + j.id + QStringLiteral(".log");
@@ -315,6 +317,15 @@ QString JobManager::resume(const QString& id)
         } else if (j.state == QLatin1String("stopped") || j.state == QLatin1String("failed")) {
             j.arguments = {QStringLiteral("train"), QStringLiteral("--resume"), QStringLiteral("--output"),
                            j.folder};
+            // A group resumes as a group: as many processes as run.json records.
+            std::optional<TrainConfig> recorded;
+            try {
+                recorded = RunFolder(j.folder.toStdString()).readConfig();
+            } catch (const std::exception&) {
+                // a malformed run.json: `train --resume` says so in the job's message
+            }
+            if (recorded && recorded->worldSize > 1)
+                j.arguments << QStringLiteral("--nproc-per-node") << QString::number(recorded->worldSize);
             j.state = QStringLiteral("queued");
             j.message.clear();
         }

@@ -49,8 +49,10 @@ public:
 
     /// Queues `outlierlens train` with a run configuration (JSON text, written into the jobs
     /// folder). Jobs run one at a time, in order: two busy processes on two cores slow each other
-    /// down many times over.
-    QString queueTraining(const QString& title, const QString& runJson, const QString& runFolder);
+    /// down many times over. With `processes` > 1 the job is one `train --nproc-per-node` launcher whose
+    /// workers share each batch (the run JSON's world_size must say the same).
+    QString queueTraining(const QString& title, const QString& runJson, const QString& runFolder,
+                          int processes = 1);
     /// Queues `outlierlens stats` with the given arguments (without "stats") writing `output`.
     QString queueStatistics(const QString& title, const QStringList& arguments, const QString& output);
     /// SIGTERM: a training run saves a checkpoint and stops; a statistics run stops without output.

@@ -95,8 +95,17 @@ JobsPage::JobsPage(JobManager* jobs, QWidget* parent)
     m_piInit->setSingleStep(0.05);
     m_piInit->setValue(0.25);
     m_steps = new QSpinBox;
+    m_steps->setObjectName(QStringLiteral("steps"));
     m_steps->setRange(1, 10000000);
     m_steps->setValue(1000);
+    m_processes = new QSpinBox;
+    m_processes->setObjectName(QStringLiteral("processes"));
+    m_processes->setRange(1, 256);
+    m_processes->setValue(1);
+    m_processes->setToolTip(
+        tr("worker processes training together (outlierlens train --nproc-per-node): each takes an equal "
+           "share of every batch and cores / processes threads; the batch size must be divisible by it. "
+           "The group is one job (docs/training.md)"));
     m_precision = new QComboBox;
     m_precision->addItems({tr("float32"), tr("bf16 mixed precision")});
     m_precision->setToolTip(
@@ -112,6 +121,7 @@ JobsPage::JobsPage(JobManager* jobs, QWidget* parent)
     form->addRow(tr("alpha (clipped)"), m_alpha);
     form->addRow(tr("pi_init (gated)"), m_piInit);
     form->addRow(tr("Steps"), m_steps);
+    form->addRow(tr("Processes"), m_processes);
     form->addRow(tr("Precision"), m_precision);
     form->addRow(tr("Name"), m_name);
     form->addRow(m_start);
@@ -293,6 +303,7 @@ void JobsPage::startTraining()
         c.preset = m_size->currentText().toStdString();
         c.steps = m_steps->value();
         c.precision = m_precision->currentIndex() == 1 ? Precision::Bf16 : Precision::Fp32;
+        c.worldSize = m_processes->value(); // validated below: the batch must divide by it
         c.warmupSteps = std::min<std::int64_t>(c.warmupSteps, c.steps / 10);
         c.evalEvery = std::max<std::int64_t>(1, std::min<std::int64_t>(c.evalEvery, c.steps / 10));
         c.checkpointEvery = std::max<std::int64_t>(1, std::min<std::int64_t>(c.checkpointEvery, c.steps / 4));
@@ -321,9 +332,11 @@ void JobsPage::startTraining()
             if (path->rfind("sample_data/", 0) == 0) *path = sampleDataFile(path->substr(12));
         if (c.task == TrainTask::MaskedLm && c.vocab.empty()) c.vocab = sampleDataFile("bert/vocab.txt");
         validateTrainConfig(c);
-        selectJob(m_jobs->queueTraining(
-            tr("%1, %2, %3").arg(tr(choice.label), m_size->currentText(), m_variant->currentText()),
-            QString::fromStdString(trainConfigToJson(c)), folder));
+        QString title =
+            tr("%1, %2, %3").arg(tr(choice.label), m_size->currentText(), m_variant->currentText());
+        if (c.worldSize > 1) title += tr(", %1 processes").arg(c.worldSize);
+        selectJob(
+            m_jobs->queueTraining(title, QString::fromStdString(trainConfigToJson(c)), folder, c.worldSize));
         m_name->clear();
     } catch (const std::exception& e) {
         Q_EMIT failed(QString::fromStdString(e.what()));

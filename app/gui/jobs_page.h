@@ -56,6 +56,7 @@ private:
     QDoubleSpinBox* m_alpha = nullptr;
     QDoubleSpinBox* m_piInit = nullptr;
     QSpinBox* m_steps = nullptr;
+    QSpinBox* m_processes = nullptr; ///< --nproc-per-node: worker processes sharing each batch
     QComboBox* m_precision = nullptr;
     QLineEdit* m_name = nullptr;
     QPushButton* m_start = nullptr;

@@ -373,7 +373,7 @@ private Q_SLOTS:
     {
         m_window->pages()->setCurrentWidget(m_window->jobsPage());
         JobsPage* page = m_window->jobsPage();
-        page->findChild<QSpinBox*>()->setValue(400); // steps: the synthetic task, bert-tiny
+        page->findChild<QSpinBox*>(QStringLiteral("steps"))->setValue(400); // the synthetic task, bert-tiny
         QTest::mouseClick(page->startButton(), Qt::LeftButton);
         QTRY_COMPARE_WITH_TIMEOUT(m_jobs->jobs().size(), 1, 5000);
         const QString id = m_jobs->jobs().first().id;

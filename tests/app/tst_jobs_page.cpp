@@ -62,14 +62,23 @@ private Q_SLOTS:
         task->setCurrentIndex(decoder);
         attention->setCurrentIndex(scale);
 
-        page.findChild<QSpinBox*>()->setValue(2); // steps
+        page.findChild<QSpinBox*>(QStringLiteral("steps"))->setValue(2);
+        // Two processes: one job (the launcher) whose run records the group.
+        auto* processes = page.findChild<QSpinBox*>(QStringLiteral("processes"));
+        QVERIFY(processes);
+        QCOMPARE(processes->value(), 1);
+        processes->setValue(2);
         QTest::mouseClick(page.startButton(), Qt::LeftButton);
         QTRY_COMPARE_WITH_TIMEOUT(jobs.jobs().size(), 1, 5000);
         const QString id = jobs.jobs().first().id;
+        QVERIFY(jobs.job(id)->arguments.join(QLatin1Char(' ')).endsWith(QLatin1String("--nproc-per-node 2")));
         QTRY_VERIFY_WITH_TIMEOUT(jobs.job(id)->state == QLatin1String("finished"), 120000);
         std::ifstream run((jobs.job(id)->folder + QStringLiteral("/final/config.json")).toStdString());
         const nlohmann::json config = nlohmann::json::parse(run);
         QCOMPARE(config["outlierlens"]["context_scale"].get<bool>(), true);
+        std::ifstream runJson((jobs.job(id)->folder + QStringLiteral("/run.json")).toStdString());
+        QCOMPARE(nlohmann::json::parse(runJson)["world_size"].get<int>(), 2);
+        processes->setValue(1);
 
         // A vanilla run beside it, then their comparison (An et al.'s Figs 10/11): the dialog queues the
         // statistics of both runs over the sample text and draws each run's largest and median |h|.
