@@ -14,6 +14,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QCoreApplication>
+#include <QDir>
 #include <QIcon>
 #include <QSettings>
 #include <QStandardPaths>
@@ -22,6 +23,8 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace {
 
@@ -158,8 +161,16 @@ int main(int argc, char* argv[])
     if (argc >= 2 && argv[1][0] != '-') {
         for (const auto& c : kSubcommands) {
             if (std::strcmp(argv[1], c.name) != 0) continue;
-            if (c.paints)
+            if (c.paints) {
                 qputenv("QT_QPA_PLATFORM", "offscreen"); // never a window, with or without a display
+                if (qEnvironmentVariableIsEmpty("XDG_RUNTIME_DIR")) {
+                    // The folder Qt falls back to, without its warning: the command needs no session.
+                    const QByteArray dir =
+                        QDir::tempPath().toLocal8Bit() + "/runtime-" + QByteArray::number(getuid());
+                    ::mkdir(dir.constData(), 0700);
+                    qputenv("XDG_RUNTIME_DIR", dir);
+                }
+            }
             std::unique_ptr<QCoreApplication> app = c.paints ? std::make_unique<QApplication>(argc, argv)
                                                              : std::make_unique<QCoreApplication>(argc, argv);
             QCoreApplication::setApplicationName(QStringLiteral("outlierlens"));

@@ -10,6 +10,9 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QFontMetricsF>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QPageSize>
 #include <QPainter>
 #include <QPdfWriter>
@@ -181,7 +184,45 @@ void FigureIndexWriter::drawTable(const StatisticsFile& stats, FigureOutcome& f)
     }
 }
 
-void FigureIndexWriter::finish(const QString& statisticsFile, bool statisticsReused)
+void FigureIndexWriter::writeIndexJson(const QString& statisticsFile,
+                                       const QVector<FigureInput>& inputs) const
+{
+    static const char* const kKinds[] = {"pair", "text", "image", "synthetic"};
+    QJsonArray inputArray;
+    for (const FigureInput& in : inputs)
+        inputArray << QJsonObject{{QStringLiteral("kind"), QLatin1String(kKinds[int(in.kind)])},
+                                  {QStringLiteral("first"), in.first},
+                                  {QStringLiteral("second"), in.second},
+                                  {QStringLiteral("seed"), QString::number(in.seed)},
+                                  {QStringLiteral("label"), in.label}};
+    QJsonArray figures;
+    for (const FigureOutcome& f : m_figures)
+        figures << QJsonObject{{QStringLiteral("id"), f.id},
+                               {QStringLiteral("number"), f.number},
+                               {QStringLiteral("title"), f.title},
+                               {QStringLiteral("caption"), f.caption},
+                               {QStringLiteral("reason"), f.reason},
+                               {QStringLiteral("files"), QJsonArray::fromStringList(f.files)},
+                               {QStringLiteral("page"), f.page},
+                               {QStringLiteral("layer"), f.layer},
+                               {QStringLiteral("head"), f.head},
+                               {QStringLiteral("input"), f.input},
+                               {QStringLiteral("statistics"), f.statistics}};
+    const QJsonObject index{
+        {QStringLiteral("model"), m_model.dir},
+        {QStringLiteral("checkpoint_sha256"), m_model.sha256},
+        {QStringLiteral("data"), m_data},
+        {QStringLiteral("rule"), m_rule},
+        {QStringLiteral("statistics"),
+         statisticsFile.isEmpty() ? QString() : QDir(m_outDir).relativeFilePath(statisticsFile)},
+        {QStringLiteral("inputs"), inputArray},
+        {QStringLiteral("figures"), figures}};
+    writeTextFileAtomically(QDir(m_outDir).filePath(QStringLiteral("index.json")).toStdString(),
+                            QJsonDocument(index).toJson().toStdString());
+}
+
+void FigureIndexWriter::finish(const QString& statisticsFile, bool statisticsReused,
+                               const QVector<FigureInput>& inputs)
 {
     // The PDF: a last page lists what could not be drawn, and why.
     QString missing;
@@ -201,6 +242,8 @@ void FigureIndexWriter::finish(const QString& statisticsFile, bool statisticsReu
     const QString pdf = QDir(m_outDir).filePath(QStringLiteral("index.pdf"));
     QFile::remove(pdf);
     if (!QFile::rename(m_pdfTemp, pdf)) throw Error(pdf.toStdString() + ": cannot write");
+
+    writeIndexJson(statisticsFile, inputs);
 
     QString html =
         QStringLiteral("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Figures of %1</title>\n"

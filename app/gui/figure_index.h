@@ -3,6 +3,7 @@
 // each figure in the asked formats with its CSV, the per-layer table, and the index (HTML and one PDF).
 
 #include "figure_export.h"
+#include "figure_inputs.h"
 #include "figure_set.h"
 
 #include <QString>
@@ -38,11 +39,12 @@ public:
     void drawTable(const StatisticsFile& stats, FigureOutcome& outcome);
     /// Lists the figure in the index (drawn or with its reason).
     void add(const FigureOutcome& outcome) { m_figures << outcome; }
-    /// Writes index.html and index.pdf.
-    void finish(const QString& statisticsFile, bool statisticsReused);
+    /// Writes index.pdf, index.json and, last, index.html.
+    void finish(const QString& statisticsFile, bool statisticsReused, const QVector<FigureInput>& inputs);
 
 private:
     void beginPage(const QSizeF& size);
+    void writeIndexJson(const QString& statisticsFile, const QVector<FigureInput>& inputs) const;
     static double headingHeight(const FigureOutcome& outcome, double width);
     void drawHeading(const FigureOutcome& outcome, double width);
     QString m_outDir;

@@ -123,6 +123,15 @@ private:
             if (clipped ? !f->info().gated : !f->info().clipped) kept.push_back(f);
         return kept;
     }
+    /// Records where the app shows the figure (FigureOutcome::page ...).
+    static Planned shownIn(Planned p, const QString& page, int layer, int head, int input,
+                           bool statistics = false)
+    {
+        p.outcome.page = page;
+        p.outcome.layer = layer, p.outcome.head = head, p.outcome.input = input;
+        p.outcome.statistics = statistics;
+        return p;
+    }
     Planned comparison(const QString& id, bool clipped);
     Planned teaching(const QString& id, FigureModel& model, const QString& title);
     Planned headGrid(const QString& id, const QString& title, int layer, int inputIndex);
@@ -191,19 +200,21 @@ void Planner::chooseLayersAndHeads()
 
 Planned Planner::headGrid(const QString& id, const QString& title, int layer, int inputIndex)
 {
-    return planned(id, title,
-                   QStringLiteral("Every head of %1: attention probabilities, values V and their product P·V "
-                                  "(and the gate where the model has one) on %2.")
-                       .arg(layerText(layer), inputLabel(inputIndex)),
-                   [this, layer, inputIndex] {
-                       const SnapshotPtr s = input(inputIndex);
-                       QVector<HeadViewData> heads;
-                       for (int h = 0; h < s->H(); ++h)
-                           heads << buildHeadView(*s, layer, h);
-                       auto grid = std::make_unique<HeadGrid>();
-                       grid->setHeads(heads);
-                       return std::unique_ptr<QWidget>(std::move(grid));
-                   });
+    return shownIn(
+        planned(id, title,
+                QStringLiteral("Every head of %1: attention probabilities, values V and their product P·V "
+                               "(and the gate where the model has one) on %2.")
+                    .arg(layerText(layer), inputLabel(inputIndex)),
+                [this, layer, inputIndex] {
+                    const SnapshotPtr s = input(inputIndex);
+                    QVector<HeadViewData> heads;
+                    for (int h = 0; h < s->H(); ++h)
+                        heads << buildHeadView(*s, layer, h);
+                    auto grid = std::make_unique<HeadGrid>();
+                    grid->setHeads(heads);
+                    return std::unique_ptr<QWidget>(std::move(grid));
+                }),
+        QStringLiteral("Layer"), layer, -1, inputIndex);
 }
 
 Planned Planner::comparison(const QString& id, bool clipped)
@@ -221,42 +232,46 @@ Planned Planner::comparison(const QString& id, bool clipped)
         if (f->info().layers != m.layers || f->info().heads != m.heads || f->info().family != m.family)
             return unavailable(
                 id, title, f->info().name + QStringLiteral(" has another shape or family than ") + m.name);
-    return planned(
-        id, title,
-        QStringLiteral("%1, head %2 on %3, in each model: attention probabilities, V and P·V%4; under "
-                       "each, the outliers of the tensor the layer reads and where the head looks.")
-            .arg(layerText(headLayer))
-            .arg(head + 1)
-            .arg(inputLabel(0), clipped ? QString() : QStringLiteral(", the gate and P·V after it")),
-        [this, models] {
-            QVector<CompareEntry> entries;
-            for (FigureModel* f : models) {
-                const SnapshotPtr s = f->inspect(in.value(0));
-                entries << CompareEntry{f->info().name, compareCaptionLines(*s, headLayer, head),
-                                        buildHeadView(*s, headLayer, head)};
-            }
-            auto view = std::make_unique<CompareView>();
-            view->setEntries(entries);
-            view->setValuePanelsVisible(true);
-            return std::unique_ptr<QWidget>(std::move(view));
-        });
+    return shownIn(
+        planned(
+            id, title,
+            QStringLiteral("%1, head %2 on %3, in each model: attention probabilities, V and P·V%4; under "
+                           "each, the outliers of the tensor the layer reads and where the head looks.")
+                .arg(layerText(headLayer))
+                .arg(head + 1)
+                .arg(inputLabel(0), clipped ? QString() : QStringLiteral(", the gate and P·V after it")),
+            [this, models] {
+                QVector<CompareEntry> entries;
+                for (FigureModel* f : models) {
+                    const SnapshotPtr s = f->inspect(in.value(0));
+                    entries << CompareEntry{f->info().name, compareCaptionLines(*s, headLayer, head),
+                                            buildHeadView(*s, headLayer, head)};
+                }
+                auto view = std::make_unique<CompareView>();
+                view->setEntries(entries);
+                view->setValuePanelsVisible(true);
+                return std::unique_ptr<QWidget>(std::move(view));
+            }),
+        QStringLiteral("Compare"), headLayer, head, 0);
 }
 
 Planned Planner::teaching(const QString& id, FigureModel& model, const QString& title)
 {
-    return planned(
-        id, title,
-        QStringLiteral("The attention block of %1 with its own numbers: %2, head %3, on %4; the query "
-                       "is the %5 token.")
-            .arg(model.info().name, layerText(headLayer))
-            .arg(head + 1)
-            .arg(inputLabel(0), m.isDecoder() ? QStringLiteral("last") : QStringLiteral("second")),
-        [this, &model] {
-            const SnapshotPtr s = model.inspect(in.value(0));
-            // As the Teaching page: a content token, the last one in a causal model.
-            const int token = s->model.isDecoder() ? s->T - 1 : std::min(1, s->T - 1);
-            return viewOf<TeachingView>(buildTeaching(*s, token, headLayer, head));
-        });
+    return shownIn(
+        planned(
+            id, title,
+            QStringLiteral("The attention block of %1 with its own numbers: %2, head %3, on %4; the query "
+                           "is the %5 token.")
+                .arg(model.info().name, layerText(headLayer))
+                .arg(head + 1)
+                .arg(inputLabel(0), m.isDecoder() ? QStringLiteral("last") : QStringLiteral("second")),
+            [this, &model] {
+                const SnapshotPtr s = model.inspect(in.value(0));
+                // As the Teaching page: a content token, the last one in a causal model.
+                const int token = s->model.isDecoder() ? s->T - 1 : std::min(1, s->T - 1);
+                return viewOf<TeachingView>(buildTeaching(*s, token, headLayer, head));
+            }),
+        QStringLiteral("Teaching"), headLayer, head, 0);
 }
 
 QVector<Planned> Planner::plan()
@@ -288,6 +303,7 @@ QVector<Planned> Planner::plan()
             [this, layer] {
                 return viewOf<OutlierDashboard>(buildDashboard(*stats, statsPath, layer, tensor, m.headDim));
             });
+        p.back() = shownIn(p.back(), QStringLiteral("Outliers"), layer, -1, -1, true);
     }
     // Figure 2: one head on two inputs and in two layers.
     const QString title2 =
@@ -431,6 +447,21 @@ QVector<Planned> Planner::plan()
                 const SnapshotPtr s = input(0);
                 return viewOf<SystematicView>(buildSystematic(*stats, statsPath, lb, &s->systematic));
             });
+    // Where the app shows the rest (those above say it where they are made).
+    for (Planned& f : p) {
+        const QString& id = f.outcome.id;
+        if (id == QLatin1String("2"))
+            f = shownIn(f, QStringLiteral("Head"), headLayer, head, 0);
+        else if (id == QLatin1String("3") || id.startsWith(QLatin1Char('9')))
+            f = shownIn(f, QStringLiteral("Image"), lb, head,
+                        id == QLatin1String("3") ? 0 : id.back().unicode() - 'a' + 1);
+        else if (id == QLatin1String("6") || id == QLatin1String("7"))
+            f = shownIn(f, QStringLiteral("Sweeps"), -1, -1, -1);
+        else if (id == QLatin1String("an1"))
+            f = shownIn(f, QStringLiteral("Systematic outliers"), lb, -1, 0);
+        else if (id == QLatin1String("an3"))
+            f = shownIn(f, QStringLiteral("Systematic outliers"), lb, -1, -1, true);
+    }
     return p;
 }
 
@@ -455,6 +486,9 @@ FigureSetResult renderFigureSet(const FigureSetOptions& o, const std::atomic<boo
             throw Error("--only: no figure '" + n.toStdString() +
                         "' (figures: " + figureNumbers().join(QLatin1Char(',')).toStdString() + ")");
     if (!QDir().mkpath(o.outDir)) throw Error(o.outDir.toStdString() + ": cannot create the folder");
+    // index.html comes last: while it is missing, the folder does not hold a complete set.
+    for (const char* name : {"index.html", "index.json"})
+        QFile::remove(QDir(o.outDir).filePath(QLatin1String(name)));
 
     progress(QStringLiteral("loading"), 0, 1);
     FigureModel main(o.modelDir, o.rule);
@@ -498,7 +532,10 @@ FigureSetResult renderFigureSet(const FigureSetOptions& o, const std::atomic<boo
     Planner planner(o, main, compare, inputs, stats, result.statisticsFile, statsReason);
     QVector<Planned> plan = planner.plan();
     if (stats) {
-        plan << Planned{layerTableOutcome(*stats), {}};
+        Planned table{layerTableOutcome(*stats), {}};
+        table.outcome.page = QStringLiteral("Outliers");
+        table.outcome.statistics = true;
+        plan << table;
     } else {
         Planned table;
         table.outcome.id = table.outcome.number = QStringLiteral("table");
@@ -530,7 +567,8 @@ FigureSetResult renderFigureSet(const FigureSetOptions& o, const std::atomic<boo
         index.add(f);
         result.figures << f;
     }
-    index.finish(result.statisticsFile, result.statisticsReused);
+    result.inputs = inputs;
+    index.finish(result.statisticsFile, result.statisticsReused, inputs);
     progress(QStringLiteral("figures"), plan.size(), plan.size());
     result.seconds = double(timer.elapsed()) / 1000.0;
     return result;

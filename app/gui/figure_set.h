@@ -6,6 +6,7 @@
 // desktop app's GUI thread.
 
 #include "figure_export.h"
+#include "figure_inputs.h"
 #include "inspection_snapshot.h"
 
 #include <QString>
@@ -42,11 +43,18 @@ struct FigureOutcome
     QString reason;    ///< why it could not be drawn from these inputs; empty when drawn
     QStringList files; ///< file names in the output folder (figures, then the CSV)
     QSize size;        ///< pixels at 96 DPI
+    /// The app's view that draws it at the same settings: its tab ("Head", "Layer", "Outliers", ...), the
+    /// layer and head (0-based, -1: any), the input (index into FigureSetResult::inputs, -1: none) and
+    /// whether it shows the statistics file rather than one input.
+    QString page;
+    int layer = -1, head = -1, input = -1;
+    bool statistics = false;
 };
 
 struct FigureSetResult
 {
     QVector<FigureOutcome> figures; ///< in the paper's order, drawn or not
+    QVector<FigureInput> inputs;    ///< the inputs the figures use, in order ("#1" first)
     QString statisticsFile;         ///< the statistics the figures used (in <out>/statistics/)
     bool statisticsReused = false;  ///< found from an earlier run (same checkpoint, data and rule)
     double seconds = 0;
@@ -56,8 +64,10 @@ struct FigureSetResult
 QStringList figureNumbers();
 
 /// Draws every figure the model and inputs allow into options.outDir: figure-<id>.<png|svg|pdf> and
-/// figure-<id>.csv (provenance lines first), then index.html and index.pdf (every figure with its
-/// caption; figures that could not be drawn are listed with the reason). Statistics over the data set
+/// figure-<id>.csv (provenance lines first), then index.pdf (every figure with its caption; figures that
+/// could not be drawn are listed with the reason), index.json (the same for programs, with the view and
+/// input of each) and, last, index.html: its presence says the set is complete (an earlier index is
+/// removed first). Statistics over the data set
 /// are computed once per (checkpoint hash, data, rule) and kept in <out>/statistics/. Every file is
 /// written atomically; when `cancel` becomes true it throws Cancelled between figures (no index
 /// is written, finished figures stay). `progress(stage, done, total)`: done of total steps.

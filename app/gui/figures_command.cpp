@@ -45,6 +45,8 @@ int runFigures(const QStringList& args)
         {"k", "Sigma rule: k (default 6).", "k"},
         {"tau", "Tau rule: tau (default 1000).", "tau"},
         {"threads", "Intra-op threads (default: the number of cores).", "N"},
+        {"json-progress",
+         "Progress as JSON lines on stdout (for the app's job list) instead of a bar on stderr."},
     });
     if (auto code = cmd.parse(args)) return *code;
     return cmd.guarded([&]() -> int {
@@ -91,7 +93,7 @@ int runFigures(const QStringList& args)
                     stage = name;
                     printer = std::make_unique<ProgressPrinter>(
                         "figures", name == QLatin1String("statistics") ? "inputs (statistics)" : "figures",
-                        false);
+                        cmd.isSet("json-progress"));
                 }
                 if (total > 0) printer->update(done, total);
             });

@@ -11,6 +11,9 @@
 #include <QDir>
 #include <QFile>
 #include <QImage>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -131,6 +134,25 @@ private Q_SLOTS:
             QString::fromLatin1(pdfBytes).count(QRegularExpression(QStringLiteral("/Type\\s*/Page[^s]"))),
             14);
         QVERIFY(!QFile::exists(out.path() + QStringLiteral("/index.pdf.tmp")));
+        // index.json says where the app shows each figure, and on which input.
+        QFile json(out.path() + QStringLiteral("/index.json"));
+        QVERIFY(json.open(QIODevice::ReadOnly));
+        const QJsonObject indexJson = QJsonDocument::fromJson(json.readAll()).object();
+        const QJsonArray inputs = indexJson[QStringLiteral("inputs")].toArray();
+        QCOMPARE(inputs.size(), 5);
+        QCOMPARE(inputs[0].toObject()[QStringLiteral("kind")].toString(), QStringLiteral("text"));
+        bool sawHead = false;
+        for (const auto& value : indexJson[QStringLiteral("figures")].toArray()) {
+            const QJsonObject f = value.toObject();
+            if (f[QStringLiteral("id")].toString() != QLatin1String("2")) continue;
+            sawHead = true;
+            // The showcase head of backcopy-vanilla (its showcase.json: layer 2, head 1), input #1.
+            QCOMPARE(f[QStringLiteral("page")].toString(), QStringLiteral("Head"));
+            QCOMPARE(f[QStringLiteral("layer")].toInt(), 1);
+            QCOMPARE(f[QStringLiteral("head")].toInt(), 0);
+            QCOMPARE(f[QStringLiteral("input")].toInt(), 0);
+        }
+        QVERIFY(sawHead);
 
         // The table and Figure 1 are the statistics file's numbers (what `stats` computes).
         const QString statsPath = statisticsFileOf(out.path());
