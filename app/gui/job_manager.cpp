@@ -127,9 +127,9 @@ void updateTraining(JobInfo& j)
     }
 }
 
-/// A statistics job's progress from its JSON progress lines (`stats --json-progress`, the same
+/// A statistics or figures job's progress from its JSON progress lines (`--json-progress`, the same
 /// protocol as training), its state from its process and output file.
-void updateStatistics(JobInfo& j, bool alive)
+void updateCommand(JobInfo& j, bool alive)
 {
     const std::optional<JobProgress> progress = lastProgressIn(j.logFile.toStdString());
     if (progress) {
@@ -245,14 +245,28 @@ QString JobManager::queueTraining(const QString& title, const QString& runJson, 
 
 QString JobManager::queueStatistics(const QString& title, const QStringList& arguments, const QString& output)
 {
+    return queueCommand(QStringLiteral("stats"), title,
+                        arguments + QStringList{QStringLiteral("--out"), output},
+                        QFileInfo(output).absolutePath(), output);
+}
+
+QString JobManager::queueFigures(const QString& title, const QStringList& arguments, const QString& folder)
+{
+    return queueCommand(QStringLiteral("figures"), title,
+                        arguments + QStringList{QStringLiteral("--out"), folder}, folder,
+                        folder + QStringLiteral("/index.html"));
+}
+
+QString JobManager::queueCommand(const QString& kind, const QString& title, const QStringList& arguments,
+                                 const QString& folder, const QString& output)
+{
     JobInfo j;
     j.id = newId();
-    j.kind = QStringLiteral("stats");
+    j.kind = kind;
     j.title = title;
     // Progress as JSON lines on stdout (the log), read like a training run's.
-    j.arguments = QStringList{QStringLiteral("stats"), QStringLiteral("--json-progress")} + arguments +
-                  QStringList{QStringLiteral("--out"), output};
-    j.folder = QFileInfo(output).absolutePath();
+    j.arguments = QStringList{kind, QStringLiteral("--json-progress")} + arguments;
+    j.folder = folder;
     j.output = output;
     j.logFile = m_jobsDir + QStringLiteral("/") + j.id + QStringLiteral(".log");
     m_jobs << j;
@@ -361,7 +375,7 @@ JobManager::Poll JobManager::poll(QList<JobInfo> jobs)
         if (j.kind == QLatin1String("train")) {
             if (j.state != QLatin1String("queued") && j.state != QLatin1String("finished")) updateTraining(j);
         } else if (j.state == QLatin1String("running")) {
-            updateStatistics(j, processAlive(j.pid));
+            updateCommand(j, processAlive(j.pid));
         }
         if (j.kind == QLatin1String("train") &&
             (j.state == QLatin1String("running") || !result.curves.contains(j.id)))

@@ -20,7 +20,7 @@ namespace outlierlens {
 struct JobInfo
 {
     QString id;
-    QString kind; ///< "train" or "stats"
+    QString kind; ///< "train", "stats" or "figures"
     QString title;
     QStringList arguments; ///< of `outlierlens`, e.g. {"train", "--config", ...}
     QString folder;        ///< train: the run folder; stats: the folder of the output file
@@ -55,6 +55,9 @@ public:
                           int processes = 1);
     /// Queues `outlierlens stats` with the given arguments (without "stats") writing `output`.
     QString queueStatistics(const QString& title, const QStringList& arguments, const QString& output);
+    /// Queues `outlierlens figures` with the given arguments (without "figures" and --out) into
+    /// `folder`; it has finished when <folder>/index.html exists (the command writes it last).
+    QString queueFigures(const QString& title, const QStringList& arguments, const QString& folder);
     /// SIGTERM: a training run saves a checkpoint and stops; a statistics run stops without output.
     void cancel(const QString& id);
     /// Queues `outlierlens train --resume` for a stopped or interrupted run. Returns why not ("" when
@@ -88,6 +91,9 @@ private:
     void save() const;
     void load();
     QString newId() const;
+    /// A job of a command with JSON progress lines that is done when `output` exists (stats, figures).
+    QString queueCommand(const QString& kind, const QString& title, const QStringList& arguments,
+                         const QString& folder, const QString& output);
 
     QString m_program;
     QString m_jobsDir;

@@ -10,6 +10,7 @@
 #include "variant_comparison.h"
 
 #include <QComboBox>
+#include <QDesktopServices>
 #include <QDir>
 #include <QDoubleSpinBox>
 #include <QFileInfo>
@@ -24,6 +25,7 @@
 #include <QStandardItemModel>
 #include <QStandardPaths>
 #include <QTableWidget>
+#include <QUrl>
 #include <QVBoxLayout>
 
 #include <cmath>
@@ -195,6 +197,8 @@ JobsPage::JobsPage(JobManager* jobs, QWidget* parent)
         if (!j) return;
         if (j->kind == QLatin1String("stats"))
             Q_EMIT openStatistics(j->output);
+        else if (j->kind == QLatin1String("figures")) // index.html, in the user's browser
+            QDesktopServices::openUrl(QUrl::fromLocalFile(j->output));
         else if (QFileInfo::exists(j->output))
             Q_EMIT openModel(j->output);
         else if (QDir(j->folder + QStringLiteral("/checkpoints")).exists())

@@ -5,6 +5,7 @@
 #include "compare_page.h"
 #include "export_dialog.h"
 #include "figure_export.h"
+#include "figures_page.h"
 #include "head_page.h"
 #include "image_page.h"
 #include "input_panel.h"
@@ -70,6 +71,7 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
     m_teaching = new TeachingPage;
     m_systematic = new SystematicPage(m_controller);
     m_sweeps = new SweepsPage;
+    m_figures = new FiguresPage(jobs);
     m_jobs = new JobsPage(jobs);
     m_pages->addTab(m_headView, tr("&Head"));
     m_pages->addTab(m_layerPage, tr("&Layer"));
@@ -80,6 +82,7 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
     m_pages->addTab(m_compare, tr("&Compare"));
     m_pages->addTab(m_teaching, tr("&Teaching"));
     m_pages->addTab(m_sweeps, tr("&Sweeps"));
+    m_pages->addTab(m_figures, tr("Fi&gures"));
     m_pages->addTab(m_jobs, tr("&Jobs"));
     setCentralWidget(m_pages);
 
@@ -189,6 +192,7 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
         m_pages->setCurrentWidget(m_outliers);
     });
     connect(m_jobs, &JobsPage::failed, this, &MainWindow::showError);
+    connect(m_figures, &FiguresPage::openView, this, &MainWindow::openFigureView);
     connect(m_compare, &ComparePage::failed, this, &MainWindow::showError);
     connect(m_teaching, &TeachingPage::failed, this, &MainWindow::showError);
     connect(m_sweeps, &SweepsPage::failed, this, &MainWindow::showError);
@@ -443,6 +447,16 @@ void MainWindow::setSelection(int layer, int head)
 void MainWindow::refreshCurrentPage()
 {
     if (auto* page = dynamic_cast<Page*>(m_pages->currentWidget())) page->refresh(m_state);
+}
+
+void MainWindow::openFigureView(const FigureView& view)
+{
+    if (!view.statisticsFile.isEmpty()) m_controller->loadStatistics(view.statisticsFile);
+    if (view.input.kind != InputRequest::Kind::None) request(view.input);
+    if (view.layer >= 0) setSelection(view.layer, view.head >= 0 ? view.head : m_state.head);
+    for (int tab = 0; tab < m_pages->count(); ++tab)
+        if (m_pages->isTabVisible(tab) && m_pages->tabText(tab).remove(QLatin1Char('&')) == view.page)
+            m_pages->setCurrentIndex(tab);
 }
 
 void MainWindow::forEachPage(const std::function<void(Page&, int)>& f)

@@ -22,6 +22,8 @@ namespace outlierlens {
 
 class ComparePage;
 class Figure;
+class FiguresPage;
+struct FigureView;
 class HeadView;
 class ImageView;
 class InputPanel;
@@ -58,6 +60,7 @@ public:
     SystematicPage* systematicPage() const { return m_systematic; }
     JobsPage* jobsPage() const { return m_jobs; }
     SweepsPage* sweepsPage() const { return m_sweeps; }
+    FiguresPage* figuresPage() const { return m_figures; }
     QSpinBox* layerBox() const { return m_layerBox; }
     QLabel* modelLabel() const { return m_modelLabel; }
     QLabel* predictionLabel() const { return m_predictionLabel; }
@@ -94,6 +97,8 @@ private:
     /// The Systematic outliers page: a channel of h leads to the head of the next layer that reads it,
     /// a key or a head to the head view of the layer shown, with the tokens marked.
     void systematicChannelClicked(int channel);
+    /// A figure of the Figures page: its tab, layer, head and input (and statistics file).
+    void openFigureView(const FigureView& view);
     void showHeadWithTokens(int head, const QVector<int>& tokens, const QString& message);
     /// View > Outlier rule: 6σ or τ × mean|X| (and τ), remembered, applied to every page.
     void addOutlierRuleMenu(QMenu* view);
@@ -115,6 +120,7 @@ private:
     SystematicPage* m_systematic = nullptr;
     LayerPage* m_layerPage = nullptr;
     SweepsPage* m_sweeps = nullptr;
+    FiguresPage* m_figures = nullptr;
     JobsPage* m_jobs = nullptr;
     QComboBox* m_modelBox = nullptr;
     QSpinBox* m_layerBox = nullptr;

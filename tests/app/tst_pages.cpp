@@ -7,6 +7,7 @@
 #include "../common/gui_test_home.h"
 #include "analysis/recording_sink.h"
 #include "analysis/statistics_file.h"
+#include "figures_page.h"
 #include "head_view.h"
 #include "heatmap_view.h"
 #include "input_panel.h"
@@ -16,6 +17,7 @@
 #include "layer_page.h"
 #include "main_window.h"
 #include "model/decoder_network.h"
+#include "model_catalog.h"
 #include "outlier_dashboard.h"
 #include "outliers_page.h"
 #include "systematic_page.h"
@@ -24,8 +26,12 @@
 
 #include <QAction>
 #include <QComboBox>
+#include <QDir>
+#include <QLabel>
+#include <QListWidget>
 #include <QProcess>
 #include <QSettings>
+#include <QSignalSpy>
 #include <QSpinBox>
 #include <QStandardPaths>
 #include <QTabWidget>
@@ -391,6 +397,58 @@ private Q_SLOTS:
             if (received >= s->outlierRule.attentionFraction * s->T) keys << j;
         }
         QCOMPARE(v.outlierKeys, keys);
+    }
+
+    /// The Figures page: Make figures runs `outlierlens figures` as a job (with the demo siblings to
+    /// compare), the figures appear with thumbnails (those not drawn disabled, with the reason), and
+    /// activating one opens its view at the layer, head and input that made it.
+    void figuresPageMakesAndOpensFigures()
+    {
+        m_window->openModel(kModel); // earlier tests opened others
+        QTRY_COMPARE_WITH_TIMEOUT(m_window->controller()->model().dir, kModel, 60000);
+        QTabWidget* pages = m_window->pages();
+        FiguresPage* page = m_window->figuresPage();
+        QDir(page->folder()).removeRecursively(); // Qt's test mode keeps data under ~/.qttest across runs
+        page->reload();
+        pages->setCurrentWidget(page);
+        QTRY_VERIFY2(page->status()->text().contains(QStringLiteral("No figures of backcopy-vanilla yet")),
+                     qPrintable(page->status()->text()));
+        QCOMPARE(page->list()->count(), 0);
+        const int before = m_jobs->jobs().size();
+        QSignalSpy loaded(page, &FiguresPage::indexLoaded);
+        page->makeFigures();
+        QCOMPARE(m_jobs->jobs().size(), before + 1);
+        const JobInfo job = m_jobs->jobs().last();
+        QCOMPARE(job.kind, QStringLiteral("figures"));
+        const QString compare = job.arguments.value(job.arguments.indexOf(QStringLiteral("--compare")) + 1);
+        QVERIFY2(compare.contains(QStringLiteral("backcopy-gated")) &&
+                     compare.contains(QStringLiteral("backcopy-clipped")),
+                 qPrintable(compare));
+        QTRY_VERIFY_WITH_TIMEOUT(m_jobs->job(job.id)->state == QLatin1String("finished"), 180000);
+        QTRY_VERIFY_WITH_TIMEOUT(!loaded.isEmpty() && loaded.last().value(0).toInt() > 0, 20000);
+        // Figures 1, 2, 4, 5, 10-15, An et al.'s two and the table are drawn; the ViT and sweep ones not.
+        QCOMPARE(loaded.last().value(1).toInt(), 13);
+        QCOMPARE(page->list()->count(), loaded.last().value(0).toInt());
+        QListWidgetItem* figure2 = nullptr;
+        for (int i = 0; i < page->list()->count(); ++i) {
+            QListWidgetItem* item = page->list()->item(i);
+            const bool drawn = item->flags().testFlag(Qt::ItemIsEnabled);
+            QCOMPARE(drawn, !item->text().endsWith(QStringLiteral("not drawn")));
+            // Every drawn figure has its thumbnail (the table is text: table.csv and a page of index.pdf).
+            const bool table = item->text().startsWith(QStringLiteral("Table"));
+            QVERIFY(drawn ? table || !item->icon().isNull()
+                          : item->toolTip().startsWith(QStringLiteral("Not drawn: ")));
+            if (item->text().startsWith(QStringLiteral("Figure 2:"))) figure2 = item;
+        }
+        QVERIFY(figure2);
+        m_window->setSelection(0, 1);
+        Q_EMIT page->list()->itemActivated(figure2);
+        // The showcase head (layer 2, head 1) on the model's showcase input, in the head view.
+        QCOMPARE(pages->currentIndex(), pages->indexOf(m_window->headView()));
+        QCOMPARE(m_window->layer(), 1);
+        QCOMPARE(m_window->head(), 0);
+        const QString sample = ModelCatalog::sampleInput(kModel, 0);
+        QTRY_VERIFY_WITH_TIMEOUT(m_window->controller()->snapshot()->input == sample, 30000);
     }
 
     void cleanupTestCase() { m_window.reset(); }
