@@ -12,6 +12,7 @@
 #include <QJsonObject>
 #include <QLabel>
 #include <QListWidget>
+#include <QPainter>
 #include <QPushButton>
 #include <QStandardPaths>
 #include <QUrl>
@@ -23,6 +24,26 @@ namespace {
 
 constexpr int kThumbnailWidth = 240;
 constexpr int kThumbnailHeight = 180;
+
+/// A card for the list: the figure scaled into it (or `text` when there is none), framed so that a
+/// white figure stands out from the white list. Any thread.
+QImage thumbnail(const QImage& figure, const QString& text)
+{
+    QImage card(kThumbnailWidth, kThumbnailHeight, QImage::Format_ARGB32_Premultiplied);
+    card.fill(QColor(0xf2, 0xf2, 0xf2));
+    QPainter p(&card);
+    if (!figure.isNull()) {
+        const QImage scaled = figure.scaled(kThumbnailWidth - 8, kThumbnailHeight - 8, Qt::KeepAspectRatio,
+                                            Qt::SmoothTransformation);
+        p.drawImage((kThumbnailWidth - scaled.width()) / 2, (kThumbnailHeight - scaled.height()) / 2, scaled);
+    } else {
+        p.setPen(QColor(0x88, 0x88, 0x88));
+        p.drawText(card.rect(), Qt::AlignCenter, text);
+    }
+    p.setPen(QColor(0xbb, 0xbb, 0xbb));
+    p.drawRect(card.rect().adjusted(0, 0, -1, -1));
+    return card;
+}
 
 InputRequest inputOf(const QJsonObject& o)
 {
@@ -63,8 +84,7 @@ FiguresPage::FiguresPage(JobManager* jobs, QWidget* parent)
     m_list->setResizeMode(QListView::Adjust);
     m_list->setMovement(QListView::Static);
     m_list->setWordWrap(true);
-    m_list->setUniformItemSizes(true);
-    m_list->setGridSize(QSize(kThumbnailWidth + 24, kThumbnailHeight + 56));
+    m_list->setGridSize(QSize(kThumbnailWidth + 24, kThumbnailHeight + 40));
 
     auto* buttons = new QHBoxLayout;
     buttons->addWidget(m_make);
@@ -180,13 +200,11 @@ FiguresPage::Index FiguresPage::readIndex(const QString& folder)
         if (input >= 0 && input < inputs.size()) e.view.input = inputOf(inputs[input].toObject());
         if (f[QStringLiteral("statistics")].toBool() && !statistics.isEmpty())
             e.view.statisticsFile = QDir(folder).filePath(statistics);
+        QImage image;
         for (const auto& name : f[QStringLiteral("files")].toArray())
-            if (name.toString().endsWith(QLatin1String(".png"))) {
-                const QImage image(QDir(folder).filePath(name.toString()));
-                if (!image.isNull())
-                    e.thumbnail = image.scaled(kThumbnailWidth, kThumbnailHeight, Qt::KeepAspectRatio,
-                                               Qt::SmoothTransformation);
-            }
+            if (name.toString().endsWith(QLatin1String(".png")))
+                image.load(QDir(folder).filePath(name.toString()));
+        e.thumbnail = thumbnail(image, e.reason.isEmpty() ? tr("a table: see its CSV") : tr("not drawn"));
         index.entries << e;
     }
     return index;
@@ -210,16 +228,24 @@ void FiguresPage::showIndex(const Index& index)
         return;
     }
     int drawn = 0;
-    for (const Entry& e : index.entries) {
-        auto* item = new QListWidgetItem(QIcon(QPixmap::fromImage(e.thumbnail)), e.title, m_list);
+    // The drawn figures first (in the papers' order), then those the inputs could not support.
+    QVector<Entry> entries;
+    for (const Entry& e : index.entries)
+        if (e.reason.isEmpty()) entries << e;
+    for (const Entry& e : index.entries)
+        if (!e.reason.isEmpty()) entries << e;
+    for (const Entry& e : entries) {
+        // The number under the card; the title and caption in the tooltip.
+        const QString number = e.title.section(QLatin1Char(':'), 0, 0);
+        auto* item = new QListWidgetItem(QIcon(QPixmap::fromImage(e.thumbnail)), number, m_list);
         item->setTextAlignment(Qt::AlignHCenter | Qt::AlignTop);
         if (e.reason.isEmpty()) {
             ++drawn;
-            item->setToolTip(e.caption + QStringLiteral("\n\n") +
+            item->setToolTip(e.title + QStringLiteral("\n\n") + e.caption + QStringLiteral("\n\n") +
                              tr("Double-click or Enter: open the view that made it."));
         } else {
-            item->setText(e.title + QStringLiteral(" — ") + tr("not drawn"));
-            item->setToolTip(tr("Not drawn: %1").arg(e.reason));
+            item->setText(number + QStringLiteral(" — ") + tr("not drawn"));
+            item->setToolTip(tr("Not drawn: %1").arg(e.reason) + QStringLiteral("\n\n") + e.title);
             item->setFlags(item->flags() & ~Qt::ItemIsEnabled);
         }
         m_views << e.view;
