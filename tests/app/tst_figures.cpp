@@ -7,6 +7,7 @@
 #include "analysis/statistics_file.h"
 #include "io/hdf5_store.h"
 #include "text/mnli.h"
+#include "train/sweep_summary.h"
 
 #include <QDir>
 #include <QFile>
@@ -21,6 +22,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <map>
 
 using namespace outlierlens;
@@ -249,6 +251,40 @@ private Q_SLOTS:
             QVERIFY(QFileInfo(out.path() + QStringLiteral("/figure-%1.pdf").arg(id)).size() > 1000);
         }
         QVERIFY2(r.out.contains(QStringLiteral("not drawn: Figure 2")), qPrintable(r.out));
+    }
+
+    /// Figures 6 and 7 from a sweep folder: a clipped-softmax sweep (alpha) gives Figure 6 with every
+    /// point in its CSV, and Figure 7 is listed as not drawn, saying why.
+    void sweepFigures()
+    {
+        QTemporaryDir out;
+        const QString sweep = out.path() + QStringLiteral("/sweep");
+        std::vector<SweepSummaryRow> rows;
+        for (const char* alpha : {"2", "4", "8"}) {
+            SweepSummaryRow row;
+            row.name = std::string("alpha=") + alpha;
+            row.settings = {{"alpha", alpha}};
+            row.state = "finished";
+            row.metricName = "perplexity";
+            row.metric = 3.0 + std::atof(alpha) / 10;
+            row.maxInfNorm = 50.0 / std::atof(alpha);
+            row.avgKurtosis = 40.0 / std::atof(alpha);
+            rows.push_back(row);
+        }
+        setRelativeMetrics(rows);
+        QVERIFY(QDir().mkpath(sweep));
+        writeSweepSummary(sweep.toStdString(), rows);
+        const auto r =
+            runApp({QStringLiteral("figures"), QStringLiteral("--model"),
+                    sample(QStringLiteral("models/backcopy-clipped")), QStringLiteral("--sweep"), sweep,
+                    QStringLiteral("--only"), QStringLiteral("6,7"), QStringLiteral("--format"),
+                    QStringLiteral("png"), QStringLiteral("--out"), out.path() + QStringLiteral("/figures")});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err + r.out));
+        QVERIFY(notBlank(out.path() + QStringLiteral("/figures/figure-6.png")));
+        QVERIFY2(r.out.contains(QStringLiteral("not drawn: Figure 7")), qPrintable(r.out));
+        const Csv csv = readCsv(out.path() + QStringLiteral("/figures/figure-6.csv"));
+        for (const char* name : {"alpha=2", "alpha=4", "alpha=8"})
+            QVERIFY2(csv.lines.join(QLatin1Char('\n')).contains(QLatin1String(name)), name);
     }
 
     void badOptionsAreUsageErrors()
