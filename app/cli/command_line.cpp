@@ -197,6 +197,11 @@ extern "C" void onInterrupt(int signal)
     }
 }
 
+extern "C" void onWorkerInterrupt(int signal)
+{
+    if (!interruptFlag().exchange(true)) g_signal.store(signal);
+}
+
 } // namespace
 
 int interruptedExitCode()
@@ -208,6 +213,15 @@ void installInterruptHandlers()
 {
     struct sigaction action = {};
     action.sa_handler = onInterrupt;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, nullptr);
+    sigaction(SIGTERM, &action, nullptr);
+}
+
+void installWorkerInterruptHandlers()
+{
+    struct sigaction action = {};
+    action.sa_handler = onWorkerInterrupt;
     sigemptyset(&action.sa_mask);
     sigaction(SIGINT, &action, nullptr);
     sigaction(SIGTERM, &action, nullptr);

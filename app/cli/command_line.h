@@ -81,6 +81,10 @@ std::atomic<bool>& interruptFlag();
 int interruptedExitCode();
 /// Installs handlers that set interruptFlag() and, on a second signal, remove temp files and exit.
 void installInterruptHandlers();
+/// For a worker of `train --nproc-per-node`: SIGINT and SIGTERM only ever set interruptFlag(). Its
+/// launcher may signal it more than once (and the kernel does, on the launcher's death); the group
+/// must still stop together and rank 0 write its checkpoint. SIGKILL remains the launcher's last word.
+void installWorkerInterruptHandlers();
 
 int runInspect(const QStringList& args);
 int runTokenize(const QStringList& args);

@@ -166,6 +166,7 @@ int runTrain(const QStringList& args)
         }
         applyDefaults(config);
         const std::optional<DistributedSetup> worker = distributedSetupFromEnvironment();
+        if (worker) installWorkerInterruptHandlers();
         const std::optional<LaunchOptions> launch = launchOptions(cmd);
         const int worldSize = worker ? worker->worldSize : launch ? launch->nprocPerNode * launch->nnodes : 1;
         if (cmd.isSet("world-size") && config.worldSize != worldSize)

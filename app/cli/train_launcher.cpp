@@ -86,8 +86,13 @@ Worker startWorker(const DistributedSetup& setup, const QStringList& trainArgume
         // (even by SIGKILL) the worker gets SIGTERM and the group stops together.
         ::prctl(PR_SET_PDEATHSIG, SIGTERM);
         if (::getppid() != parent) ::_exit(127);
+        // Its own process group: a Ctrl-C in the terminal reaches the launcher only, which forwards it once.
+        ::setpgid(0, 0);
         ::signal(SIGINT, SIG_DFL);
         ::signal(SIGTERM, SIG_DFL);
+        // Without its launcher nobody reads the pipes: a write must fail, not kill the worker before
+        // rank 0 has saved its checkpoint.
+        ::signal(SIGPIPE, SIG_IGN);
         ::dup2(outPipe[1], STDOUT_FILENO);
         ::dup2(errPipe[1], STDERR_FILENO);
         ::execve(argv[0], argv.data(), envp.data());
@@ -248,11 +253,23 @@ int launchTrainingGroup(const LaunchOptions& o)
         return interruptedExitCode();
     }
     if (const Worker* w = culprit(ended)) {
-        std::string message = "rank " + std::to_string(w->rank) + " " + describeExit(*w->status);
+        const bool lostTheGroup = WIFEXITED(*w->status) && WEXITSTATUS(*w->status) == kPeerFailureExitCode;
+        std::string hung; // ranks of this machine still running when the others had lost the group
+        for (const Worker& other : workers)
+            if (other.stoppedByUs && &other != w)
+                hung += (hung.empty() ? "" : ", ") + std::to_string(other.rank);
+        std::string message;
+        if (lostTheGroup && !hung.empty())
+            message = "rank" + std::string(hung.find(',') == std::string::npos ? " " : "s ") + hung +
+                      " stopped answering and had to be stopped; rank " + std::to_string(w->rank) +
+                      " lost the group waiting for it";
+        else
+            message = "rank " + std::to_string(w->rank) + " " + describeExit(*w->status);
         // Its own last word, if it said one (a killed process says nothing; earlier lines are warnings).
         if (WIFEXITED(*w->status) && w->lastError.rfind("outlierlens", 0) == 0)
             message += " (" + w->lastError + ")";
-        if (workers.size() > 1) message += "; the other ranks were stopped";
+        if (workers.size() > 1 && !(lostTheGroup && !hung.empty()))
+            message += "; the other ranks were stopped";
         std::fprintf(stderr, "outlierlens train: error: %s\n", message.c_str());
         return Failure;
     }
