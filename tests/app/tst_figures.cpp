@@ -10,11 +10,13 @@
 #include "train/sweep_summary.h"
 
 #include <QDir>
+#include <QDirIterator>
 #include <QFile>
 #include <QImage>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QProcess>
 #include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -22,6 +24,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <map>
 
@@ -285,6 +288,73 @@ private Q_SLOTS:
         const Csv csv = readCsv(out.path() + QStringLiteral("/figures/figure-6.csv"));
         for (const char* name : {"alpha=2", "alpha=4", "alpha=8"})
             QVERIFY2(csv.lines.join(QLatin1Char('\n')).contains(QLatin1String(name)), name);
+    }
+
+    /// Checkpoints written by Hugging Face and timm (the test fixtures), one family each: the figures
+    /// each allows are drawn.
+    void fixtureCheckpoints()
+    {
+        const QString fixtures = QStringLiteral(OUTLIERLENS_TEST_DATA "/");
+        const QString text = QStringLiteral("text:") + sample(QStringLiteral("text/wiki_en_valid.txt:4"));
+        const struct
+        {
+            QString model, data, only;
+            QStringList files;
+        } cases[] = {
+            {fixtures + QStringLiteral("decoders/llama-seed0/hf"),
+             text,
+             QStringLiteral("2,an1,table"),
+             {QStringLiteral("figure-2.png"), QStringLiteral("figure-an1.png"), QStringLiteral("table.csv")}},
+            {fixtures + QStringLiteral("decoders/opt-oft-gated-linear-seed0/hf"),
+             text,
+             QStringLiteral("2,4"),
+             {QStringLiteral("figure-2.png"), QStringLiteral("figure-4.png")}},
+            {fixtures + QStringLiteral("bert/hf"),
+             QStringLiteral("mnli:") + sample(QStringLiteral("mnli/mnli_dev_matched.jsonl:8")),
+             QStringLiteral("1,2"),
+             {QStringLiteral("figure-2.png")}},
+            {fixtures + QStringLiteral("vit/timm"),
+             QStringLiteral("images:") + fixtures + QStringLiteral("vit/images"),
+             QStringLiteral("3,16"),
+             {QStringLiteral("figure-3.png"), QStringLiteral("figure-16.png")}},
+        };
+        for (const auto& c : cases) {
+            QTemporaryDir out;
+            const auto r = runApp({QStringLiteral("figures"), QStringLiteral("--model"), c.model,
+                                   QStringLiteral("--data"), c.data, QStringLiteral("--only"), c.only,
+                                   QStringLiteral("--format"), QStringLiteral("png"), QStringLiteral("--out"),
+                                   out.path()});
+            QVERIFY2(r.exitCode == 0, qPrintable(c.model + QLatin1Char('\n') + r.err + r.out));
+            for (const QString& file : c.files) {
+                const QString path = out.path() + QLatin1Char('/') + file;
+                QVERIFY2(file.endsWith(QLatin1String(".csv")) ? QFileInfo(path).size() > 50 : notBlank(path),
+                         qPrintable(c.model + QLatin1Char(' ') + file));
+            }
+        }
+    }
+
+    /// Ctrl-C during the statistics: exit 130, no statistics file, no index, no temporary file.
+    void interruptLeavesNothingHalfWritten()
+    {
+        QTemporaryDir out;
+        QProcess p;
+        p.start(QStringLiteral(OUTLIERLENS_BINARY_DIR "/app/outlierlens"),
+                {QStringLiteral("figures"), QStringLiteral("--model"),
+                 sample(QStringLiteral("models/bert-mnli-vanilla")), QStringLiteral("--data"),
+                 QStringLiteral("mnli:") + sample(QStringLiteral("mnli/mnli_dev_matched.jsonl")),
+                 QStringLiteral("--out"), out.path()});
+        QVERIFY(p.waitForStarted());
+        // Wait until the statistics pass has begun (its progress on stderr), then interrupt it.
+        QByteArray err;
+        QTRY_VERIFY_WITH_TIMEOUT((err += p.readAllStandardError()).contains("inputs (statistics)"), 60000);
+        ::kill(p.processId(), SIGINT);
+        QVERIFY(p.waitForFinished(60000));
+        QCOMPARE(p.exitCode(), 130);
+        QDirIterator it(out.path(), QDir::Files, QDirIterator::Subdirectories);
+        QStringList left;
+        while (it.hasNext())
+            left << it.next();
+        QVERIFY2(left.isEmpty(), qPrintable(left.join(QLatin1Char(' '))));
     }
 
     void badOptionsAreUsageErrors()
