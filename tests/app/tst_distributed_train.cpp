@@ -1,7 +1,7 @@
 // `outlierlens train --nproc-per-node 2` on loopback: two processes sharing each batch train the same
 // model as one process with the same global batch (losses and final weights within 1e-5 relative),
-// and a group that loses a rank, or never gets all of them, ends with an error naming the rank
-// within --dist-timeout instead of hanging.
+// a group stopped by SIGTERM resumes onto the same curve, and a group that loses a rank, or never
+// gets all of them, ends with an error naming the rank within --dist-timeout instead of hanging.
 //
 // Dropout is 0: each rank draws dropout masks for its own rows from the step's generator, so with
 // dropout the masks (not the samples) differ from a one-process run and the curves only agree
@@ -281,6 +281,45 @@ private Q_SLOTS:
                              fs::exists(entry.path() / "model.safetensors"),
                          entry.path().c_str());
         QVERIFY(!fs::exists((run + "/final").toStdString()));
+    }
+
+    /// SIGTERM to the launcher (the Jobs page's Cancel): the ranks stop at the same step, rank 0
+    /// checkpoints, and `--resume` with two processes continues onto the curve of an unbroken run.
+    void sigtermStopsTheGroupAndResumeContinues()
+    {
+        constexpr int kSteps = 120;
+        QTemporaryDir dir;
+        nlohmann::json config = tinyBackcopy(kSteps);
+        config["checkpoint_every"] = 1000;
+        const QString whole = dir.filePath("whole"), broken = dir.filePath("broken");
+        const Run unbroken =
+            runApp({"train", "--config", writeConfig(dir.filePath("whole.json"), config, whole),
+                    "--nproc-per-node", "2", "--dist-timeout", "30"},
+                   120000);
+        QVERIFY2(unbroken.exitCode == 0, qPrintable(unbroken.err));
+
+        QProcess launcher;
+        launcher.start(kApp, {"train", "--config", writeConfig(dir.filePath("broken.json"), config, broken),
+                              "--nproc-per-node", "2", "--dist-timeout", "30"});
+        QVERIFY(launcher.waitForStarted());
+        QByteArray out;
+        QTRY_VERIFY_WITH_TIMEOUT((out += launcher.readAllStandardOutput()).contains("\"step\":20,"), 60000);
+        ::kill(pid_t(launcher.processId()), SIGTERM);
+        QVERIFY(launcher.waitForFinished(30000));
+        out += launcher.readAllStandardOutput();
+        QCOMPARE(launcher.exitCode(), 128 + SIGTERM);
+        QVERIFY2(out.contains("\"outcome\":\"stopped\""), out.constData());
+        QVERIFY(!fs::exists((broken + "/final").toStdString()));
+
+        const Run resumed =
+            runApp({"train", "--resume", "--output", broken, "--nproc-per-node", "2", "--dist-timeout", "30"},
+                   120000);
+        QVERIFY2(resumed.exitCode == 0, qPrintable(resumed.err));
+        const std::map<std::int64_t, double> a = losses(whole), b = losses(broken);
+        QCOMPARE(int(b.size()), kSteps);
+        for (const auto& [step, loss] : a)
+            QVERIFY2(relativeDifference(b.at(step), loss) <= 1e-6,
+                     qPrintable(QStringLiteral("step %1: %2 vs %3").arg(step).arg(b.at(step)).arg(loss)));
     }
 
     /// Machine 1 of two never comes: the run ends after --dist-timeout naming the missing rank.
