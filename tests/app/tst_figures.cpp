@@ -27,6 +27,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <map>
+#include <tuple>
 
 using namespace outlierlens;
 using outlierlens::test::runApp;
@@ -205,12 +206,8 @@ private Q_SLOTS:
         QVERIFY(notBlank(out.path() + QStringLiteral("/figure-2.png")));
         QVERIFY(notBlank(out.path() + QStringLiteral("/figure-10.png")));
         QVERIFY2(r.out.contains(QStringLiteral("not drawn: Figure 14")), qPrintable(r.out)); // no --compare
-        // Figure 2's first head is the first MNLI pair: the same probabilities as `inspect` dumps.
-        const Csv figure2 = readCsv(out.path() + QStringLiteral("/figure-2.csv"));
-        QCOMPARE(figure2.lines.value(0),
-                 QStringLiteral("layer (1-based),head (1-based),panel,row,col,row_label,col_label,value"));
-        const QStringList first = figure2.lines.value(1).split(QLatin1Char(','));
-        const int layer = first.value(0).toInt() - 1, head = first.value(1).toInt() - 1;
+        // Figures 2 (its first head) and 10 (every head of a layer) show the first MNLI pair: the same
+        // probabilities, values and P.V as `inspect` dumps for it.
         const NliPair pair = readNliPairs(data.toStdString(), 1).at(0);
         const QString dump = out.path() + QStringLiteral("/dump.h5");
         const auto inspected =
@@ -219,24 +216,56 @@ private Q_SLOTS:
                     QString::fromStdString(pair.hypothesis), QStringLiteral("--dump"), dump});
         QVERIFY2(inspected.exitCode == 0, qPrintable(inspected.err));
         Hdf5Reader reader(dump.toStdString());
-        const torch::Tensor probs = reader.readTensor("layer" + std::to_string(layer) + "/attn_probs")[head];
-        const std::int64_t T = probs.size(0);
-        std::map<std::pair<int, int>, double> seen;
-        const QRegularExpression number(QStringLiteral("^-?[0-9.e+-]+$"));
-        for (const QString& line : figure2.lines) {
-            const QStringList cells = line.split(QLatin1Char(','));
-            // Token labels may hold commas; the numbers are the first five fields and the last.
-            if (cells.size() < 8 || cells[0].toInt() - 1 != layer || cells[1].toInt() - 1 != head ||
-                cells[2] != QLatin1String("probabilities"))
-                continue;
-            // The first block of this head is input #1 (row-major, T x T); input #5's follows.
-            if (std::int64_t(seen.size()) == T * T) break;
-            seen[{cells[3].toInt(), cells[4].toInt()}] = cells.last().toDouble();
+        const std::map<QString, std::string> panels{{QStringLiteral("probabilities"), "attn_probs"},
+                                                    {QStringLiteral("values"), "attn_values"},
+                                                    {QStringLiteral("product"), "attn_context"}};
+        for (const QString& figure : {QStringLiteral("2"), QStringLiteral("10")}) {
+            const Csv csv = readCsv(out.path() + QStringLiteral("/figure-%1.csv").arg(figure));
+            QCOMPARE(
+                csv.lines.value(0),
+                QStringLiteral("layer (1-based),head (1-based),panel,row,col,row_label,col_label,value"));
+            // Per (layer, head, panel), the first block of rows is input #1, except in Figure 2's third
+            // head (the layer before, on input #5): Figure 2 is checked in the layer of its first row.
+            const int figure2Layer = csv.lines.value(1).section(QLatin1Char(','), 0, 0).toInt() - 1;
+            std::map<std::tuple<int, int, QString>, std::map<std::pair<int, int>, double>> blocks;
+            std::map<std::tuple<int, int, QString>, std::int64_t> expected;
+            for (const QString& line : csv.lines.mid(1)) {
+                const QStringList cells = line.split(QLatin1Char(','));
+                if (cells.size() < 8 || !panels.count(cells[2])) continue;
+                const int layer = cells[0].toInt() - 1, head = cells[1].toInt() - 1;
+                if (figure == QLatin1String("2") && layer != figure2Layer) continue;
+                const auto key = std::make_tuple(layer, head, cells[2]);
+                if (!expected.count(key)) {
+                    const torch::Tensor t =
+                        reader.readTensor("layer" + std::to_string(layer) + "/" + panels.at(cells[2]))[head];
+                    expected[key] = t.numel();
+                }
+                auto& block = blocks[key];
+                // Token labels may hold commas: the numbers are the first five fields and the last.
+                if (std::int64_t(block.size()) < expected[key])
+                    block[{cells[3].toInt(), cells[4].toInt()}] = cells.last().toDouble();
+            }
+            QVERIFY2(!blocks.empty(), qPrintable(figure));
+            for (const auto& [key, block] : blocks) {
+                const auto& [layer, head, panel] = key;
+                const torch::Tensor t =
+                    reader.readTensor("layer" + std::to_string(layer) + "/" + panels.at(panel))[head].to(
+                        torch::kDouble);
+                QCOMPARE(std::int64_t(block.size()), t.numel());
+                const auto a = t.accessor<double, 2>();
+                for (const auto& [rc, value] : block)
+                    QVERIFY2(std::abs(value - a[rc.first][rc.second]) <
+                                 1e-6 * (1 + std::abs(a[rc.first][rc.second])),
+                             qPrintable(QStringLiteral("figure %1, layer %2 head %3 %4 (%5, %6)")
+                                            .arg(figure)
+                                            .arg(layer + 1)
+                                            .arg(head + 1)
+                                            .arg(panel)
+                                            .arg(rc.first)
+                                            .arg(rc.second)));
+            }
+            if (figure == QLatin1String("10")) QCOMPARE(int(blocks.size()), 3 * 4); // 4 heads, 3 panels
         }
-        QCOMPARE(std::int64_t(seen.size()), T * T);
-        for (const auto& [rc, value] : seen)
-            QVERIFY2(std::abs(value - probs[rc.first][rc.second].item<double>()) < 1e-6,
-                     qPrintable(QStringLiteral("(%1, %2)").arg(rc.first).arg(rc.second)));
     }
 
     void vitImagesAndHeads()
