@@ -71,7 +71,7 @@ FiguresPage::FiguresPage(JobManager* jobs, QWidget* parent)
 {
     m_status = new QLabel;
     m_status->setWordWrap(true);
-    m_make = new QPushButton(tr("&Make figures"));
+    m_make = new QPushButton(tr("Export &all figures"));
     m_make->setToolTip(
         tr("Runs `outlierlens figures` for this model as a job (Jobs page): every figure of the "
            "papers that the model allows, with CSVs, index.html and index.pdf"));
@@ -221,7 +221,7 @@ void FiguresPage::showIndex(const Index& index)
     if (index.entries.isEmpty()) {
         if (m_jobId.isEmpty())
             m_status->setText(
-                tr("No figures of %1 yet. Make figures draws every figure of the papers that the model "
+                tr("No figures of %1 yet. Export all figures draws every figure of the papers that the model "
                    "allows (a job; a few seconds for the demo models, minutes for a BERT-base).")
                     .arg(m_model.name));
         Q_EMIT indexLoaded(0, 0);

@@ -28,8 +28,8 @@ struct FigureView
     QString statisticsFile;    ///< the page shows this statistics file (empty: the current input)
 };
 
-/// The paper's figures for the current model (`outlierlens figures`): "Make figures" runs the command as
-/// a job into the model's figures folder; the figures it drew are listed with thumbnails (those it could
+/// The paper's figures for the current model (`outlierlens figures`): "Export all figures" runs the command
+/// as a job into the model's figures folder; the figures it drew are listed with thumbnails (those it could
 /// not draw, with the reason), and activating one opens the view that made it at the same settings.
 class FiguresPage : public QWidget, public Page
 {

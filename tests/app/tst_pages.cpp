@@ -399,7 +399,7 @@ private Q_SLOTS:
         QCOMPARE(v.outlierKeys, keys);
     }
 
-    /// The Figures page: Make figures runs `outlierlens figures` as a job (with the demo siblings to
+    /// The Figures page: Export all figures runs `outlierlens figures` as a job (with the demo siblings to
     /// compare), the figures appear with thumbnails (those not drawn disabled, with the reason), and
     /// activating one opens its view at the layer, head and input that made it.
     void figuresPageMakesAndOpensFigures()
