@@ -263,6 +263,8 @@ int launchTrainingGroup(const LaunchOptions& o)
             message = "rank" + std::string(hung.find(',') == std::string::npos ? " " : "s ") + hung +
                       " stopped answering and had to be stopped; rank " + std::to_string(w->rank) +
                       " lost the group waiting for it";
+        else if (lostTheGroup) // a rank on another machine failed or vanished; its launcher names it too
+            message = "rank " + std::to_string(w->rank) + " lost the training group";
         else
             message = "rank " + std::to_string(w->rank) + " " + describeExit(*w->status);
         // Its own last word, if it said one (a killed process says nothing; earlier lines are warnings).

@@ -16,12 +16,14 @@
 #include <chrono>
 #include <cstdlib>
 #include <set>
+#include <thread>
 #include <unistd.h>
 
 namespace outlierlens {
 namespace {
 
 constexpr const char* kRankKey = "outlierlens/joined/";
+constexpr const char* kFailureKey = "outlierlens/failed/";
 
 std::chrono::milliseconds millis(double seconds)
 {
@@ -196,11 +198,39 @@ struct TrainingGroup::Impl
         } catch (const GroupError&) {
             throw;
         } catch (const std::exception& e) {
+            const std::string reported = reportedFailures();
+            if (!reported.empty())
+                throw GroupError("rank " + std::to_string(setup.rank) + ": the training group failed in " +
+                                 what + " at step " + std::to_string(step) + ": " + reported);
             throw GroupError("rank " + std::to_string(setup.rank) + ": the training group failed in " + what +
                              " at step " + std::to_string(step) +
                              " (a peer stopped, died or did not answer within " +
                              secondsText(setup.timeoutSeconds) + "): " + reason(e));
         }
+    }
+
+    /// "rank R failed: <its message>" for every peer that left a note (reportFailure()), waiting up to
+    /// a second for notes still on their way; "" if none did or the store is gone.
+    std::string reportedFailures()
+    {
+        if (!store) return {};
+        try {
+            for (int attempt = 0; attempt < 10; ++attempt) {
+                std::string out;
+                for (int r = 0; r < setup.worldSize; ++r) {
+                    const std::string key = kFailureKey + std::to_string(r);
+                    if (r == setup.rank || !store->check({key})) continue;
+                    const std::vector<std::uint8_t> bytes = store->get(key);
+                    out += (out.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) +
+                           " failed: " + std::string(bytes.begin(), bytes.end());
+                }
+                if (!out.empty()) return out;
+                std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            }
+        } catch (const std::exception&) {
+            // the rendezvous went away with its launcher: nothing more to learn
+        }
+        return {};
     }
 
     at::Tensor allReduce(at::Tensor t, c10d::ReduceOp op)
@@ -318,6 +348,29 @@ bool TrainingGroup::any(bool value)
     return m_impl->guarded("agreeing on a stop", [&] {
         return m_impl->allReduce(torch::tensor({value ? 1 : 0}, torch::kInt64), c10d::ReduceOp::MAX)
                    .item<std::int64_t>() != 0;
+    });
+}
+
+void TrainingGroup::reportFailure(const std::string& message) noexcept
+{
+    try {
+        const std::string key = kFailureKey + std::to_string(m_impl->setup.rank);
+        m_impl->store->set(key, std::vector<std::uint8_t>(message.begin(), message.end()));
+    } catch (...) {
+        // best effort: the launcher still names this rank from its exit status
+    }
+}
+
+std::string TrainingGroup::broadcastText(const std::string& text)
+{
+    const std::string key = "outlierlens/text/" + std::to_string(m_impl->exchanges++);
+    return m_impl->guarded("receiving rank 0's settings", [&] {
+        if (m_impl->setup.rank == 0) {
+            m_impl->store->set(key, std::vector<std::uint8_t>(text.begin(), text.end()));
+            return text;
+        }
+        const std::vector<std::uint8_t> bytes = m_impl->store->get(key);
+        return std::string(bytes.begin(), bytes.end());
     });
 }
 

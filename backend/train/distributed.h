@@ -101,6 +101,13 @@ public:
     /// True on every rank if it is true on any rank (so all ranks stop at the same step).
     bool any(bool value);
 
+    /// Leaves `message` in the store as this rank's failure: a peer whose exchange with this rank then
+    /// fails names it and quotes the message (useful across machines). Never throws.
+    void reportFailure(const std::string& message) noexcept;
+
+    /// Rank 0's `text` on every rank (through the store; `text` is read on rank 0 only).
+    std::string broadcastText(const std::string& text);
+
     /// Copies every parameter and buffer of `module` from rank 0 to the others (the modules must
     /// have the same names and shapes on every rank).
     void broadcastModule(torch::nn::Module& module);

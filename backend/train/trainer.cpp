@@ -84,6 +84,22 @@ private:
     std::string m_path;
 };
 
+/// Every rank must train the same model on the same data as rank 0: on several machines each one
+/// reads its own command line and files. Throws Error naming the first field that differs (the run
+/// folder and the thread count may differ from machine to machine).
+void checkSameConfig(const TrainConfig& config, TrainingGroup& group)
+{
+    const nlohmann::json mine = nlohmann::json::parse(trainConfigToJson(config));
+    const nlohmann::json leader = nlohmann::json::parse(group.broadcastText(trainConfigToJson(config)));
+    for (auto it = mine.begin(); it != mine.end(); ++it) {
+        if (it.key() == "output" || it.key() == "threads") continue;
+        if (!leader.contains(it.key()) || leader[it.key()] != *it)
+            throw Error("rank " + std::to_string(group.rank()) + ": " + it.key() + " is " + it->dump() +
+                        " here but " + (leader.contains(it.key()) ? leader[it.key()].dump() : "absent") +
+                        " on rank 0; every machine must run the same configuration");
+    }
+}
+
 /// Rank 0 alone touches the run folder: it checks and locks it and writes run.json before the group
 /// forms, so a refused folder ends the run before any other rank waits for it.
 std::unique_ptr<RunFolderLock> prepareRunFolder(const TrainConfig& config, bool resume, RunFolder& run,
@@ -114,10 +130,10 @@ std::unique_ptr<RunFolderLock> prepareRunFolder(const TrainConfig& config, bool 
     return lock;
 }
 
-} // namespace
-
-TrainResult runTraining(const TrainConfig& config, bool resume, const std::atomic<bool>& stop,
-                        const std::function<void(const std::string&)>& emitLine, const DistributedSetup& dist)
+/// runTraining() itself; `group` is set once this process has joined its training group.
+TrainResult train(const TrainConfig& config, bool resume, const std::atomic<bool>& stop,
+                  const std::function<void(const std::string&)>& emitLine, const DistributedSetup& dist,
+                  std::unique_ptr<TrainingGroup>& group)
 {
     validateTrainConfig(config);
     if (dist.worldSize != config.worldSize)
@@ -134,8 +150,10 @@ TrainResult runTraining(const TrainConfig& config, bool resume, const std::atomi
 
     configureTorchThreads(config.threads > 0 ? config.threads
                                              : std::max(1, coreCount() / dist.localWorldSize));
-    std::unique_ptr<TrainingGroup> group;
-    if (dist.worldSize > 1) group = std::make_unique<TrainingGroup>(dist);
+    if (dist.worldSize > 1) {
+        group = std::make_unique<TrainingGroup>(dist);
+        checkSameConfig(config, *group);
+    }
     // Ranks other than 0 never write into the run folder, not even the files a task creates.
     const ScratchFolder scratch(!leader);
     TrainConfig taskConfig = config;
@@ -321,6 +339,23 @@ TrainResult runTraining(const TrainConfig& config, bool resume, const std::atomi
     emit(nlohmann::json{{"type", "done"}, {"outcome", outcome}, {"step", step}, {"message", result.message}}
              .dump());
     return result;
+}
+
+} // namespace
+
+TrainResult runTraining(const TrainConfig& config, bool resume, const std::atomic<bool>& stop,
+                        const std::function<void(const std::string&)>& emit, const DistributedSetup& dist)
+{
+    std::unique_ptr<TrainingGroup> group;
+    try {
+        return train(config, resume, stop, emit, dist, group);
+    } catch (const GroupError&) {
+        throw;
+    } catch (const std::exception& e) {
+        // This rank's own failure: leave a note so that ranks on other machines can name it.
+        if (group) group->reportFailure(e.what());
+        throw;
+    }
 }
 
 } // namespace outlierlens
