@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <poll.h>
@@ -235,6 +236,8 @@ int launchTrainingGroup(const LaunchOptions& o)
             if (w.status || ::waitpid(w.pid, &status, WNOHANG) != w.pid) continue;
             w.status = status;
             ended.push_back(&w);
+            std::error_code ignored; // a killed worker could not remove its scratch folder itself
+            std::filesystem::remove_all(workerScratchFolder(w.rank, long(w.pid)), ignored);
             if (failed(status) && !killAt && !forwardedInterrupt) {
                 signalAll(workers, SIGTERM, true);
                 killAt = std::chrono::steady_clock::now() + kKillGrace;

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <set>
 #include <thread>
 #include <unistd.h>
@@ -132,6 +133,13 @@ std::optional<DistributedSetup> distributedSetupFromEnvironment()
         throw Error("OUTLIERLENS_LOCAL_RANK: local rank " + std::to_string(s.localRank) + " is outside the " +
                     std::to_string(s.localWorldSize) + " processes of this machine");
     return s;
+}
+
+std::string workerScratchFolder(int rank, long pid)
+{
+    return (std::filesystem::temp_directory_path() /
+            ("outlierlens-rank" + std::to_string(rank) + "-" + std::to_string(pid)))
+        .string();
 }
 
 std::pair<std::string, int> parseHostPort(const std::string& text, const std::string& what)

@@ -49,6 +49,11 @@ std::vector<std::pair<std::string, std::string>> workerEnvironment(const Distrib
 /// for a missing or malformed value or a rank outside [0, world size).
 std::optional<DistributedSetup> distributedSetupFromEnvironment();
 
+/// The private folder in which worker `rank` with process id `pid` keeps the files a task writes next
+/// to its run (ranks other than 0 never touch the run folder): <temp>/outlierlens-rank<R>-<pid>. The
+/// worker removes it when it ends; the launcher removes it after a worker that was killed.
+std::string workerScratchFolder(int rank, long pid);
+
 /// "host:port" -> (host, port); Error naming `what` otherwise. Port 0 is allowed (a free port).
 std::pair<std::string, int> parseHostPort(const std::string& text, const std::string& what);
 

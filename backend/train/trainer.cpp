@@ -64,12 +64,15 @@ std::string modelCard(const TrainConfig& config, const TrainingTask& task, std::
 class ScratchFolder
 {
 public:
-    explicit ScratchFolder(bool wanted)
+    ScratchFolder(bool wanted, int rank)
     {
         if (!wanted) return;
-        std::string pattern = (fs::temp_directory_path() / "outlierlens-rank-XXXXXX").string();
-        if (!::mkdtemp(pattern.data())) throw Error(pattern + ": cannot create a scratch folder");
-        m_path = pattern;
+        const std::string path = workerScratchFolder(rank, long(::getpid()));
+        std::error_code failed;
+        fs::remove_all(path, failed); // left by an earlier process with the same id
+        if (!fs::create_directories(path, failed) || failed)
+            throw Error(path + ": cannot create a scratch folder (" + failed.message() + ")");
+        m_path = path;
     }
     ~ScratchFolder()
     {
@@ -155,7 +158,7 @@ TrainResult train(const TrainConfig& config, bool resume, const std::atomic<bool
         checkSameConfig(config, *group);
     }
     // Ranks other than 0 never write into the run folder, not even the files a task creates.
-    const ScratchFolder scratch(!leader);
+    const ScratchFolder scratch(!leader, dist.rank);
     TrainConfig taskConfig = config;
     if (!leader) taskConfig.output = scratch.path();
 
