@@ -189,7 +189,7 @@ struct TrainingGroup::Impl
 {
     DistributedSetup setup;
     std::int64_t step = 0;
-    std::int64_t exchanges = 0;                          ///< store keys of broadcastTensors() calls
+    std::int64_t exchanges = 0; ///< numbers the store keys of broadcastText() and broadcastTensors()
     std::unique_ptr<ReducerWarningFilter> warningFilter; // installed while the reducer exists
     std::unique_ptr<c10::Warning::WarningHandlerGuard> warningGuard;
     // Destroyed in reverse order: the reducer's hooks and work before the group, the group before the store.
