@@ -1,11 +1,14 @@
 #include "gui_benchmark.h"
 
+#include "compare_page.h"
+#include "compare_view.h"
 #include "head_view.h"
 #include "heatmap_view.h"
 #include "input_request.h"
 #include "inspection_controller.h"
 #include "job_manager.h"
 #include "main_window.h"
+#include "model_catalog.h"
 
 #include <QApplication>
 #include <QElapsedTimer>
@@ -111,6 +114,7 @@ void GuiBenchmark::start()
         measureForward();
         measureStatistics();
         measureHeads();
+        measureCompare();
         finish();
     });
 }
@@ -131,7 +135,7 @@ void GuiBenchmark::measureForward()
         input.kind = InputRequest::Kind::Image;
         input.path = m_imagePath;
     }
-    input.sendTo(*m_window->controller());
+    m_window->runInput(input); // as the input dock does: the Compare page follows it
     m_forwardStall = worstStall(
         [&] {
             return m_window->controller()->snapshot() != before &&
@@ -216,15 +220,40 @@ void GuiBenchmark::measureHeads()
                      .arg(ms.back(), 0, 'f', 2);
 }
 
+void GuiBenchmark::measureCompare()
+{
+    ComparePage* page = m_window->comparePage();
+    const auto* view = dynamic_cast<const CompareView*>(page->figure());
+    const SnapshotPtr s = m_window->controller()->snapshot();
+    const int models =
+        int(ModelCatalog::demoTrio(ModelCatalog::compareKind(m_window->controller()->model())).size());
+    if (!view || !s || models == 0) return;
+    QElapsedTimer clock;
+    clock.start();
+    m_window->pages()->setCurrentWidget(page); // the page runs the input on each of its models
+    // Done when every compared model shows this input (T tokens) and the event loop is free.
+    m_compareStall = worstStall(
+        [&] {
+            if (view->entries().size() < models) return false;
+            for (const CompareEntry& e : view->entries())
+                if (e.head.tokens.size() != s->T) return false;
+            return true;
+        },
+        180000);
+    m_compareMs = double(clock.nsecsElapsed()) / 1e6;
+    m_compareModels = int(view->entries().size());
+}
+
 void GuiBenchmark::finish()
 {
     std::printf(
         "{\"model\":\"%s\",\"tokens\":%d,\"forward_ms\":%.1f,\"max_gui_stall_ms_during_forward\":%.2f,"
         "\"max_gui_stall_ms_during_statistics_job\":%.2f,\"window\":\"%dx%d\",\"head_switch_ms\":%s,"
-        "\"max_gui_stall_ms_during_head_switches\":%.2f}\n",
+        "\"max_gui_stall_ms_during_head_switches\":%.2f,\"compare_models\":%d,\"compare_ms\":%.1f,"
+        "\"max_gui_stall_ms_during_compare\":%.2f}\n",
         qPrintable(QFileInfo(m_window->controller()->model().dir).fileName()), m_tokens, m_forwardMs,
         m_forwardStall, m_statsStall, m_window->width(), m_window->height(), qPrintable(m_headJson),
-        m_headStall);
+        m_headStall, m_compareModels, m_compareMs, m_compareStall);
     std::fflush(stdout);
     QApplication::quit();
 }

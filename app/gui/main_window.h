@@ -75,6 +75,8 @@ public:
     /// "bf16 (fast mode)" while the shown input was computed in bf16, else empty.
     QLabel* precisionLabel() const { return m_precisionLabel; }
     void openModel(const QString& dir);
+    /// Runs `input` as the current input, as the input dock does: every page follows it.
+    void runInput(const InputRequest& input) { request(input); }
     /// The Figure of the visible page (for export), or null.
     const Figure* currentFigure() const;
     /// Exports the visible page without a dialog (tests, scripts).

@@ -7,6 +7,8 @@
 #include "../common/gui_test_home.h"
 #include "analysis/recording_sink.h"
 #include "analysis/statistics_file.h"
+#include "compare_page.h"
+#include "compare_view.h"
 #include "figures_page.h"
 #include "head_view.h"
 #include "heatmap_view.h"
@@ -27,6 +29,8 @@
 #include <QAction>
 #include <QComboBox>
 #include <QDir>
+#include <QDockWidget>
+#include <QElapsedTimer>
 #include <QLabel>
 #include <QListWidget>
 #include <QProcess>
@@ -40,6 +44,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 
 using namespace outlierlens;
@@ -447,6 +452,56 @@ private Q_SLOTS:
         QCOMPARE(m_window->head(), 0);
         const QString sample = ModelCatalog::sampleInput(kModel, 0);
         QTRY_VERIFY_WITH_TIMEOUT(m_window->controller()->snapshot()->input == sample, 30000);
+    }
+
+    /// Issue #14.4: the Compare page on a 512-token BERT input in a 1280x800 window shows all three
+    /// models whole (the gated column is not cut off), quickly, and leaves the input dock's width alone.
+    void compareAt512Tokens()
+    {
+        const QString bert = QStringLiteral(OUTLIERLENS_SOURCE_DIR "/sample_data/models/bert-mnli-vanilla");
+        m_window->openModel(bert);
+        QTRY_COMPARE_WITH_TIMEOUT(m_window->controller()->model().dir, bert, 60000);
+        QTRY_VERIFY_WITH_TIMEOUT(!m_window->controller()->loadingOrInspecting(), 60000);
+        m_window->resize(1280, 800);
+        QTest::qWait(50);
+        const auto* dock = m_window->findChild<QDockWidget*>(QStringLiteral("inputDock"));
+        QVERIFY(dock);
+        const int dockWidth = dock->width();
+        InputRequest input;
+        input.kind = InputRequest::Kind::Text;
+        input.text = QStringLiteral("the dog ran far away . ").repeated(60); // cut to 512 wordpieces
+        input.pair = QStringLiteral("a cat sat still here . ").repeated(60);
+        m_window->runInput(input);
+        QTRY_VERIFY_WITH_TIMEOUT(
+            m_window->controller()->snapshot() && m_window->controller()->snapshot()->T == 512, 60000);
+        QTabWidget* pages = m_window->pages();
+        pages->setCurrentWidget(m_window->comparePage());
+        auto* view = m_window->comparePage()->findChild<CompareView*>();
+        QVERIFY(view);
+        QElapsedTimer clock;
+        clock.start();
+        QTRY_VERIFY_WITH_TIMEOUT(
+            view->entries().size() == 3 &&
+                std::all_of(view->entries().begin(), view->entries().end(),
+                            [](const CompareEntry& e) { return e.head.tokens.size() == 512; }),
+            60000);
+        qInfo("Compare page, three models at 512 tokens: %lld ms", static_cast<long long>(clock.elapsed()));
+        QTest::qWait(100); // layout
+        for (int i = 0; i < 3; ++i) {
+            HeatmapView* probabilities = view->headView(i)->panel(HeadView::ProbabilitiesPanel);
+            QVERIFY(probabilities->isVisible());
+            const QRect inView(probabilities->mapTo(view, QPoint(0, 0)), probabilities->size());
+            QVERIFY2(view->rect().contains(inView),
+                     qPrintable(QStringLiteral("model %1: panel at %2,%3 %4x%5 in a view of %6x%7")
+                                    .arg(i)
+                                    .arg(inView.x())
+                                    .arg(inView.y())
+                                    .arg(inView.width())
+                                    .arg(inView.height())
+                                    .arg(view->width())
+                                    .arg(view->height())));
+        }
+        QCOMPARE(dock->width(), dockWidth);
     }
 
     void cleanupTestCase() { m_window.reset(); }
