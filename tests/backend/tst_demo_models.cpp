@@ -18,6 +18,9 @@
 #include "tasks/data/clm_data.h"
 #include "text/decoder_tokenizer.h"
 
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QtTest>
 
 #include <torch/torch.h>
@@ -26,6 +29,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 
 using namespace outlierlens;
@@ -125,6 +129,80 @@ void print(const std::string& name, const ModelFigures& f)
     }
 }
 
+/// What a model's card (README.md, section "On the bundled inputs") stores of `f`: one JSON object.
+QJsonObject cardJson(const ModelFigures& f)
+{
+    QJsonObject o{{QStringLiteral("next_token_loss"), f.loss}};
+    for (const auto& [tensor, perLayer] : f.tensors) {
+        QJsonArray maxAbs, ratio, kurtosis, bos, dims;
+        for (const LayerFigures& g : perLayer) {
+            maxAbs << g.maxAbs;
+            ratio << g.ratio;
+            kurtosis << g.kurtosis;
+            bos << g.bosShare;
+            dims << g.outlierDims;
+        }
+        o[QString::fromStdString(tensor)] = QJsonObject{{QStringLiteral("max_abs"), maxAbs},
+                                                        {QStringLiteral("max_over_median"), ratio},
+                                                        {QStringLiteral("kurtosis"), kurtosis},
+                                                        {QStringLiteral("max_on_bos_share"), bos},
+                                                        {QStringLiteral("outlier_dims"), dims}};
+    }
+    QJsonArray attention;
+    for (const auto& perHead : f.bosAttention) {
+        QJsonArray heads;
+        for (double v : perHead)
+            heads << v;
+        attention << heads;
+    }
+    o[QStringLiteral("bos_attention")] = attention;
+    return o;
+}
+
+/// The JSON block under "## On the bundled inputs" in the model's README.md; empty when there is none.
+QJsonObject storedCard(const std::string& dir)
+{
+    std::ifstream in(dir + "/README.md");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto section = text.find("## On the bundled inputs");
+    if (section == std::string::npos) return {};
+    const auto begin = text.find("```json\n", section);
+    const auto end = begin == std::string::npos ? begin : text.find("```", begin + 8);
+    if (end == std::string::npos) return {};
+    return QJsonDocument::fromJson(QByteArray::fromStdString(text.substr(begin + 8, end - begin - 8)))
+        .object();
+}
+
+/// Every number of `stored` equals the one in `now` (same keys) to 1e-4 relative: what the card says is
+/// what the shipped weights give today. Returns the first difference, or empty.
+QString cardDifference(const QJsonValue& stored, const QJsonValue& now, const QString& path)
+{
+    if (stored.isObject()) {
+        const QJsonObject a = stored.toObject(), b = now.toObject();
+        if (a.keys() != b.keys()) return path + QStringLiteral(": keys differ");
+        for (const QString& key : a.keys())
+            if (const QString d = cardDifference(a[key], b[key], path + QLatin1Char('.') + key); !d.isEmpty())
+                return d;
+        return {};
+    }
+    if (stored.isArray()) {
+        const QJsonArray a = stored.toArray(), b = now.toArray();
+        if (a.size() != b.size()) return path + QStringLiteral(": lengths differ");
+        for (int i = 0; i < a.size(); ++i)
+            if (const QString d = cardDifference(a[i], b[i], path + QStringLiteral("[%1]").arg(i));
+                !d.isEmpty())
+                return d;
+        return {};
+    }
+    const double x = stored.toDouble(), y = now.toDouble();
+    if (!stored.isDouble() || std::abs(x - y) > 1e-4 * std::max(1.0, std::abs(y)))
+        return QStringLiteral("%1: the card says %2, the model gives %3")
+            .arg(path)
+            .arg(x, 0, 'g', 10)
+            .arg(y, 0, 'g', 10);
+    return {};
+}
+
 } // namespace
 
 class TstDemoModels : public QObject
@@ -161,6 +239,23 @@ private Q_SLOTS:
             QVERIFY2(now.meanFirstTokenAttention >= 0.5, "the vanilla model's showcase head is a sink");
         if (model == QLatin1String("backcopy-gated"))
             QVERIFY2(now.meanFirstTokenAttention < 0.1, "the gated model needs no sink");
+    }
+
+    /// The numbers each demo decoder's card (README.md) states for its bundled inputs are what the shipped
+    /// weights give today, recomputed with the app's metrics: a model or code change that loses the effect
+    /// fails here. (The block was written from this test's output: it prints it.)
+    void cardNumbersAreRecomputed_data() { showcaseIsRecomputedFromTheModel_data(); }
+    void cardNumbersAreRecomputed()
+    {
+        QFETCH(QString, model);
+        const std::string dir = kModels + "/" + model.toStdString();
+        const QJsonObject now = cardJson(measure(dir));
+        qInfo("%s card block:\n%s", qPrintable(model),
+              QJsonDocument(now).toJson(QJsonDocument::Indented).constData());
+        const QJsonObject stored = storedCard(dir);
+        QVERIFY2(!stored.isEmpty(), "README.md has no \"## On the bundled inputs\" JSON block");
+        const QString difference = cardDifference(stored, now, model);
+        QVERIFY2(difference.isEmpty(), qPrintable(difference));
     }
 
     void backcopyFamilyTellsThePapersStory()
