@@ -70,7 +70,8 @@ struct LayerChart
               double maxStep);
 };
 
-/// The three charts of a run. The window keeps one set; exports build a fresh one.
+/// The charts of a run (the first-token attention only when the run recorded it). The window keeps one set;
+/// exports build a fresh one.
 struct TrainingChartSet
 {
     QChart* loss = nullptr;
@@ -81,6 +82,8 @@ struct TrainingChartSet
     QAbstractAxis* evalAxis = nullptr; ///< QLogValueAxis for perplexity, QValueAxis otherwise
     LayerChart infNorm{QStringLiteral("Max inf norm per layer"), QStringLiteral("max inf norm")};
     LayerChart kurtosis{QStringLiteral("Kurtosis per layer"), QStringLiteral("kurtosis (Pearson)")};
+    LayerChart firstToken{QStringLiteral("First-token attention per layer (its most sinking head)"),
+                          QStringLiteral("attention on the first token")};
 
     TrainingChartSet();
     void fill(const TrainingCurveData& data);
@@ -239,6 +242,7 @@ void TrainingChartSet::fill(const TrainingCurveData& data)
 
     infNorm.fill(data.evalSteps, data.maxInfNorm, minStep, maxStep);
     kurtosis.fill(data.evalSteps, data.kurtosis, minStep, maxStep);
+    firstToken.fill(data.evalSteps, data.firstTokenAttention, minStep, maxStep);
 }
 
 TrainingCharts::TrainingCharts(QWidget* parent)
@@ -252,11 +256,14 @@ TrainingCharts::TrainingCharts(QWidget* parent)
     m_lossView = charts::makeChartView(m_charts->loss, QStringLiteral("lossChart"), this);
     m_infNormView = charts::makeChartView(m_charts->infNorm.chart, QStringLiteral("infNormChart"), this);
     m_kurtosisView = charts::makeChartView(m_charts->kurtosis.chart, QStringLiteral("kurtosisChart"), this);
+    m_firstTokenView =
+        charts::makeChartView(m_charts->firstToken.chart, QStringLiteral("firstTokenChart"), this);
     auto* layout = new QGridLayout(this);
-    layout->addWidget(m_title, 0, 0, 1, 2);
-    layout->addWidget(m_lossView, 1, 0, 1, 2);
+    layout->addWidget(m_title, 0, 0, 1, 3);
+    layout->addWidget(m_lossView, 1, 0, 1, 3);
     layout->addWidget(m_infNormView, 2, 0);
     layout->addWidget(m_kurtosisView, 2, 1);
+    layout->addWidget(m_firstTokenView, 2, 2);
     layout->setRowStretch(1, 1);
     layout->setRowStretch(2, 1);
     setCurves(TrainingCurveData{});
@@ -268,6 +275,7 @@ void TrainingCharts::setCurves(const TrainingCurveData& curves)
 {
     m_curves = curves;
     m_charts->fill(m_curves);
+    m_firstTokenView->setVisible(!m_curves.firstTokenAttention.isEmpty());
     const double lastStep = m_curves.steps.isEmpty() ? 0 : m_curves.steps.back();
     m_title->setText(m_curves.name.isEmpty()
                          ? tr("No training run")
@@ -291,16 +299,21 @@ void TrainingCharts::paintFigure(QPainter& painter, const QRect& area) const
     const QRectF body =
         charts::paintFigureFrame(painter, area, title, subtitle, {Provenance::indexingNote()});
     const double upper = body.height() * 0.5;
-    const double half = body.width() / 2;
+    const bool firstToken = !m_curves.firstTokenAttention.isEmpty();
+    const double part = body.width() / (firstToken ? 3 : 2);
     TrainingChartSet fresh;
     fresh.fill(m_curves);
     charts::renderChart(std::unique_ptr<QChart>(fresh.loss), painter,
                         QRectF(body.left(), body.top(), body.width(), upper));
     charts::renderChart(std::unique_ptr<QChart>(fresh.infNorm.chart), painter,
-                        QRectF(body.left(), body.top() + upper, half, body.height() - upper));
-    charts::renderChart(
-        std::unique_ptr<QChart>(fresh.kurtosis.chart), painter,
-        QRectF(body.left() + half, body.top() + upper, body.width() - half, body.height() - upper));
+                        QRectF(body.left(), body.top() + upper, part, body.height() - upper));
+    charts::renderChart(std::unique_ptr<QChart>(fresh.kurtosis.chart), painter,
+                        QRectF(body.left() + part, body.top() + upper, part, body.height() - upper));
+    if (firstToken)
+        charts::renderChart(std::unique_ptr<QChart>(fresh.firstToken.chart), painter,
+                            QRectF(body.left() + 2 * part, body.top() + upper, part, body.height() - upper));
+    else
+        delete fresh.firstToken.chart; // not drawn: the set does not own its charts
     painter.restore();
 }
 
@@ -313,12 +326,16 @@ QString TrainingCharts::figureCsv() const
         header << QStringLiteral("max inf norm layer %1").arg(l + 1);
     for (int l = 0; l < layers; ++l)
         header << QStringLiteral("kurtosis layer %1").arg(l + 1);
+    const int firstTokenLayers = layerCountOf(m_curves.firstTokenAttention);
+    for (int l = 0; l < firstTokenLayers; ++l)
+        header << QStringLiteral("first-token attention layer %1").arg(l + 1);
 
-    // Columns: 0 loss, 1 eval, then layers x inf norm, layers x kurtosis; empty where not measured.
+    // Columns: 0 loss, 1 eval, then layers x inf norm, layers x kurtosis, layers x first-token attention
+    // (when recorded); empty where not measured.
     QMap<double, QStringList> rows;
     auto row = [&](double step) -> QStringList& {
         auto it = rows.find(step);
-        if (it == rows.end()) it = rows.insert(step, QStringList(2 + 2 * layers));
+        if (it == rows.end()) it = rows.insert(step, QStringList(2 + 2 * layers + firstTokenLayers));
         return *it;
     };
     for (int i = 0; i < std::min(m_curves.steps.size(), m_curves.loss.size()); ++i)
@@ -332,6 +349,9 @@ QString TrainingCharts::figureCsv() const
         if (e < m_curves.kurtosis.size())
             for (int l = 0; l < m_curves.kurtosis[e].size(); ++l)
                 cells[2 + layers + l] = charts::csvNumber(m_curves.kurtosis[e][l]);
+        if (e < m_curves.firstTokenAttention.size())
+            for (int l = 0; l < m_curves.firstTokenAttention[e].size(); ++l)
+                cells[2 + 2 * layers + l] = charts::csvNumber(m_curves.firstTokenAttention[e][l]);
     }
     QString csv = header.join(QLatin1Char(',')) + QLatin1Char('\n');
     for (auto it = rows.cbegin(); it != rows.cend(); ++it)

@@ -46,6 +46,7 @@ private:
     QChartView* m_lossView = nullptr;
     QChartView* m_infNormView = nullptr;
     QChartView* m_kurtosisView = nullptr;
+    QChartView* m_firstTokenView = nullptr;
 };
 
 } // namespace outlierlens

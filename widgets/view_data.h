@@ -226,6 +226,9 @@ struct TrainingCurveData
     QVector<QVector<double>>
         maxInfNorm; ///< [evaluation][layer] of the run's figure tensor (BERT ffn_out, else out)
     QVector<QVector<double>> kurtosis; ///< [evaluation][layer]
+    /// [evaluation][layer]: the largest first-token attention of the layer's heads (docs/metrics.md) on
+    /// the probe batch: how much the layer's most sinking head sinks. Empty for runs that did not record it.
+    QVector<QVector<double>> firstTokenAttention;
 };
 
 /// One point of a finished sweep (summary.json).

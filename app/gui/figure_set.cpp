@@ -10,10 +10,12 @@
 #include "head_grid.h"
 #include "head_view.h"
 #include "image_view.h"
+#include "job_manager.h"
 #include "outlier_dashboard.h"
 #include "sweep_view.h"
 #include "systematic_view.h"
 #include "teaching_view.h"
+#include "training_charts.h"
 
 #include "analysis/showcase.h"
 #include "analysis/statistics_file.h"
@@ -49,6 +51,18 @@ std::unique_ptr<QWidget> viewOf(const Data& data)
 QString layerText(int layer)
 {
     return QStringLiteral("layer %1").arg(layer + 1);
+}
+
+/// The run folder of `outlierlens train` that holds model folder `dir` (its final/ or a checkpoint), or
+/// empty.
+QString runFolderOf(const QString& dir)
+{
+    QDir d(dir);
+    for (int up = 0; up < 3; ++up) {
+        if (QFileInfo::exists(d.filePath(QStringLiteral("metrics.jsonl")))) return d.absolutePath();
+        if (!d.cdUp()) break;
+    }
+    return {};
 }
 
 /// The model at the paper's scale: Bondarenko et al.'s figures name its layers and heads.
@@ -96,9 +110,8 @@ private:
     {
         Planned p;
         p.outcome.id = id;
-        p.outcome.number = id.startsWith(QLatin1String("an")) || id == QLatin1String("table")
-                               ? id
-                               : id.left(id.size() - (id.back().isLetter() ? 1 : 0));
+        p.outcome.number = // "9b" is Figure 9; "an1", "table" and "training" are their own
+            id.front().isDigit() && id.back().isLetter() ? id.left(id.size() - 1) : id;
         p.outcome.title = title;
         p.outcome.reason = reason;
         return p;
@@ -447,6 +460,26 @@ QVector<Planned> Planner::plan()
                 const SnapshotPtr s = input(0);
                 return viewOf<SystematicView>(buildSystematic(*stats, statsPath, lb, &s->systematic));
             });
+    // The model's own training, when it sits in a run folder of `outlierlens train` (final/ or a checkpoint).
+    const QString run = runFolderOf(m.dir);
+    const QString titleTraining = QStringLiteral(
+        "Training curves: loss, and per layer max inf norm, kurtosis and first-token attention");
+    if (run.isEmpty())
+        p << unavailable(
+            QStringLiteral("training"), titleTraining,
+            QStringLiteral("needs a model in the run folder of `outlierlens train` (its metrics.jsonl)"));
+    else
+        p << planned(
+            QStringLiteral("training"), titleTraining,
+            QStringLiteral("The run %1 as the Jobs page draws it: training loss and the evaluation metric, "
+                           "and per layer on the trainer's probe batch the max inf norm and kurtosis of "
+                           "%2 and the first-token attention of the layer's most sinking head.")
+                .arg(QDir::toNativeSeparators(run), tensor),
+            [run] {
+                auto view = std::make_unique<TrainingCharts>();
+                view->setCurves(readTrainingCurves(run));
+                return std::unique_ptr<QWidget>(std::move(view));
+            });
     // Where the app shows the rest (those above say it where they are made).
     for (Planned& f : p) {
         const QString& id = f.outcome.id;
@@ -461,6 +494,8 @@ QVector<Planned> Planner::plan()
             f = shownIn(f, QStringLiteral("Systematic outliers"), lb, -1, 0);
         else if (id == QLatin1String("an3"))
             f = shownIn(f, QStringLiteral("Systematic outliers"), lb, -1, -1, true);
+        else if (id == QLatin1String("training"))
+            f = shownIn(f, QStringLiteral("Jobs"), -1, -1, -1);
     }
     return p;
 }
@@ -469,11 +504,12 @@ QVector<Planned> Planner::plan()
 
 QStringList figureNumbers()
 {
-    return {QStringLiteral("1"),   QStringLiteral("2"),   QStringLiteral("3"),    QStringLiteral("4"),
-            QStringLiteral("5"),   QStringLiteral("6"),   QStringLiteral("7"),    QStringLiteral("9"),
-            QStringLiteral("10"),  QStringLiteral("11"),  QStringLiteral("12"),   QStringLiteral("13"),
-            QStringLiteral("14"),  QStringLiteral("15"),  QStringLiteral("16"),   QStringLiteral("17"),
-            QStringLiteral("an1"), QStringLiteral("an3"), QStringLiteral("table")};
+    return {
+        QStringLiteral("1"),   QStringLiteral("2"),   QStringLiteral("3"),        QStringLiteral("4"),
+        QStringLiteral("5"),   QStringLiteral("6"),   QStringLiteral("7"),        QStringLiteral("9"),
+        QStringLiteral("10"),  QStringLiteral("11"),  QStringLiteral("12"),       QStringLiteral("13"),
+        QStringLiteral("14"),  QStringLiteral("15"),  QStringLiteral("16"),       QStringLiteral("17"),
+        QStringLiteral("an1"), QStringLiteral("an3"), QStringLiteral("training"), QStringLiteral("table")};
 }
 
 FigureSetResult renderFigureSet(const FigureSetOptions& o, const std::atomic<bool>& cancel,

@@ -180,6 +180,12 @@ TrainingCurveData readTrainingCurves(const QString& runFolder)
             c.evalValue << line.metric;
             c.maxInfNorm << perLayer(line.maxInfNorm, tensor);
             c.kurtosis << perLayer(line.kurtosis, tensor);
+            if (!line.firstTokenAttention.empty()) {
+                QVector<double> largest; // per layer, its most sinking head
+                for (const std::vector<double>& heads : line.firstTokenAttention)
+                    largest << (heads.empty() ? std::nan("") : *std::max_element(heads.begin(), heads.end()));
+                c.firstTokenAttention << largest;
+            }
         } else {
             c.steps << step;
             c.loss << line.loss;

@@ -151,6 +151,14 @@ double maxInfNorm(const torch::Tensor& x)
     return asDouble(x).abs().max().item<double>();
 }
 
+torch::Tensor firstTokenAttention(const torch::Tensor& probs)
+{
+    const torch::Tensor p = probs.dim() == 4 ? probs[0] : probs; // [H, T, T]
+    const std::int64_t T = p.size(1);
+    using torch::indexing::Slice;
+    return p.index({Slice(), Slice(T / 2, T), 0}).to(torch::kDouble).mean(1);
+}
+
 double pearsonKurtosis(const torch::Tensor& x)
 {
     const torch::Tensor v = asDouble(x);

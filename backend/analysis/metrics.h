@@ -77,6 +77,11 @@ double maxInfNorm(const torch::Tensor& x);
 /// A constant tensor gives 0 (the eps keeps it finite); fewer than two values give NaN.
 double pearsonKurtosis(const torch::Tensor& x);
 
+/// First-token attention of one sample (docs/metrics.md): probs [H, T, T] (or [1, H, T, T]) -> [H]
+/// float64, per head the mean over the queries of the second half (i >= T/2, which see at least half
+/// the keys of a causal model) of the probability on key 0. Near 1: the head sinks on the first token.
+torch::Tensor firstTokenAttention(const torch::Tensor& probs);
+
 /// Attention outliers of one sample: probs [H, T, T] (head, query, key; no padding) -> bool [H, T]
 /// (head, key): key j of head h qualifies when its cumulative attention sum_i A[h, i, j] >= fraction * T.
 torch::Tensor attentionOutlierKeys(const torch::Tensor& probs, double fraction = 0.1);

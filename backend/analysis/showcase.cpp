@@ -1,6 +1,7 @@
 #include "analysis/showcase.h"
 
 #include "analysis/decoder_inspection.h"
+#include "analysis/metrics.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/input_file.h"
@@ -19,21 +20,7 @@
 #include <vector>
 
 namespace outlierlens {
-namespace {
-
 namespace fs = std::filesystem;
-
-/// [H] first-token attention of one input: per head, the mean over the queries of the second half
-/// (i >= T/2, which see at least half the keys) of the probability on key 0.
-torch::Tensor firstTokenAttention(const torch::Tensor& probs)
-{
-    const torch::Tensor p = probs.dim() == 4 ? probs[0] : probs; // [H, T, T]
-    const std::int64_t T = p.size(1);
-    using torch::indexing::Slice;
-    return p.index({Slice(), Slice(T / 2, T), 0}).to(torch::kDouble).mean(1);
-}
-
-} // namespace
 
 std::vector<std::string> readSampleInputs(const std::string& modelDir)
 {

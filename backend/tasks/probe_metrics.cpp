@@ -20,6 +20,7 @@ nlohmann::json probeMetrics(TrainingTask& task)
         for (CapturePoint p : task.trackedPoints())
             names.insert(captureName(p, l));
         names.insert(captureName(CapturePoint::AttnGate, l));
+        names.insert(captureName(CapturePoint::AttnProbs, l));
     }
     RecordingSink sink(names);
     const std::vector<std::int64_t> lengths = task.probe(sink);
@@ -58,7 +59,22 @@ nlohmann::json probeMetrics(TrainingTask& task)
             v /= double(tokens);
         gate.push_back(perHead);
     }
+    // Per layer and head, the first-token attention (docs/metrics.md) averaged over the probe samples:
+    // how much a head sinks on the first token ([CLS] for encoders, BOS for decoders) as training goes.
+    nlohmann::json firstToken = nlohmann::json::array();
+    for (int l = 0; l < task.numLayers(); ++l) {
+        const std::string name = captureName(CapturePoint::AttnProbs, l);
+        if (!sink.contains(name)) break;
+        const torch::Tensor& probs = sink.at(name); // [B, H, T, T]
+        torch::Tensor sum = torch::zeros({probs.size(1)}, torch::kDouble);
+        for (std::size_t b = 0; b < lengths.size(); ++b)
+            sum += firstTokenAttention(sampleOf(CapturePoint::AttnProbs, probs, std::int64_t(b), lengths[b]));
+        sum /= double(lengths.size());
+        firstToken.push_back(
+            std::vector<double>(sum.data_ptr<double>(), sum.data_ptr<double>() + sum.numel()));
+    }
     nlohmann::json out = {{"max_inf_norm", infNorm}, {"kurtosis", kurtosis}};
+    if (!firstToken.empty()) out["first_token_attention"] = firstToken;
     if (!gate.empty()) out["gate"] = gate;
     return out;
 }

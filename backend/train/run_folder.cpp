@@ -139,6 +139,15 @@ std::vector<MetricsLine> RunFolder::readMetrics() const
             }
             line.maxInfNorm = perLayerIn(j, "max_inf_norm");
             line.kurtosis = perLayerIn(j, "kurtosis");
+            const auto first = j.find("first_token_attention");
+            if (first != j.end() && first->is_array())
+                for (const auto& layer : *first) {
+                    std::vector<double> heads;
+                    if (layer.is_array())
+                        for (const auto& v : layer)
+                            heads.push_back(v.is_number() ? v.get<double>() : NAN);
+                    line.firstTokenAttention.push_back(std::move(heads));
+                }
         }
         out.push_back(std::move(line));
     }

@@ -40,6 +40,8 @@ struct MetricsLine
     double metric = NAN;
     /// Eval lines: tracked tensor ("ffn_out", "out", ...) -> one value per layer, 0-based.
     std::map<std::string, std::vector<double>> maxInfNorm, kurtosis;
+    /// Eval lines: [layer][head] first-token attention on the probe batch (empty in older runs).
+    std::vector<std::vector<double>> firstTokenAttention;
 };
 
 /// A training run's folder: run.json (resolved config), status.json, metrics.jsonl,

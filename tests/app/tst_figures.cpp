@@ -386,6 +386,56 @@ private Q_SLOTS:
         QVERIFY2(left.isEmpty(), qPrintable(left.join(QLatin1Char(' '))));
     }
 
+    /// A model inside a training run folder also gets its training curves: the CSV's first-token attention
+    /// per layer is the largest of the heads' values in the run's metrics.jsonl (the trainer's probe).
+    void trainingCurvesOfARun()
+    {
+        QTemporaryDir out;
+        const QString run = out.path() + QStringLiteral("/run");
+        auto r =
+            runApp({QStringLiteral("train"), QStringLiteral("--from-preset"), QStringLiteral("demo-backcopy"),
+                    QStringLiteral("--output"), run, QStringLiteral("--steps"), QStringLiteral("20"),
+                    QStringLiteral("--warmup-steps"), QStringLiteral("5"), QStringLiteral("--eval-every"),
+                    QStringLiteral("10"), QStringLiteral("--threads"), QStringLiteral("1")});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        r = runApp({QStringLiteral("figures"), QStringLiteral("--model"), run + QStringLiteral("/final"),
+                    QStringLiteral("--only"), QStringLiteral("training"), QStringLiteral("--format"),
+                    QStringLiteral("png"), QStringLiteral("--out"), out.path() + QStringLiteral("/figures")});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err + r.out));
+        QVERIFY(notBlank(out.path() + QStringLiteral("/figures/figure-training.png")));
+        // The evaluations of metrics.jsonl: step -> per layer, the largest head's first-token attention.
+        QFile metrics(run + QStringLiteral("/metrics.jsonl"));
+        QVERIFY(metrics.open(QIODevice::ReadOnly));
+        std::map<int, std::vector<double>> expected;
+        for (const QByteArray& line : metrics.readAll().split('\n')) {
+            const QJsonObject o = QJsonDocument::fromJson(line).object();
+            if (o[QStringLiteral("type")].toString() != QLatin1String("eval")) continue;
+            std::vector<double> perLayer;
+            for (const auto& heads : o[QStringLiteral("first_token_attention")].toArray()) {
+                double largest = 0;
+                for (const auto& v : heads.toArray())
+                    largest = std::max(largest, v.toDouble());
+                perLayer.push_back(largest);
+            }
+            expected[o[QStringLiteral("step")].toInt()] = perLayer;
+        }
+        QCOMPARE(int(expected.size()), 3); // steps 0, 10 and 20
+        const Csv csv = readCsv(out.path() + QStringLiteral("/figures/figure-training.csv"));
+        const QStringList header = csv.lines.value(0).split(QLatin1Char(','));
+        const int first = int(header.indexOf(QStringLiteral("first-token attention layer 1")));
+        QVERIFY(first > 0);
+        int checked = 0;
+        for (const QString& line : csv.lines.mid(1)) {
+            const QStringList cells = line.split(QLatin1Char(','));
+            const auto it = expected.find(cells.value(0).toInt());
+            if (line.isEmpty() || it == expected.end()) continue;
+            for (std::size_t l = 0; l < it->second.size(); ++l)
+                QCOMPARE(cells.value(first + int(l)).toDouble(), it->second[l]);
+            ++checked;
+        }
+        QCOMPARE(checked, 3);
+    }
+
     void badOptionsAreUsageErrors()
     {
         QTemporaryDir out;

@@ -160,6 +160,26 @@ private Q_SLOTS:
         QCOMPARE(maxInfNorm(one), 42.0);
     }
 
+    /// First-token attention (docs/metrics.md): per head, the mean over queries T/2 .. T-1 of P[i, 0].
+    void firstTokenAttentionIsTheLaterQueriesShareOnKeyZero()
+    {
+        // Two heads, T = 5: queries 2, 3 and 4 count (T/2 = 2). Head 0 puts 0.9, 0.6 and 0.3 on key 0
+        // (mean 0.6); head 1 puts 0.5 on it for every query (mean 0.5); the early queries are made
+        // extreme so that counting them would show.
+        torch::Tensor p = torch::zeros({2, 5, 5}, torch::kFloat);
+        p[0][0][0] = 1, p[0][1][0] = 0, p[0][2][0] = 0.9f, p[0][3][0] = 0.6f, p[0][4][0] = 0.3f;
+        for (int i = 0; i < 5; ++i)
+            p[1][i][0] = 0.5f;
+        p[1][0][0] = 1;
+        const torch::Tensor f = firstTokenAttention(p);
+        QCOMPARE(f.scalar_type(), torch::kDouble);
+        QCOMPARE(f.numel(), std::int64_t(2));
+        QVERIFY(std::abs(f[0].item<double>() - 0.6) < 1e-6);
+        QVERIFY(std::abs(f[1].item<double>() - 0.5) < 1e-6);
+        // A batch of one is accepted as well.
+        QVERIFY(torch::allclose(firstTokenAttention(p.unsqueeze(0)), f));
+    }
+
     void kurtosis_data()
     {
         QTest::addColumn<QVector<double>>("values");
