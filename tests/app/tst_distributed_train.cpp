@@ -8,6 +8,7 @@
 // statistically. The test's runs are tiny (about a second each) so CI can afford them.
 
 #include "../common/app_runner.h"
+#include "../common/run_losses.h"
 
 #include "io/safetensors.h"
 
@@ -31,6 +32,8 @@ using namespace outlierlens;
 using outlierlens::test::Run;
 using outlierlens::test::runApp;
 namespace fs = std::filesystem;
+
+using outlierlens::test::losses;
 
 namespace {
 
@@ -83,19 +86,6 @@ QString writeConfig(const QString& path, nlohmann::json config, const QString& o
     config["output"] = output.toStdString();
     std::ofstream(path.toStdString()) << config.dump(2);
     return path;
-}
-
-/// step -> loss of every training line of a run's metrics.jsonl.
-std::map<std::int64_t, double> losses(const QString& runDir)
-{
-    std::map<std::int64_t, double> out;
-    std::ifstream in((runDir + "/metrics.jsonl").toStdString());
-    std::string line;
-    while (std::getline(in, line)) {
-        const nlohmann::json j = nlohmann::json::parse(line);
-        if (!j.contains("type")) out[j["step"].get<std::int64_t>()] = j["loss"].get<double>();
-    }
-    return out;
 }
 
 double relativeDifference(double a, double b)

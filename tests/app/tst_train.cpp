@@ -3,6 +3,7 @@
 // with the outputs training saw, and bad configurations fail with one clear line.
 
 #include "../common/app_runner.h"
+#include "../common/run_losses.h"
 
 #include "analysis/metrics.h"
 #include "analysis/recording_sink.h"
@@ -32,6 +33,8 @@ using outlierlens::test::Run;
 using outlierlens::test::runApp;
 namespace fs = std::filesystem;
 
+using outlierlens::test::losses;
+
 namespace {
 
 const QString kApp = QStringLiteral(OUTLIERLENS_BINARY_DIR "/app/outlierlens");
@@ -60,19 +63,6 @@ QString writeConfig(const QString& path, const nlohmann::json& config)
 {
     std::ofstream(path.toStdString()) << config.dump(2);
     return path;
-}
-
-/// step -> loss of every progress line of a run's metrics.jsonl.
-std::map<std::int64_t, double> losses(const QString& runDir)
-{
-    std::map<std::int64_t, double> out;
-    std::ifstream in((runDir + "/metrics.jsonl").toStdString());
-    std::string line;
-    while (std::getline(in, line)) {
-        const nlohmann::json j = nlohmann::json::parse(line);
-        if (!j.contains("type")) out[j["step"].get<std::int64_t>()] = j["loss"].get<double>();
-    }
-    return out;
 }
 
 nlohmann::json status(const QString& runDir)
