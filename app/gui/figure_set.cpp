@@ -124,8 +124,8 @@ private:
         p.make = std::move(make);
         return p;
     }
-    /// The models with (`clipped`) or without clipped softmax, or with / without gates: the main model and
-    /// --compare.
+    /// The models Figure 14 (`clipped`) or 15 compares, of the main model and --compare: those without
+    /// gates (vanilla and clipped softmax), or those without clipped softmax (vanilla and gated).
     std::vector<FigureModel*> modelsFor(bool clipped) const
     {
         std::vector<FigureModel*> models{&main};
@@ -241,6 +241,8 @@ Planned Planner::comparison(const QString& id, bool clipped)
     if (!has)
         return unavailable(id, title,
                            QStringLiteral("needs a model with %1: give one with --compare").arg(kind));
+    if (models.size() < 2)
+        return unavailable(id, title, QStringLiteral("needs a second model to compare with (--compare)"));
     for (FigureModel* f : models)
         if (f->info().layers != m.layers || f->info().heads != m.heads || f->info().family != m.family)
             return unavailable(
