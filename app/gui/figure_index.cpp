@@ -251,14 +251,16 @@ void FigureIndexWriter::finish(const QString& statisticsFile, bool statisticsReu
                        "img{max-width:100%;border:1px solid #ddd}.why{color:#a33}"
                        "td,th{padding:2px 12px;text-align:right}</style></head><body>\n")
             .arg(m_model.name.toHtmlEscaped());
-    html += QStringLiteral("<h1>Figures of %1</h1>\n<p>Model <code>%2</code> (checkpoint sha256 %3), %4. "
-                           "Data: %5. Outlier rule: %6. Statistics: <code>%7</code>%8. %9 One PDF with every "
-                           "figure: <a href=\"index.pdf\">index.pdf</a>.</p>\n")
-                .arg(m_model.name.toHtmlEscaped(), m_model.dir.toHtmlEscaped(), m_model.sha256,
-                     m_model.variant.toHtmlEscaped(), m_data.toHtmlEscaped(), m_rule.toHtmlEscaped(),
-                     QDir(m_outDir).relativeFilePath(statisticsFile).toHtmlEscaped(),
-                     statisticsReused ? QStringLiteral(" (reused from an earlier run)") : QString(),
-                     Provenance::indexingNote());
+    html +=
+        QStringLiteral("<h1>Figures of %1</h1>\n<p>Model <code>%2</code> (checkpoint sha256 %3), %4. "
+                       "Data: %5. Outlier rule: %6. Statistics: <code>%7</code>%8. %9 One PDF with every "
+                       "figure: <a href=\"index.pdf\">index.pdf</a>.</p>\n")
+            .arg(m_model.name.toHtmlEscaped(), m_model.dir.toHtmlEscaped(), m_model.sha256,
+                 m_model.variant.toHtmlEscaped(), m_data.toHtmlEscaped(), m_rule.toHtmlEscaped(),
+                 statisticsFile.isEmpty() ? QStringLiteral("none")
+                                          : QDir(m_outDir).relativeFilePath(statisticsFile).toHtmlEscaped(),
+                 statisticsReused ? QStringLiteral(" (reused from an earlier run)") : QString(),
+                 Provenance::indexingNote());
     for (const FigureOutcome& f : m_figures) {
         html += QStringLiteral("<h2 id=\"%1\">%2</h2>\n").arg(f.id, f.title.toHtmlEscaped());
         if (!f.reason.isEmpty()) {

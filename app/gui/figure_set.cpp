@@ -541,9 +541,19 @@ FigureSetResult renderFigureSet(const FigureSetOptions& o, const std::atomic<boo
     std::optional<StatisticsFile> stats;
     QString statsReason;
     QString dataText = QStringLiteral("generated examples of the synthetic task");
+    // Figures 1, an3 and the table are the statistics; 3 and 9 add them. Others need no pass over the data.
+    const bool wantStatistics =
+        o.only.isEmpty() || std::any_of(o.only.begin(), o.only.end(), [](const QString& n) {
+            return QStringList{QStringLiteral("1"), QStringLiteral("3"), QStringLiteral("9"),
+                               QStringLiteral("an3"), QStringLiteral("table")}
+                .contains(n);
+        });
     if (m.synthetic) {
         statsReason = QStringLiteral(
             "the model was trained on generated sequences: there is no data set to count over");
+    } else if (!wantStatistics) {
+        statsReason = QStringLiteral("not asked for (--only)");
+        dataText = o.data.isEmpty() ? QStringLiteral("the first inputs of the model's family") : o.data;
     } else {
         const QString data =
             o.data.isEmpty()

@@ -107,9 +107,12 @@ int runFigures(const QStringList& args)
                             qPrintable(f.reason));
             }
         }
-        std::printf("wrote %d figures, index.html and index.pdf to %s in %.1f s; statistics %s %s\n", drawn,
+        std::printf("wrote %d figures, index.html and index.pdf to %s in %.1f s; %s%s\n", drawn,
                     qPrintable(QDir::toNativeSeparators(o.outDir)), r.seconds,
-                    r.statisticsReused ? "reused from" : "in", qPrintable(r.statisticsFile));
+                    r.statisticsFile.isEmpty() ? "no statistics needed"
+                    : r.statisticsReused       ? "statistics reused from "
+                                               : "statistics in ",
+                    qPrintable(r.statisticsFile));
         return Ok;
     });
 }
