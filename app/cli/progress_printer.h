@@ -53,10 +53,16 @@ public:
             std::fflush(stdout);
             return;
         }
-        std::fprintf(stderr, "%s%s: %lld/%lld %s (%.0f%%), %.1f/s, %s %dm%02ds%s", m_tty ? "\r" : "",
+        // Before the first input is done there is no rate to estimate from: "ETA unknown", not 0 s.
+        char when[32];
+        if (!last && rate <= 0)
+            std::snprintf(when, sizeof when, "ETA unknown");
+        else
+            std::snprintf(when, sizeof when, "%s %dm%02ds", last ? "took" : "ETA",
+                          int((last ? elapsed : eta) / 60), int(last ? elapsed : eta) % 60);
+        std::fprintf(stderr, "%s%s: %lld/%lld %s (%.0f%%), %.1f/s, %s%s", m_tty ? "\r" : "",
                      m_command.c_str(), static_cast<long long>(done), static_cast<long long>(total),
-                     m_unit.c_str(), 100.0 * double(done) / double(total), rate, last ? "took" : "ETA",
-                     int((last ? elapsed : eta) / 60), int(last ? elapsed : eta) % 60,
+                     m_unit.c_str(), 100.0 * double(done) / double(total), rate, when,
                      m_tty && !last ? "" : "\n");
         std::fflush(stderr);
     }

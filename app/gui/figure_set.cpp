@@ -561,6 +561,8 @@ FigureSetResult renderFigureSet(const FigureSetOptions& o, const std::atomic<boo
                 : o.data;
         dataText = data;
         const QString dir = QDir(o.outDir).filePath(QStringLiteral("statistics"));
+        progress(QStringLiteral("statistics"), 0,
+                 0); // the stage starts now (its total comes with the first batch)
         for (int attempt = 0; attempt < 2 && !stats; ++attempt) {
             const FigureStatistics f =
                 figureStatistics(m, data, o.rule, dir, cancel, [&](qint64 done, qint64 total) {

@@ -70,7 +70,8 @@ QStringList figureNumbers();
 /// removed first). Statistics over the data set
 /// are computed once per (checkpoint hash, data, rule) and kept in <out>/statistics/. Every file is
 /// written atomically; when `cancel` becomes true it throws Cancelled between figures (no index
-/// is written, finished figures stay). `progress(stage, done, total)`: done of total steps.
+/// is written, finished figures stay). `progress(stage, done, total)`: done of total steps of stage
+/// "loading", "statistics" or "figures" (total 0: the stage has begun, its size is not known yet).
 /// Throws Error for a model, data or folder that cannot be used.
 FigureSetResult
 renderFigureSet(const FigureSetOptions& options, const std::atomic<bool>& cancel,

@@ -114,7 +114,17 @@ FiguresPage::FiguresPage(JobManager* jobs, QWidget* parent)
     });
     if (m_jobs)
         connect(m_jobs, &JobManager::jobFinished, this, [this](const QString& id) {
-            if (id == m_jobId) reload();
+            if (id != m_jobId) return;
+            const JobInfo* job = m_jobs->job(id);
+            if (job && job->state != QLatin1String("finished")) {
+                // Said here, not only on the Jobs page: the list would otherwise wait for it forever.
+                m_jobId.clear();
+                m_status->setText(tr("Making the figures of %1 %2: %3")
+                                      .arg(m_model.name, job->state,
+                                           job->message.isEmpty() ? tr("see the Jobs page") : job->message));
+                return;
+            }
+            reload();
         });
     setModel({});
 }

@@ -454,6 +454,26 @@ private Q_SLOTS:
         QTRY_VERIFY_WITH_TIMEOUT(m_window->controller()->snapshot()->input == sample, 30000);
     }
 
+    /// A figures job that fails (here: a model folder that is not there) says so on the page, with the
+    /// command's own message, instead of waiting for its figures forever.
+    void figuresJobThatFailsSaysSo()
+    {
+        FiguresPage page(m_jobs.get());
+        ModelInfo missing;
+        missing.dir = m_home.path() + QStringLiteral("/no-such-model");
+        missing.name = QStringLiteral("no-such-model");
+        missing.sha256 = QStringLiteral("0123456789abcdef");
+        page.setModel(missing);
+        QTRY_VERIFY(page.status()->text().contains(QStringLiteral("No figures of no-such-model yet")));
+        page.makeFigures();
+        QVERIFY(page.status()->text().startsWith(QStringLiteral("Making the figures of no-such-model")));
+        QTRY_VERIFY_WITH_TIMEOUT(page.status()->text().contains(QStringLiteral("no-such-model failed: ")),
+                                 60000);
+        QVERIFY2(page.status()->text().contains(QStringLiteral("no-such-model")),
+                 qPrintable(page.status()->text()));
+        QCOMPARE(page.list()->count(), 0);
+    }
+
     /// Issue #14.4: the Compare page on a 512-token BERT input in a 1280x800 window shows all three
     /// models whole (the gated column is not cut off), quickly, and leaves the input dock's width alone.
     void compareAt512Tokens()
