@@ -48,12 +48,14 @@ QString tableCaption(const StatisticsFile& stats)
 
 } // namespace
 
-FigureOutcome layerTableOutcome(const StatisticsFile& stats)
+FigureOutcome layerTableOutcome(const StatisticsFile* stats)
 {
     FigureOutcome f;
     f.id = f.number = QStringLiteral("table");
     f.title = QStringLiteral("Table: max inf norm and kurtosis per layer");
-    f.caption = tableCaption(stats);
+    if (stats) f.caption = tableCaption(*stats);
+    f.page = QStringLiteral("Outliers");
+    f.statistics = true;
     return f;
 }
 

@@ -56,7 +56,7 @@ private:
     std::unique_ptr<QPainter> m_painter;
 };
 
-/// The table's outcome: id "table", its title and caption.
-FigureOutcome layerTableOutcome(const StatisticsFile& stats);
+/// The table's outcome: id "table", its title, the page that shows it and, given the statistics, its caption.
+FigureOutcome layerTableOutcome(const StatisticsFile* stats);
 
 } // namespace outlierlens

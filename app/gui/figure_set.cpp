@@ -172,7 +172,9 @@ void Planner::chooseLayersAndHeads()
         }
     if (isBertBaseSized(m)) {
         la = 9, lb = 10, headLayer = 10, head = 2;
-        choiceNote = QStringLiteral("the paper's layers 10 and 11 and head 3 (a BERT-base-sized model)");
+        choiceNote =
+            QStringLiteral("the paper's layers 10 and 11 and head 3 (a model of the paper's size: 12 layers, "
+                           "12 heads, hidden 768)");
         return;
     }
     if (showcase) {
@@ -324,8 +326,9 @@ QVector<Planned> Planner::plan()
     const QString title2 =
         QStringLiteral("Figure 2: attention probabilities, values and their product of one head");
     if (vit) {
-        p << unavailable(QStringLiteral("2"), title2,
-                         QStringLiteral("drawn for text models; a ViT's heads are Figures 16 and 17"));
+        p << unavailable(
+            QStringLiteral("2"), title2,
+            QStringLiteral("drawn for text models; an image model's heads are Figures 16 and 17"));
     } else {
         const int other = std::max(0, headLayer - 1);
         p << planned(
@@ -341,11 +344,11 @@ QVector<Planned> Planner::plan()
                 return std::unique_ptr<QWidget>(std::move(grid));
             });
     }
-    // Figures 3 and 9: a ViT's outlier patches and the attention of a head that reads them.
+    // Figures 3 and 9: an image model's outlier patches and the attention of a head that reads them.
     const auto image = [&](const QString& id, int index) {
         const QString title =
             QStringLiteral("Figure %1: outlier patches and the attention of a head that reads them").arg(id);
-        if (!vit) return unavailable(id, title, QStringLiteral("needs a ViT model and images"));
+        if (!vit) return unavailable(id, title, QStringLiteral("needs an image model and images"));
         if (index >= in.size())
             return unavailable(id, title, QStringLiteral("the data has fewer than %1 images").arg(index + 1));
         return planned(
@@ -427,16 +430,18 @@ QVector<Planned> Planner::plan()
         const QString id = QString::number(10 + i);
         const QString title =
             QStringLiteral("Figure %1: every head of %2").arg(id, layerText(grids[i].first));
-        p << (vit ? unavailable(id, title,
-                                QStringLiteral("drawn for text models; a ViT's are Figures 16 and 17"))
+        p << (vit ? unavailable(
+                        id, title,
+                        QStringLiteral("drawn for text models; an image model's are Figures 16 and 17"))
                   : headGrid(id, title, grids[i].first, grids[i].second));
     }
     p << comparison(QStringLiteral("14"), true) << comparison(QStringLiteral("15"), false);
     for (const auto& [id, layer] :
          {std::pair<QString, int>{QStringLiteral("16"), headLayer}, {QStringLiteral("17"), first}}) {
-        const QString title = QStringLiteral("Figure %1: every head of a ViT's %2").arg(id, layerText(layer));
+        const QString title =
+            QStringLiteral("Figure %1: every head of an image model's %2").arg(id, layerText(layer));
         p << (vit ? headGrid(id, title, layer, 0)
-                  : unavailable(id, title, QStringLiteral("needs a ViT model")));
+                  : unavailable(id, title, QStringLiteral("needs an image model")));
     }
     // An et al. 2025: their Figure 1 on the first input, and their per-layer figures over the data set.
     p << planned(
@@ -561,8 +566,8 @@ FigureSetResult renderFigureSet(const FigureSetOptions& o, const std::atomic<boo
                 : o.data;
         dataText = data;
         const QString dir = QDir(o.outDir).filePath(QStringLiteral("statistics"));
-        progress(QStringLiteral("statistics"), 0,
-                 0); // the stage starts now (its total comes with the first batch)
+        // The stage starts now; its total comes with the first batch.
+        progress(QStringLiteral("statistics"), 0, 0);
         for (int attempt = 0; attempt < 2 && !stats; ++attempt) {
             const FigureStatistics f =
                 figureStatistics(m, data, o.rule, dir, cancel, [&](qint64 done, qint64 total) {
@@ -581,18 +586,9 @@ FigureSetResult renderFigureSet(const FigureSetOptions& o, const std::atomic<boo
 
     Planner planner(o, main, compare, inputs, stats, result.statisticsFile, statsReason);
     QVector<Planned> plan = planner.plan();
-    if (stats) {
-        Planned table{layerTableOutcome(*stats), {}};
-        table.outcome.page = QStringLiteral("Outliers");
-        table.outcome.statistics = true;
-        plan << table;
-    } else {
-        Planned table;
-        table.outcome.id = table.outcome.number = QStringLiteral("table");
-        table.outcome.title = QStringLiteral("Table: max inf norm and kurtosis per layer");
-        table.outcome.reason = statsReason;
-        plan << table;
-    }
+    Planned table{layerTableOutcome(stats ? &*stats : nullptr), {}}; // drawn by the index writer
+    if (!stats) table.outcome.reason = statsReason;
+    plan << table;
     if (!o.only.isEmpty())
         plan.erase(std::remove_if(plan.begin(), plan.end(),
                                   [&](const Planned& f) { return !o.only.contains(f.outcome.number); }),

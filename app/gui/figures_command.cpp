@@ -22,7 +22,7 @@ int runFigures(const QStringList& args)
         "Draw every figure of Bondarenko et al. 2023 (and An et al. 2025's Figure 1 and per-layer "
         "figures) that the model and inputs allow, each with a CSV of its numbers and provenance, plus "
         "index.html and index.pdf with every figure and its caption; figures the inputs cannot support "
-        "are listed with the reason. Layers, heads and inputs: the paper's on a BERT-base-sized model, "
+        "are listed with the reason. Layers, heads and inputs: the paper's on a model of its size, "
         "else where the outliers are largest (the same statistics as `stats`, computed once per "
         "checkpoint, data and rule and kept in OUT/statistics/). Ctrl-C leaves no half-written file.");
     cmd.parser().addOptions({

@@ -232,7 +232,7 @@ void FiguresPage::showIndex(const Index& index)
         if (m_jobId.isEmpty())
             m_status->setText(
                 tr("No figures of %1 yet. Export all figures draws every figure of the papers that the model "
-                   "allows (a job; a few seconds for the demo models, minutes for a BERT-base).")
+                   "allows (a job; a few seconds for the demo models, minutes for a 12-layer model).")
                     .arg(m_model.name));
         Q_EMIT indexLoaded(0, 0);
         return;

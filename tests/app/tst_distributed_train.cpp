@@ -8,7 +8,7 @@
 // statistically. The test's runs are tiny (about a second each) so CI can afford them.
 
 #include "../common/app_runner.h"
-#include "../common/run_losses.h"
+#include "../common/train_runs.h"
 
 #include "io/safetensors.h"
 
@@ -33,14 +33,14 @@ using outlierlens::test::Run;
 using outlierlens::test::runApp;
 namespace fs = std::filesystem;
 
+using outlierlens::test::kTrain;
+using outlierlens::test::kValid;
+using outlierlens::test::kVocab;
 using outlierlens::test::losses;
 
 namespace {
 
 const QString kApp = QStringLiteral(OUTLIERLENS_BINARY_DIR "/app/outlierlens");
-const std::string kTrain = OUTLIERLENS_TEST_DATA "/train/tiny_train.txt";
-const std::string kValid = OUTLIERLENS_TEST_DATA "/train/tiny_valid.txt";
-const std::string kVocab = OUTLIERLENS_SOURCE_DIR "/sample_data/bert/vocab.txt";
 constexpr double kTolerance = 1e-5;
 
 /// BERT masked LM with 2 layers of 32 units: ranks see different numbers of masked tokens, so this

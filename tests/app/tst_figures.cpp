@@ -128,7 +128,7 @@ private Q_SLOTS:
         QFile html(out.path() + QStringLiteral("/index.html"));
         QVERIFY(html.open(QIODevice::ReadOnly));
         const QString index = QString::fromUtf8(html.readAll());
-        QVERIFY(index.contains(QStringLiteral("Not drawn: needs a ViT model and images")));
+        QVERIFY(index.contains(QStringLiteral("Not drawn: needs an image model and images")));
         QVERIFY(index.contains(QStringLiteral("needs a sweep folder")));
         QVERIFY(index.contains(QStringLiteral("<img src=\"figure-14.png\"")));
         QFile pdf(out.path() + QStringLiteral("/index.pdf"));

@@ -3,7 +3,7 @@
 // with the outputs training saw, and bad configurations fail with one clear line.
 
 #include "../common/app_runner.h"
-#include "../common/run_losses.h"
+#include "../common/train_runs.h"
 
 #include "analysis/metrics.h"
 #include "analysis/recording_sink.h"
@@ -33,14 +33,14 @@ using outlierlens::test::Run;
 using outlierlens::test::runApp;
 namespace fs = std::filesystem;
 
+using outlierlens::test::kTrain;
+using outlierlens::test::kValid;
+using outlierlens::test::kVocab;
 using outlierlens::test::losses;
 
 namespace {
 
 const QString kApp = QStringLiteral(OUTLIERLENS_BINARY_DIR "/app/outlierlens");
-const std::string kTrain = OUTLIERLENS_TEST_DATA "/train/tiny_train.txt";
-const std::string kValid = OUTLIERLENS_TEST_DATA "/train/tiny_valid.txt";
-const std::string kVocab = OUTLIERLENS_SOURCE_DIR "/sample_data/bert/vocab.txt";
 constexpr int kSteps = 150;
 
 /// A tiny masked-LM run: BERT with 2 layers of 32 units on 60 kB of Wikipedia text.
