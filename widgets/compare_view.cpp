@@ -64,6 +64,7 @@ void CompareView::setEntries(const QVector<CompareEntry>& entries)
         auto* head = new HeadView(column);
         head->setTitleVisible(false);
         head->setValuePanelsVisible(m_valuePanels);
+        head->setDistributionPanelVisible(m_distributionPanels);
         head->setData(m_entries[i].head);
         layout->addWidget(head, 1);
         m_splitter->addWidget(column);
@@ -102,6 +103,14 @@ void CompareView::setValuePanelsVisible(bool visible)
     m_valuePanels = visible;
     for (HeadView* head : m_heads)
         head->setValuePanelsVisible(visible);
+    applyOrientation();
+}
+
+void CompareView::setDistributionPanelsVisible(bool visible)
+{
+    m_distributionPanels = visible;
+    for (HeadView* head : m_heads)
+        head->setDistributionPanelVisible(visible);
     applyOrientation();
 }
 

@@ -44,6 +44,10 @@ public:
     /// V and P.V next to each model's probabilities (off by default: the probabilities get the room).
     void setValuePanelsVisible(bool visible);
     bool valuePanelsVisible() const { return m_valuePanels; }
+    /// Each query's probabilities binned by size next to each model's probabilities (Figure 14: clipped
+    /// softmax's exact zeros against vanilla's tail of tiny probabilities); off by default.
+    void setDistributionPanelsVisible(bool visible);
+    bool distributionPanelsVisible() const { return m_distributionPanels; }
     Arrangement arrangement() const { return m_arrangement; }
     /// Qt::Horizontal: side by side; Qt::Vertical: stacked (what Automatic chose for the current data).
     Qt::Orientation orientation() const;
@@ -78,6 +82,7 @@ private:
     QLabel* m_title = nullptr;
     QSplitter* m_splitter = nullptr;
     bool m_valuePanels = false;
+    bool m_distributionPanels = false;
     Arrangement m_arrangement = Arrangement::Automatic;
     bool m_syncing = false;
 };

@@ -29,6 +29,14 @@ constexpr double kMaxFitRowHeight = 48.0;
 // columns no narrower than kMinValueColumn (nor wider than rows).
 constexpr double kValuePanelShare = 1.0 / 3.0;
 constexpr double kMinValueColumn = 2.0;
+// The distribution panel's bins are legible columns whatever the row height.
+constexpr double kMinDistributionColumn = 6.0;
+constexpr double kMaxDistributionColumn = 16.0;
+
+// Left to right: the distribution sits next to the probabilities it describes.
+constexpr std::array<int, HeadView::kPanelCount> kDisplayOrder{
+    HeadView::GatePanel,   HeadView::ProbabilitiesPanel, HeadView::DistributionPanel,
+    HeadView::ValuesPanel, HeadView::ProductPanel,       HeadView::GatedProductPanel};
 
 const char* panelName(int panel)
 {
@@ -41,6 +49,8 @@ const char* panelName(int panel)
         return "values";
     case HeadView::GatedProductPanel:
         return "gated product";
+    case HeadView::DistributionPanel:
+        return "distribution";
     default:
         return "product";
     }
@@ -68,6 +78,40 @@ MatrixData withTokens(MatrixData m, const QStringList& tokens, bool columnsToo)
 
 } // namespace
 
+MatrixData probabilityDistributionPerRow(const MatrixData& probabilities)
+{
+    // Lower edges of the bins after "exactly 0" and "(0, 1e-8)".
+    static const float kEdges[] = {1e-8f, 1e-7f, 1e-6f, 1e-5f, 1e-4f, 1e-3f, 1e-2f, 0.1f, 0.5f};
+    constexpr int kEdgeCount = int(sizeof(kEdges) / sizeof(kEdges[0]));
+    MatrixData d;
+    d.rows = probabilities.rows;
+    d.cols = kEdgeCount + 2;
+    d.values.fill(0.0f, d.rows * d.cols);
+    d.rowLabels = probabilities.rowLabels;
+    d.colLabels = QStringList{QStringLiteral("0"), QStringLiteral(">0")};
+    for (float edge : kEdges)
+        d.colLabels << QStringLiteral("\u2265") +
+                           (edge < 0.005f ? QStringLiteral("1e%1").arg(std::lround(std::log10(edge)))
+                                          : QString::number(edge));
+    d.rowTitle = probabilities.rowTitle;
+    d.colTitle = QObject::tr("probability (bin)");
+    d.valueTitle = QObject::tr("share of the query's keys");
+    for (int r = 0; r < probabilities.rows; ++r) {
+        int seen = 0;
+        for (int c = 0; c < probabilities.cols; ++c) {
+            if (probabilities.isMasked(r, c)) continue;
+            const float p = probabilities.at(r, c);
+            int bin = 0;
+            if (p > 0) bin = 1 + int(std::upper_bound(kEdges, kEdges + kEdgeCount, p) - kEdges);
+            d.values[r * d.cols + bin] += 1.0f;
+            ++seen;
+        }
+        for (int c = 0; c < d.cols && seen > 0; ++c)
+            d.values[r * d.cols + c] /= float(seen);
+    }
+    return d;
+}
+
 HeadView::HeadView(QWidget* parent)
     : QWidget(parent)
 {
@@ -90,10 +134,13 @@ HeadView::HeadView(QWidget* parent)
     body->addWidget(m_vbar);
 
     auto* row = new QWidget(m_scroll);
+    // The gaps between panels have the panels' background, not the window's grey.
+    row->setBackgroundRole(QPalette::Base);
+    row->setAutoFillBackground(true);
     auto* rowLayout = new QHBoxLayout(row);
     rowLayout->setContentsMargins(0, 0, 0, 0);
     rowLayout->setSpacing(kPanelSpacing);
-    for (int i = 0; i < kPanelCount; ++i) {
+    for (int i : kDisplayOrder) {
         auto* view = new HeatmapView(row);
         m_panels[i] = view;
         view->setRowLabelsVisible(false);
@@ -120,6 +167,8 @@ HeadView::HeadView(QWidget* parent)
     m_panels[GatePanel]->setTitle(tr("gate \u03c0"));
     m_panels[GatePanel]->setFixedMaximum(1.0);
     m_panels[ValuesPanel]->setTitle(tr("values V"));
+    m_panels[DistributionPanel]->setTitle(tr("distribution per query"));
+    m_panels[DistributionPanel]->setFixedMaximum(1.0);
     setData(HeadViewData());
 }
 
@@ -163,9 +212,14 @@ void HeadView::setData(const HeadViewData& data)
     }
     m_panels[GatedProductPanel]->setTitle(tr("π·(P·V) (after the gate)"));
     m_panels[GatedProductPanel]->setData(withTokens(gated, m_data.tokens, false), ColorScale::Diverging);
+    m_panels[DistributionPanel]->setData(
+        m_distributionPanelVisible
+            ? probabilityDistributionPerRow(withTokens(m_data.probabilities, m_data.tokens, false))
+            : MatrixData(),
+        ColorScale::Sequential);
 
     // Token labels once, on the leftmost panel.
-    for (int i = 0; i < kPanelCount; ++i) {
+    for (int i : kDisplayOrder) {
         HeatmapView* view = m_panels[i];
         view->setRowLabelsVisible(view == visiblePanels().value(0));
         view->setProvenance(figureProvenance());
@@ -192,6 +246,7 @@ bool HeadView::panelShown(int panel) const
 {
     if (panel == GatePanel) return hasGatePanel();
     if (panel == GatedProductPanel) return hasGatePanel() && m_valuePanelsVisible;
+    if (panel == DistributionPanel) return m_distributionPanelVisible;
     return panel == ProbabilitiesPanel || m_valuePanelsVisible;
 }
 
@@ -202,10 +257,17 @@ void HeadView::setValuePanelsVisible(bool visible)
     setData(m_data); // panels, labels and the fit follow
 }
 
+void HeadView::setDistributionPanelVisible(bool visible)
+{
+    if (m_distributionPanelVisible == visible) return;
+    m_distributionPanelVisible = visible;
+    setData(m_data);
+}
+
 QVector<HeatmapView*> HeadView::visiblePanels() const
 {
     QVector<HeatmapView*> panels;
-    for (int i = 0; i < kPanelCount; ++i)
+    for (int i : kDisplayOrder)
         if (panelShown(i)) panels.append(m_panels[i]);
     return panels;
 }
@@ -246,6 +308,8 @@ QSizeF HeadView::panelCell(int panel, double rowHeight) const
     if (panel == ValuesPanel || panel == ProductPanel || panel == GatedProductPanel)
         return QSizeF(valueColumnWidth(rowHeight), rowHeight);
     if (panel == GatePanel) return QSizeF(std::max(rowHeight, kMinGateWidth), rowHeight);
+    if (panel == DistributionPanel)
+        return QSizeF(std::clamp(rowHeight, kMinDistributionColumn, kMaxDistributionColumn), rowHeight);
     return QSizeF(rowHeight, rowHeight);
 }
 
@@ -419,7 +483,7 @@ void HeadView::paintFigureWithCellSize(QPainter& painter, const QPointF& topLeft
     for (HeatmapView* view : visiblePanels())
         top = std::max(top, view->figureMargins().top());
     double x = topLeft.x();
-    for (int i = 0; i < kPanelCount; ++i) {
+    for (int i : kDisplayOrder) {
         if (!panelShown(i)) continue;
         const HeatmapView* view = m_panels[i];
         const QMargins m = view->figureMargins();
@@ -453,7 +517,7 @@ void HeadView::paintFigure(QPainter& painter, const QRect& area) const
 QString HeadView::figureCsv() const
 {
     QString csv = QStringLiteral("panel,row,col,row_label,col_label,value\n");
-    for (int i = 0; i < kPanelCount; ++i) {
+    for (int i : kDisplayOrder) {
         if (!panelShown(i)) continue;
         // The panel's rows without its own header, each with the panel's name in front.
         csv +=

@@ -19,6 +19,13 @@ namespace outlierlens {
 
 class HeatmapView;
 
+/// The distribution of each query's attention probabilities (Figure 14's per-row panel): a [T x 11]
+/// matrix whose row t holds the share of query t's keys (those it can see: all of them, or keys
+/// 0..t when the probabilities are causal) whose probability p falls in each bin: exactly 0; (0, 1e-8);
+/// [1e-8, 1e-7), ..., [1e-2, 0.1) (one bin per decade); [0.1, 0.5); [0.5, 1]. Each row sums to 1.
+/// Columns are labelled "0", ">0", then by the bins' lower edges ("≥1e-8", ..., "≥0.1", "≥0.5").
+MatrixData probabilityDistributionPerRow(const MatrixData& probabilities);
+
 /// One attention head for one input, as in the paper's Figures 2 and 10-15: side by side the gate
 /// probabilities pi (gated models only), the attention probabilities [T x T], the values V [T x d_head]
 /// and their product P.V [T x d_head], each a HeatmapView with a caption. All panels share one row
@@ -32,14 +39,17 @@ class HeadView : public QWidget, public Figure
     Q_OBJECT
 public:
     /// GatedProductPanel: pi * (P.V), the head's output after the gate (gated models, Figure 15).
+    /// DistributionPanel: each query's probabilities binned by size (probabilityDistributionPerRow),
+    /// shown on request (Figure 14: where clipped softmax puts exact zeros and vanilla a long tail).
     enum Panel {
         GatePanel = 0,
         ProbabilitiesPanel = 1,
         ValuesPanel = 2,
         ProductPanel = 3,
-        GatedProductPanel = 4
+        GatedProductPanel = 4,
+        DistributionPanel = 5
     };
-    static constexpr int kPanelCount = 5;
+    static constexpr int kPanelCount = 6;
     /// The gate strip is at least this wide, whatever the row height (a 512-token head has 2 px rows).
     static constexpr double kMinGateWidth = 12.0;
 
@@ -56,6 +66,9 @@ public:
     /// and then the gate strip has no colour bar of its own (it uses the probabilities' [0, 1] map).
     void setValuePanelsVisible(bool visible);
     bool valuePanelsVisible() const { return m_valuePanelsVisible; }
+    /// Shows the per-row distribution of the probabilities right of the probabilities (off by default).
+    void setDistributionPanelVisible(bool visible);
+    bool distributionPanelVisible() const { return m_distributionPanelVisible; }
     HeatmapView* panel(Panel panel) const { return m_panels[panel]; }
     /// Marks tokens (0-based positions) in every panel: rows everywhere, key columns in the probabilities.
     void setHighlightedTokens(const QVector<int>& tokens);
@@ -124,6 +137,7 @@ private:
     bool m_fit = true;
     bool m_titleVisible = true;
     bool m_valuePanelsVisible = true;
+    bool m_distributionPanelVisible = false;
     bool m_syncing = false;
 };
 

@@ -31,6 +31,13 @@ ComparePage::ComparePage(QWidget* parent)
     values->setToolTip(tr("Show each head's values and their product next to its probabilities"));
     connect(values, &QCheckBox::toggled, m_view, &CompareView::setValuePanelsVisible);
     pickers->addWidget(values);
+    auto* distribution = new QCheckBox(tr("&Distribution"));
+    distribution->setObjectName(QStringLiteral("distributionCheck"));
+    distribution->setToolTip(tr("Show how each query's probabilities spread over sizes, from exactly 0 to "
+                                "over 0.5 (Figure 14): clipped softmax gives exact zeros where vanilla "
+                                "softmax gives a tail of tiny probabilities"));
+    connect(distribution, &QCheckBox::toggled, m_view, &CompareView::setDistributionPanelsVisible);
+    pickers->addWidget(distribution);
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(pickers);
     layout->addWidget(m_view, 1);

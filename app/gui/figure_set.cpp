@@ -256,8 +256,11 @@ Planned Planner::comparison(const QString& id, bool clipped)
                            "each, the outliers of the tensor the layer reads and where the head looks.")
                 .arg(layerText(headLayer))
                 .arg(head + 1)
-                .arg(inputLabel(0), clipped ? QString() : QStringLiteral(", the gate and P·V after it")),
-            [this, models] {
+                .arg(inputLabel(0),
+                     clipped ? QStringLiteral(", and each query's probabilities binned by size (exactly 0, "
+                                              "then by decade up to 0.1, then 0.1-0.5 and over 0.5)")
+                             : QStringLiteral(", the gate and P·V after it")),
+            [this, models, clipped] {
                 QVector<CompareEntry> entries;
                 for (FigureModel* f : models) {
                     const SnapshotPtr s = f->inspect(in.value(0));
@@ -267,6 +270,8 @@ Planned Planner::comparison(const QString& id, bool clipped)
                 auto view = std::make_unique<CompareView>();
                 view->setEntries(entries);
                 view->setValuePanelsVisible(true);
+                // Figure 14: how each query's probabilities spread, where clipping makes exact zeros.
+                view->setDistributionPanelsVisible(clipped);
                 return std::unique_ptr<QWidget>(std::move(view));
             }),
         QStringLiteral("Compare"), headLayer, head, 0);

@@ -160,6 +160,40 @@ private Q_SLOTS:
         }
         QVERIFY(sawHead);
 
+        // Figure 14 bins each query's probabilities: the clipped model's exact zeros and the vanilla
+        // model's tail of tiny values, each row's shares recounted here from the figure's own
+        // probabilities (Figure 2's are checked against `inspect` below).
+        const Csv figure14 = readCsv(out.path() + QStringLiteral("/figure-14.csv"));
+        QCOMPARE(figure14.lines.value(0), QStringLiteral("model,panel,row,col,row_label,col_label,value"));
+        std::map<QString, std::map<std::pair<int, int>, double>> probabilities, zeroShare;
+        for (const QString& line : figure14.lines.mid(1)) {
+            const QStringList cells = line.split(QLatin1Char(','));
+            if (cells.size() < 7) continue;
+            const std::pair<int, int> rc{cells[2].toInt(), cells[3].toInt()};
+            if (cells[1] == QLatin1String("probabilities"))
+                probabilities[cells[0]][rc] = cells.last().toDouble();
+            if (cells[1] == QLatin1String("distribution") && rc.second == 0)
+                zeroShare[cells[0]][{rc.first, 0}] = cells.last().toDouble();
+        }
+        QCOMPARE(zeroShare.size(), std::size_t(2)); // vanilla and clipped; the gated model is Figure 15's
+        for (const auto& [model, shares] : zeroShare) {
+            double rowsWithZeros = 0;
+            for (const auto& [rc, share] : shares) {
+                const int row = rc.first;
+                int zeros = 0;
+                for (int key = 0; key <= row; ++key) // causal: the keys this query sees
+                    zeros += probabilities[model].at({row, key}) == 0.0 ? 1 : 0;
+                QVERIFY2(std::abs(share - double(zeros) / (row + 1)) < 1e-6,
+                         qPrintable(QStringLiteral("%1 row %2").arg(model).arg(row)));
+                rowsWithZeros += zeros > 0 ? 1 : 0;
+            }
+            // Only clipped softmax makes exact zeros, and it does in most rows of its head.
+            if (model.contains(QLatin1String("clipped")))
+                QVERIFY2(rowsWithZeros > 0.5 * shares.size(), qPrintable(model));
+            else
+                QCOMPARE(rowsWithZeros, 0.0);
+        }
+
         // The table and Figure 1 are the statistics file's numbers (what `stats` computes).
         const QString statsPath = statisticsFileOf(out.path());
         QVERIFY(!statsPath.isEmpty());

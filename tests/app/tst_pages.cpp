@@ -27,6 +27,7 @@
 #include "text/decoder_tokenizer.h"
 
 #include <QAction>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
 #include <QDockWidget>
@@ -522,6 +523,22 @@ private Q_SLOTS:
                                     .arg(view->height())));
         }
         QCOMPARE(dock->width(), dockWidth);
+        // Figure 14's per-row distributions fit beside every model's probabilities too.
+        auto* distribution =
+            m_window->comparePage()->findChild<QCheckBox*>(QStringLiteral("distributionCheck"));
+        QVERIFY(distribution);
+        distribution->click();
+        QVERIFY(view->distributionPanelsVisible());
+        QTest::qWait(100); // layout
+        for (int i = 0; i < 3; ++i) {
+            HeatmapView* panel = view->headView(i)->panel(HeadView::DistributionPanel);
+            QVERIFY(panel->isVisible());
+            QCOMPARE(panel->data().rows, 512);
+            const QRect inView(panel->mapTo(view, QPoint(0, 0)), panel->size());
+            QVERIFY2(view->rect().contains(inView), qPrintable(QStringLiteral("model %1").arg(i)));
+        }
+        QCOMPARE(dock->width(), dockWidth);
+        distribution->click();
     }
 
     void cleanupTestCase() { m_window.reset(); }

@@ -1,4 +1,5 @@
-// CompareView: one column per model with its caption, shared zoom, arrangement, CSV and provenance.
+// CompareView: one column per model with its caption, shared zoom, arrangement, CSV and provenance,
+// the per-row distribution panels of Figure 14.
 
 #include "compare_view.h"
 #include "head_test_data.h"
@@ -39,6 +40,7 @@ private Q_SLOTS:
     void onScreenUsesTheRoom();
     void zoomIsShared();
     void csvAndProvenance();
+    void distributionPanels();
 };
 
 void TestCompareView::columnsWithCaptions()
@@ -155,6 +157,35 @@ void TestCompareView::csvAndProvenance()
     QCOMPARE(p.selection, QStringLiteral("layer 11, head 3"));
     QCOMPARE(p.input, QStringLiteral("the cat sat. / a cat, it sat."));
     QCOMPARE(view.figureName(), QStringLiteral("compare-L11-H3"));
+}
+
+void TestCompareView::distributionPanels()
+{
+    // Figure 14's per-row distribution: on request, for every model, kept when the entries change.
+    CompareView view;
+    view.setEntries(threeModels(13, 16));
+    view.resize(1400, 900);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    for (int i = 0; i < 3; ++i)
+        QVERIFY(!view.headView(i)->panel(HeadView::DistributionPanel)->isVisible());
+    view.setDistributionPanelsVisible(true);
+    view.setEntries(threeModels(20, 16));
+    QTest::qWait(20);
+    QVERIFY(view.distributionPanelsVisible());
+    for (int i = 0; i < 3; ++i) {
+        HeatmapView* distribution = view.headView(i)->panel(HeadView::DistributionPanel);
+        QVERIFY(distribution->isVisible());
+        QCOMPARE(distribution->data().rows, 20);
+        // Inside the view, beside the probabilities.
+        const QRect inView(distribution->mapTo(&view, QPoint(0, 0)), distribution->size());
+        QVERIFY(view.rect().contains(inView));
+    }
+    // The clipped model's exact zeros are in column "0"; the vanilla model has none.
+    QVERIFY(view.headView(1)->panel(HeadView::DistributionPanel)->data().at(0, 0) > 0.5f);
+    QCOMPARE(view.headView(0)->panel(HeadView::DistributionPanel)->data().at(0, 0), 0.0f);
+    QVERIFY(
+        view.figureCsv().contains(QStringLiteral("\n\"clipped softmax, gamma -0.025\",distribution,0,0,")));
 }
 
 QTEST_MAIN(TestCompareView)

@@ -1,5 +1,5 @@
-// HeadView: the gate column only for gated models, rows aligned across panels, zoom and scroll shared,
-// signals name the panel, long-format CSV, title 1-based.
+// HeadView: the gate column only for gated models, the per-row distribution on request, rows aligned across
+// panels, zoom and scroll shared, signals name the panel, long-format CSV, title 1-based.
 
 #include "head_test_data.h"
 #include "head_view.h"
@@ -9,6 +9,8 @@
 #include <QScrollBar>
 #include <QSignalSpy>
 #include <QTest>
+
+#include <cmath>
 
 using namespace outlierlens;
 
@@ -44,6 +46,8 @@ private Q_SLOTS:
     void csvIsLongFormat_data();
     void csvIsLongFormat();
     void figureProvenance();
+    void distributionPerRow();
+    void distributionPanelOnRequest();
 };
 
 void TestHeadView::gateColumnOnlyWithGates_data()
@@ -228,6 +232,78 @@ void TestHeadView::figureProvenance()
     view.paintFigure(painter, image.rect());
     painter.end();
     QCOMPARE(image.pixel(0, 0), qRgb(255, 255, 255)); // background filled
+}
+
+void TestHeadView::distributionPerRow()
+{
+    // Causal probabilities: query t sees keys 0..t, whatever the masked cells hold (here 0.25).
+    MatrixData p;
+    p.rows = p.cols = 4;
+    p.causal = true;
+    p.rowLabels =
+        QStringList{QStringLiteral("a"), QStringLiteral("b"), QStringLiteral("c"), QStringLiteral("d")};
+    p.values = {1.0f,  0.25f, 0.25f,        0.25f, //
+                0.0f,  1.0f,  0.25f,        0.25f, //
+                1e-9f, 0.3f,  0.7f - 1e-9f, 0.25f, //
+                1e-8f, 5e-5f, 0.01f,        0.98995f};
+    const MatrixData d = probabilityDistributionPerRow(p);
+    QCOMPARE(d.rows, 4);
+    QCOMPARE(d.cols, 11);
+    QCOMPARE(d.rowLabels, p.rowLabels);
+    QStringList labels{QStringLiteral("0"), QStringLiteral(">0")};
+    for (const char* edge : {"1e-8", "1e-7", "1e-6", "1e-5", "1e-4", "1e-3", "0.01", "0.1", "0.5"})
+        labels << QStringLiteral("\u2265") + QLatin1String(edge);
+    QCOMPARE(d.colLabels, labels);
+    // Expected shares, bin by bin, counted by hand.
+    const QVector<QVector<float>> expected{
+        {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1},                   // p = 1
+        {0.5f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.5f},             // an exact zero and 1
+        {0, 1 / 3.f, 0, 0, 0, 0, 0, 0, 0, 1 / 3.f, 1 / 3.f}, // 1e-9, 0.3, 0.7
+        {0, 0, 0.25f, 0, 0, 0.25f, 0, 0, 0.25f, 0, 0.25f}};  // 1e-8, 5e-5, 0.01, 0.99
+    for (int r = 0; r < 4; ++r)
+        for (int c = 0; c < 11; ++c)
+            QVERIFY2(std::abs(d.at(r, c) - expected[r][c]) < 1e-7f,
+                     qPrintable(QStringLiteral("%1,%2").arg(r).arg(c)));
+    // Without the mask every key counts: row 0 has three keys of 0.25 ([0.1, 0.5)) and one of 1.
+    p.causal = false;
+    QCOMPARE(probabilityDistributionPerRow(p).at(0, 9), 0.75f);
+}
+
+void TestHeadView::distributionPanelOnRequest()
+{
+    const int t = 13, d = 16;
+    HeadView view;
+    view.setData(testdata::head(t, d, false, true));
+    view.resize(1400, 500);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QVERIFY(!view.panel(HeadView::DistributionPanel)->isVisible());
+    QVERIFY(!view.figureCsv().contains(QStringLiteral("\ndistribution,")));
+    view.setDistributionPanelVisible(true);
+    QTest::qWait(20);
+    HeatmapView* distribution = view.panel(HeadView::DistributionPanel);
+    QVERIFY(distribution->isVisible());
+    QCOMPARE(distribution->data().rows, t);
+    // Right of the probabilities it describes, left of V; rows line up with the attention's.
+    HeatmapView* probabilities = view.panel(HeadView::ProbabilitiesPanel);
+    const int probabilitiesX = probabilities->mapTo(&view, QPoint(0, 0)).x();
+    const int distributionX = distribution->mapTo(&view, QPoint(0, 0)).x();
+    QVERIFY(probabilitiesX < distributionX);
+    QVERIFY(distributionX < view.panel(HeadView::ValuesPanel)->mapTo(&view, QPoint(0, 0)).x());
+    QCOMPARE(distribution->cellHeight(), probabilities->cellHeight());
+    // The clipped test head has exact zeros: each row's share of them is in column "0".
+    const MatrixData& probs = view.data().probabilities;
+    for (int r = 0; r < t; ++r) {
+        int zeros = 0;
+        for (int c = 0; c < t; ++c)
+            zeros += probs.at(r, c) == 0.0f ? 1 : 0;
+        QCOMPARE(distribution->data().at(r, 0), float(zeros) / t);
+    }
+    QVERIFY(distribution->data().at(0, 0) > 0.5f);
+    const QStringList lines = view.figureCsv().split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+    QCOMPARE(lines.size(), 1 + t * t + t * 11 + 2 * t * d);
+    QVERIFY(lines.contains(QStringLiteral("distribution,0,0,[CLS],0,%1")
+                               .arg(QString::asprintf("%.9g", double(distribution->data().at(0, 0))))));
 }
 
 QTEST_MAIN(TestHeadView)
