@@ -6,6 +6,7 @@
 #include "head_test_data.h"
 #include "heatmap_view.h"
 
+#include <QFontMetricsF>
 #include <QPainter>
 #include <QScrollBar>
 #include <QSignalSpy>
@@ -85,6 +86,7 @@ private Q_SLOTS:
     void highlightedRowIsOutlined();
     void csvIsLongFormat();
     void largeMatrixLevelOfDetailKeepsCells();
+    void everyTokenLabelledWhenThereIsRoom();
 };
 
 void TestHeatmap::hoverShowsValueAndLabels_data()
@@ -436,6 +438,39 @@ void TestHeatmap::largeMatrixLevelOfDetailKeepsCells()
     QVERIFY(colorDistance(zoomed.pixel(centre), hotColour) <= 8);
     QVERIFY(colorDistance(zoomed.pixel(cellCentre(view, 1500, 701)), coldColour) <= 8);
     QVERIFY(view.cellToolTip(1500, 700).contains(QStringLiteral("1\n")));
+}
+
+/// Issue #14.9: token axes labelled only every other token although each row had room for its label.
+/// Rows as high as a line of the label font get every label, rows and (rotated) key columns alike;
+/// only rows too low for their labels get fewer.
+void TestHeatmap::everyTokenLabelledWhenThereIsRoom()
+{
+    MatrixData data = testdata::ramp(20, 20);
+    for (int i = 0; i < 20; ++i)
+        data.rowLabels << QStringLiteral("token%1").arg(i);
+    data.colLabels = data.rowLabels;
+    HeatmapView view;
+    view.setData(data, ColorScale::Sequential);
+    const double line = std::ceil(QFontMetricsF(view.font()).height());
+    view.resize(int(40 * line + 300), int(24 * line + 200));
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.setCellSize(line);
+    QTest::qWait(20);
+    QCOMPARE(view.shownRowLabels(), data.rowLabels);
+    QCOMPARE(view.shownColumnLabels(), data.colLabels);
+    // Half a line per row: every other token (labels would touch otherwise).
+    view.setCellSize(line / 2);
+    QTest::qWait(20);
+    QStringList everyOther;
+    for (int i = 0; i < 20; i += 2)
+        everyOther << data.rowLabels[i];
+    QCOMPARE(view.shownRowLabels(), everyOther);
+    // A fifth of a line: positions, as a ruler.
+    view.setCellSize(line / 5);
+    QTest::qWait(20);
+    QCOMPARE(view.shownRowLabels(), (QStringList{QStringLiteral("0"), QStringLiteral("5"),
+                                                 QStringLiteral("10"), QStringLiteral("15")}));
 }
 
 #include "tst_heatmap.moc"
