@@ -60,11 +60,12 @@ FigureOutcome layerTableOutcome(const StatisticsFile* stats)
 }
 
 FigureIndexWriter::FigureIndexWriter(const QString& outDir, const ModelInfo& model, const QString& ruleText,
-                                     const QString& dataText)
+                                     const QString& dataText, const QString& precisionText)
     : m_outDir(outDir)
     , m_model(model)
     , m_rule(ruleText)
     , m_data(dataText)
+    , m_precision(precisionText)
     , m_pdfTemp(QDir(outDir).filePath(QStringLiteral("index.pdf.tmp")))
 {}
 
@@ -137,7 +138,8 @@ void FigureIndexWriter::draw(const Figure& figure, FigureOutcome& f, const QVect
     if (!exportFigureCsv(figure, QDir(m_outDir).filePath(csv), &error,
                          {{QStringLiteral("figure"), f.title},
                           {QStringLiteral("data"), m_data},
-                          {QStringLiteral("rule"), m_rule}}))
+                          {QStringLiteral("rule"), m_rule},
+                          {QStringLiteral("precision"), m_precision}}))
         throw Error(error.toStdString());
     f.files << csv;
 
@@ -153,8 +155,9 @@ void FigureIndexWriter::draw(const Figure& figure, FigureOutcome& f, const QVect
 void FigureIndexWriter::drawTable(const StatisticsFile& stats, FigureOutcome& f)
 {
     QString csv =
-        QStringLiteral("# title: %1\n# model: %2\n# checkpoint_sha256: %3\n# data: %4\n# rule: %5\n")
-            .arg(f.title, m_model.dir, m_model.sha256, m_data, m_rule);
+        QStringLiteral(
+            "# title: %1\n# model: %2\n# checkpoint_sha256: %3\n# data: %4\n# rule: %5\n# precision: %6\n")
+            .arg(f.title, m_model.dir, m_model.sha256, m_data, m_rule, m_precision);
     csv += QStringLiteral("layer,max_inf_norm,kurtosis\n");
     for (std::size_t i = 0; i < stats.summary.layers.size(); ++i)
         csv += QStringLiteral("%1,%2,%3\n")
@@ -215,6 +218,7 @@ void FigureIndexWriter::writeIndexJson(const QString& statisticsFile,
         {QStringLiteral("checkpoint_sha256"), m_model.sha256},
         {QStringLiteral("data"), m_data},
         {QStringLiteral("rule"), m_rule},
+        {QStringLiteral("precision"), m_precision},
         {QStringLiteral("statistics"),
          statisticsFile.isEmpty() ? QString() : QDir(m_outDir).relativeFilePath(statisticsFile)},
         {QStringLiteral("inputs"), inputArray},
@@ -258,7 +262,8 @@ void FigureIndexWriter::finish(const QString& statisticsFile, bool statisticsReu
                        "Data: %5. Outlier rule: %6. Statistics: <code>%7</code>%8. %9 One PDF with every "
                        "figure: <a href=\"index.pdf\">index.pdf</a>.</p>\n")
             .arg(m_model.name.toHtmlEscaped(), m_model.dir.toHtmlEscaped(), m_model.sha256,
-                 m_model.variant.toHtmlEscaped(), m_data.toHtmlEscaped(), m_rule.toHtmlEscaped(),
+                 m_model.variant.toHtmlEscaped(), m_data.toHtmlEscaped(),
+                 m_rule.toHtmlEscaped() + QStringLiteral("; computed in ") + m_precision,
                  statisticsFile.isEmpty() ? QStringLiteral("none")
                                           : QDir(m_outDir).relativeFilePath(statisticsFile).toHtmlEscaped(),
                  statisticsReused ? QStringLiteral(" (reused from an earlier run)") : QString(),

@@ -25,8 +25,9 @@ struct StatisticsFile;
 class FigureIndexWriter
 {
 public:
+    /// `precisionText`: "fp32" or "bf16", what the forward passes and statistics computed in.
     FigureIndexWriter(const QString& outDir, const ModelInfo& model, const QString& ruleText,
-                      const QString& dataText);
+                      const QString& dataText, const QString& precisionText);
     ~FigureIndexWriter();
     FigureIndexWriter(const FigureIndexWriter&) = delete;
     FigureIndexWriter& operator=(const FigureIndexWriter&) = delete;
@@ -49,7 +50,7 @@ private:
     void drawHeading(const FigureOutcome& outcome, double width);
     QString m_outDir;
     ModelInfo m_model;
-    QString m_rule, m_data;
+    QString m_rule, m_data, m_precision;
     QVector<FigureOutcome> m_figures;
     QString m_pdfTemp;
     std::unique_ptr<QPdfWriter> m_pdf;

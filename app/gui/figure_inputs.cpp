@@ -16,7 +16,7 @@
 
 namespace outlierlens {
 
-FigureModel::FigureModel(const QString& dir, const OutlierRuleChoice& rule)
+FigureModel::FigureModel(const QString& dir, const OutlierRuleChoice& rule, Precision precision)
     : m_worker(std::make_unique<InspectionWorker>())
 {
     // Direct connections: the worker runs on this thread, so each call has emitted before it returns.
@@ -27,6 +27,7 @@ FigureModel::FigureModel(const QString& dir, const OutlierRuleChoice& rule)
     QObject::connect(m_worker.get(), &InspectionWorker::failed,
                      [this](quint64, const QString& message) { m_error = message; });
     m_worker->setOutlierRule(rule);
+    m_worker->setFastMode(precision == Precision::Bf16);
     m_worker->loadModel(++m_generation, dir);
     check();
     if (m_info.dir.isEmpty()) throw Error(dir.toStdString() + ": the model did not load");
@@ -160,7 +161,7 @@ QVector<FigureInput> figureInputs(const ModelInfo& model, const QString& dataSpe
 }
 
 FigureStatistics figureStatistics(const ModelInfo& model, const QString& dataSpec,
-                                  const OutlierRuleChoice& rule, const QString& dir,
+                                  const OutlierRuleChoice& rule, Precision precision, const QString& dir,
                                   const std::atomic<bool>& cancel,
                                   const std::function<void(qint64 done, qint64 total)>& progress)
 {
@@ -172,6 +173,7 @@ FigureStatistics figureStatistics(const ModelInfo& model, const QString& dataSpe
     o.criterion.tau = rule.tau;
     o.attentionFraction = rule.attentionFraction;
     o.systematic = true;
+    o.precision = precision;
     if (o.data.kind == DataSpec::Kind::Images) {
         o.imagenetNames = sampleDataFile("imagenet/imagenet_classes_ILSVRC2012.txt");
         o.imagenetIndex = sampleDataFile("imagenet/imagenet_class_index.json");
@@ -181,7 +183,9 @@ FigureStatistics figureStatistics(const ModelInfo& model, const QString& dataSpe
                         QStringLiteral("|fraction %1|%2|%3")
                             .arg(rule.attentionFraction)
                             .arg(data.size())
-                            .arg(data.lastModified().toMSecsSinceEpoch());
+                            .arg(data.lastModified().toMSecsSinceEpoch()) +
+                        // fp32 keys are those of the files written before there was a choice.
+                        (precision == Precision::Bf16 ? QStringLiteral("|bf16") : QString());
     const QString name =
         model.sha256.left(16) + QLatin1Char('-') +
         QString::fromLatin1(

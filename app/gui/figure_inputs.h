@@ -3,6 +3,7 @@
 // worker, run on the calling thread. Not for the desktop app's GUI thread.
 
 #include "inspection_snapshot.h"
+#include "model/precision.h"
 
 #include <QString>
 #include <QStringList>
@@ -32,8 +33,8 @@ struct FigureInput
 class FigureModel
 {
 public:
-    /// Throws Error with the worker's message when the folder does not load.
-    FigureModel(const QString& dir, const OutlierRuleChoice& rule);
+    /// Throws Error with the worker's message when the folder does not load. Bf16: the worker's fast mode.
+    FigureModel(const QString& dir, const OutlierRuleChoice& rule, Precision precision = Precision::Fp32);
     ~FigureModel();
     FigureModel(const FigureModel&) = delete;
     FigureModel& operator=(const FigureModel&) = delete;
@@ -59,16 +60,16 @@ private:
 QVector<FigureInput> figureInputs(const ModelInfo& model, const QString& dataSpec, int count);
 
 /// The data set statistics (`stats`, with An et al.'s group) of `model` over `dataSpec` by `rule`,
-/// computed with runStatistics() into `dir`/<checkpoint hash>-<data and rule hash>.h5, or reused when
-/// an earlier run wrote that file (the data file's size and time are part of the key). Throws
-/// Cancelled (no file left) or Error.
+/// computed with runStatistics() in `precision` into `dir`/<checkpoint hash>-<data, rule and precision
+/// hash>.h5, or reused when an earlier run wrote that file (the data file's size and time are part of
+/// the key). Throws Cancelled (no file left) or Error.
 struct FigureStatistics
 {
     QString path;
     bool reused = false;
 };
 FigureStatistics figureStatistics(const ModelInfo& model, const QString& dataSpec,
-                                  const OutlierRuleChoice& rule, const QString& dir,
+                                  const OutlierRuleChoice& rule, Precision precision, const QString& dir,
                                   const std::atomic<bool>& cancel,
                                   const std::function<void(qint64 done, qint64 total)>& progress);
 

@@ -539,10 +539,10 @@ FigureSetResult renderFigureSet(const FigureSetOptions& o, const std::atomic<boo
         QFile::remove(QDir(o.outDir).filePath(QLatin1String(name)));
 
     progress(QStringLiteral("loading"), 0, 1);
-    FigureModel main(o.modelDir, o.rule);
+    FigureModel main(o.modelDir, o.rule, o.precision);
     std::vector<std::unique_ptr<FigureModel>> compare;
     for (const QString& dir : o.compare)
-        compare.push_back(std::make_unique<FigureModel>(dir, o.rule));
+        compare.push_back(std::make_unique<FigureModel>(dir, o.rule, o.precision));
     const ModelInfo& m = main.info();
     const QVector<FigureInput> inputs = figureInputs(m, o.data, 5);
     if (inputs.isEmpty()) throw Error("no inputs to draw: the data has no pairs, lines or images");
@@ -575,7 +575,7 @@ FigureSetResult renderFigureSet(const FigureSetOptions& o, const std::atomic<boo
         progress(QStringLiteral("statistics"), 0, 0);
         for (int attempt = 0; attempt < 2 && !stats; ++attempt) {
             const FigureStatistics f =
-                figureStatistics(m, data, o.rule, dir, cancel, [&](qint64 done, qint64 total) {
+                figureStatistics(m, data, o.rule, o.precision, dir, cancel, [&](qint64 done, qint64 total) {
                     progress(QStringLiteral("statistics"), int(done), int(total));
                 });
             try {
@@ -599,7 +599,8 @@ FigureSetResult renderFigureSet(const FigureSetOptions& o, const std::atomic<boo
                                   [&](const Planned& f) { return !o.only.contains(f.outcome.number); }),
                    plan.end());
 
-    FigureIndexWriter index(o.outDir, m, o.rule.shortText(), dataText);
+    FigureIndexWriter index(o.outDir, m, o.rule.shortText(), dataText,
+                            QString::fromStdString(toString(o.precision)));
     for (int i = 0; i < plan.size(); ++i) {
         if (cancel) throw Cancelled();
         FigureOutcome& f = plan[i].outcome;

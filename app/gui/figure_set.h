@@ -8,6 +8,7 @@
 #include "figure_export.h"
 #include "figure_inputs.h"
 #include "inspection_snapshot.h"
+#include "model/precision.h"
 
 #include <QString>
 #include <QStringList>
@@ -31,6 +32,9 @@ struct FigureSetOptions
     QVector<ExportFormat> formats{ExportFormat::Png, ExportFormat::Pdf};
     int dpi = 150;
     OutlierRuleChoice rule;
+    /// Forward passes and statistics in bf16 (the fast mode of `inspect` and `stats`); the caller has
+    /// already fallen back to fp32 where the CPU has no bf16 instructions (effectivePrecision).
+    Precision precision = Precision::Fp32;
 };
 
 /// One figure of the set: drawn (files) or not (reason).

@@ -48,6 +48,12 @@ int runFigures(const QStringList& args)
         {"json-progress",
          "Progress as JSON lines on stdout (for the app's job list) instead of a bar on stderr."},
     });
+    cmd.addPrecisionOption(
+        "fp32 (default) or bf16, a fast mode for the statistics and the forward passes: BERT and ViT under "
+        "bf16 autocast (bf16 matrix products, float32 softmax and LayerNorm), decoders in bf16. Values "
+        "then differ from fp32 in about the third significant digit and a value within that of the "
+        "outlier threshold may change sides (docs/performance.md); every CSV and the index say which "
+        "was used. Statistics are kept apart per precision.");
     if (auto code = cmd.parse(args)) return *code;
     return cmd.guarded([&]() -> int {
         configureTorchThreads(cmd.intValue("threads", 0, 1, 1024));
@@ -82,6 +88,7 @@ int runFigures(const QStringList& args)
         o.rule.tauRule = rule == "tau";
         o.rule.k = cmd.doubleValue("k", 6.0);
         o.rule.tau = cmd.doubleValue("tau", 1000.0);
+        o.precision = cmd.precision(); // says once on stderr when bf16 falls back to fp32
         if (!(o.rule.k > 0) || !(o.rule.tau > 0)) throw UsageException{"--k and --tau must be positive"};
 
         std::unique_ptr<ProgressPrinter> printer;

@@ -6,6 +6,7 @@
 
 #include "analysis/statistics_file.h"
 #include "io/hdf5_store.h"
+#include "model/precision.h"
 #include "text/mnli.h"
 #include "train/sweep_summary.h"
 
@@ -224,6 +225,61 @@ private Q_SLOTS:
         const auto again = runApp(args + QStringList{QStringLiteral("--only"), QStringLiteral("1,table")});
         QVERIFY2(again.exitCode == 0, qPrintable(again.err));
         QVERIFY2(again.out.contains(QStringLiteral("statistics reused from")), qPrintable(again.out));
+    }
+
+    /// --precision bf16: the statistics and forward passes in the fast mode, said in every CSV and the
+    /// index, with statistics kept apart from fp32 ones; on a CPU without bf16 (simulated) it says so
+    /// once and computes in fp32.
+    void precisionIsRecordedAndKeptApart()
+    {
+        QTemporaryDir out;
+        const QStringList common{QStringLiteral("figures"),
+                                 QStringLiteral("--model"),
+                                 sample(QStringLiteral("models/backcopy-vanilla")),
+                                 QStringLiteral("--data"),
+                                 QStringLiteral("text:") + sample(QStringLiteral("text/wiki_en_valid.txt:6")),
+                                 QStringLiteral("--only"),
+                                 QStringLiteral("1,2"),
+                                 QStringLiteral("--format"),
+                                 QStringLiteral("png"),
+                                 QStringLiteral("--out"),
+                                 out.path()};
+        const bool bf16 = cpuSupportsBf16();
+        const QString expected = bf16 ? QStringLiteral("bf16") : QStringLiteral("fp32");
+        const auto fast = runApp(common + QStringList{QStringLiteral("--precision"), QStringLiteral("bf16")});
+        QVERIFY2(fast.exitCode == 0, qPrintable(fast.err + fast.out));
+        for (const char* id : {"1", "2"}) {
+            Csv csv = readCsv(out.path() + QStringLiteral("/figure-%1.csv").arg(QLatin1String(id)));
+            QCOMPARE(csv.meta[QStringLiteral("precision")], expected);
+        }
+        const QString statsPath = statisticsFileOf(out.path());
+        QVERIFY(!statsPath.isEmpty());
+        QCOMPARE(
+            QString::fromStdString(readStatisticsFile(statsPath.toStdString()).provenance.at("precision")),
+            expected);
+        QFile json(out.path() + QStringLiteral("/index.json"));
+        QVERIFY(json.open(QIODevice::ReadOnly));
+        QCOMPARE(QJsonDocument::fromJson(json.readAll()).object()[QStringLiteral("precision")].toString(),
+                 expected);
+        // fp32 into the same folder does not reuse bf16 statistics (where bf16 ran).
+        const auto exact = runApp(common);
+        QVERIFY2(exact.exitCode == 0, qPrintable(exact.err + exact.out));
+        QCOMPARE(exact.out.contains(QStringLiteral("statistics reused from")), !bf16);
+        QCOMPARE(QDir(out.path() + QStringLiteral("/statistics")).entryList({QStringLiteral("*.h5")}).size(),
+                 bf16 ? 2 : 1);
+        QCOMPARE(readCsv(out.path() + QStringLiteral("/figure-2.csv")).meta[QStringLiteral("precision")],
+                 QStringLiteral("fp32"));
+        // Without bf16 instructions: one sentence on stderr, fp32 in the files.
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("OUTLIERLENS_NO_BF16"), QStringLiteral("1"));
+        const auto fallback =
+            runApp(common + QStringList{QStringLiteral("--precision"), QStringLiteral("bf16"),
+                                        QStringLiteral("--only"), QStringLiteral("2")},
+                   600000, env);
+        QVERIFY2(fallback.exitCode == 0, qPrintable(fallback.err));
+        QCOMPARE(fallback.err.count(QStringLiteral("--precision bf16")), 1);
+        QCOMPARE(readCsv(out.path() + QStringLiteral("/figure-2.csv")).meta[QStringLiteral("precision")],
+                 QStringLiteral("fp32"));
     }
 
     void bertHeadsAreTheInspectedNumbers()
