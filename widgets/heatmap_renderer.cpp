@@ -409,11 +409,19 @@ QVector<HeatmapRenderer::Label> HeatmapRenderer::columnLabels(const Frame& f) co
     const QVector<int> cols =
         labelPositions(c0, c1, f.cellWidth, f.metrics.colSpacing, m_highlightCols, &step);
     const bool numbers = step >= 5 && m_data.cols > 1;
+    // A label that would stick out of the panel (a panel without row labels or colour bar has no room
+    // beside its cells) would be cut in half: it is left out instead.
+    const QFontMetricsF fm(f.fonts.label);
+    const double leftEdge = f.rowLabels.left(), rightEdge = f.cells.right() + f.metrics.colorBarWidth;
     for (int c : cols) {
         const double x = f.origin.x() + (c + 0.5) * f.cellWidth;
         if (x < f.cells.left() - 1 || x > f.cells.right() + 1) continue;
         const bool highlighted = m_highlightCols.contains(c);
-        labels.append({c, x, numbers && !highlighted ? QString::number(c) : columnLabel(c), highlighted});
+        const QString text = numbers && !highlighted ? QString::number(c) : columnLabel(c);
+        const double half =
+            f.metrics.rotateColumns ? f.metrics.lineHeight / 2 : fm.horizontalAdvance(text) / 2;
+        if (x - half < leftEdge - 1 || x + half > rightEdge + 1) continue;
+        labels.append({c, x, text, highlighted});
     }
     return labels;
 }

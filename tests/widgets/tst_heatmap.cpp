@@ -466,6 +466,15 @@ void TestHeatmap::everyTokenLabelledWhenThereIsRoom()
     for (int i = 0; i < 20; i += 2)
         everyOther << data.rowLabels[i];
     QCOMPARE(view.shownRowLabels(), everyOther);
+    // Without row labels the panel has no room left of its first column: a label there would be cut in
+    // half (the compact Compare page's attention beside its gate strip), so it is left out.
+    view.setCellSize(line / 8);
+    QTest::qWait(20);
+    QCOMPARE(view.shownColumnLabels().value(0), QStringLiteral("0"));
+    view.setRowLabelsVisible(false);
+    QTest::qWait(20);
+    QCOMPARE(view.shownColumnLabels().value(0), QStringLiteral("10"));
+    view.setRowLabelsVisible(true);
     // A fifth of a line: positions, as a ruler.
     view.setCellSize(line / 5);
     QTest::qWait(20);
