@@ -17,13 +17,15 @@ int coreCount();
 /// LibTorch defaults to 1 here). Returns the number set.
 int configureTorchThreads(int threads = 0);
 
-/// Returns memory freed by the allocator to the operating system (glibc keeps freed heap memory
-/// otherwise). Called after a model is loaded, when the checkpoint's buffers have been dropped.
+/// Returns memory freed by the allocators to the operating system (glibc keeps freed heap memory,
+/// the CPU allocator large freed tensors, otherwise). Called after a model is loaded, when the
+/// checkpoint's buffers have been dropped.
 void releaseFreedMemory();
 
 /// Process-wide allocator settings: freed memory up to 256 MB stays in the heap for the next forward
 /// pass or training step instead of being returned and faulted in again; blocks from 16 MB up are
-/// mapped directly and returned when freed. Call once at start-up.
+/// mapped directly and returned when freed, except tensors: LibTorch's CPU allocator becomes a
+/// CachingCpuAllocator that keeps up to 1 GB of them for reuse. Call once at start-up.
 void configureAllocator();
 
 } // namespace outlierlens
