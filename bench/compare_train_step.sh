@@ -5,6 +5,7 @@
 # run's own progress lines (elapsed seconds between step 5 and step 25: batch assembly included,
 # evaluation and start-up excluded); the Python one uses pre-made random batches.
 #   bench/compare_train_step.sh [rounds] [threads]
+#   MODELS=bert-mlm bench/compare_train_step.sh ...   (one model only; default: vit-fmnist bert-mlm)
 # Prints, per model and round, the four rates and the ratios C++ fp32 / Python fp32,
 # C++ bf16 / Python fp32 and C++ bf16 / Python bf16.
 set -euo pipefail
@@ -14,6 +15,7 @@ PY=/usr/bin/python3
 $PY -c "import torch" 2>/dev/null || { echo "needs Debian's python3-torch (apt-get install python3-torch)" >&2; exit 1; }
 ROUNDS="${1:-3}"
 THREADS="${2:-1}"
+MODELS="${MODELS:-vit-fmnist bert-mlm}"
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 cpp_rate() { # precision preset extra-args...
@@ -39,7 +41,7 @@ cpp_model() { # precision model
   else cpp_rate "$1" demo-bert-mlm --preset bert-tiny --num-layers 4 --num-heads 4; fi
 }
 for round in $(seq "$ROUNDS"); do
-  for model in vit-fmnist bert-mlm; do
+  for model in $MODELS; do
     c32=$(cpp_model fp32 $model); p32=$(py_rate fp32 $model)
     c16=$(cpp_model bf16 $model); p16=$(py_rate bf16 $model)
     printf '%s round %d (steps/s): C++ fp32 %.3f, Python fp32 %.3f, C++ bf16 %.3f, Python bf16 %.3f\n' \
