@@ -100,11 +100,12 @@ c10::DataPtr CachingCpuAllocator::allocate(std::size_t bytes) const
     auto* self = const_cast<CachingCpuAllocator*>(this);
     const std::size_t wanted = sizeClass(bytes);
     Block block;
+    std::vector<Block> unmap;
     {
         const std::lock_guard<std::mutex> lock(registryMutex());
         auto best = self->m_cached.end();
         for (auto it = self->m_cached.begin(); it != self->m_cached.end(); ++it)
-            if (it->bytes >= wanted && it->bytes <= wanted + wanted / 4 &&
+            if (it->bytes >= wanted && it->bytes <= 2 * wanted &&
                 (best == self->m_cached.end() || it->bytes < best->bytes))
                 best = it;
         if (best != self->m_cached.end()) {
@@ -113,9 +114,25 @@ c10::DataPtr CachingCpuAllocator::allocate(std::size_t bytes) const
             self->m_cachedBytes -= block.bytes;
             ++self->m_hits;
         } else {
+            // A miss gives back at least as much kept memory as it maps, smaller blocks (which do
+            // not fit it) first, then the longest kept: the large blocks mapped at any time (in use
+            // plus kept) then never exceed the most that were in use at once, so the cache does not
+            // raise the process's peak memory (a decoder's float32 copies of its layers' weights
+            // would otherwise sit idle next to its vocabulary projection's).
             ++self->m_misses;
+            std::stable_partition(self->m_cached.begin(), self->m_cached.end(),
+                                  [&](const Block& b) { return b.bytes < wanted; });
+            std::size_t given = 0;
+            std::size_t count = 0;
+            while (given < wanted && count < self->m_cached.size())
+                given += self->m_cached[count++].bytes;
+            unmap.assign(self->m_cached.begin(), self->m_cached.begin() + std::ptrdiff_t(count));
+            self->m_cached.erase(self->m_cached.begin(), self->m_cached.begin() + std::ptrdiff_t(count));
+            self->m_cachedBytes -= given;
         }
     }
+    for (const Block& b : unmap)
+        ::munmap(b.data, b.bytes);
     if (!block.data) {
         block = {mapBlock(wanted), wanted};
         if (!block.data) {

@@ -19,8 +19,11 @@ namespace outlierlens {
 /// (steps of 1/8 of a power of two, at least 2 MB) and mapped; when freed it is kept, up to
 /// `capBytes` of kept blocks in all (the longest-kept are unmapped first to make room; a block
 /// larger than the cap is unmapped at once). A request takes the smallest kept block that holds it
-/// with at most a quarter to spare. Smaller requests are served exactly as LibTorch's default CPU
-/// allocator serves them (c10::alloc_cpu: 64-byte aligned malloc).
+/// with at most as much again to spare; a request that none fits first unmaps at least its own size
+/// of kept blocks (those too small for it first, then the longest kept), so the large blocks mapped
+/// at any time (in use plus kept) never exceed the most that were in use at once: the cache does not
+/// raise the process's peak memory. Smaller requests are served exactly as LibTorch's default CPU allocator
+/// serves them (c10::alloc_cpu: 64-byte aligned malloc).
 class CachingCpuAllocator final : public c10::Allocator
 {
 public:

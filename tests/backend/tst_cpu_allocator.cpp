@@ -9,9 +9,11 @@
 
 #include <QtTest>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <random>
 #include <vector>
 
 using namespace outlierlens;
@@ -73,7 +75,44 @@ private Q_SLOTS:
         QCOMPARE(allocator.stats().cachedBlocks, std::size_t(1));
         c10::DataPtr p = allocator.allocate(20 * MB);
         QCOMPARE(allocator.stats().hits, std::int64_t(0));
-        QCOMPARE(allocator.stats().cachedBlocks, std::size_t(1));
+        QCOMPARE(allocator.stats().liveBytes, std::size_t(20 * MB));
+        QCOMPARE(allocator.stats().cachedBlocks, std::size_t(0)); // the miss gave the 208 MB back
+    }
+
+    void keptAndUsedNeverExceedThePeakInUse()
+    {
+        const std::size_t cap = 512 * MB;
+        CachingCpuAllocator allocator(16 * MB, cap);
+        std::mt19937 rng(1);
+        std::vector<c10::DataPtr> live;
+        std::size_t peakLive = 0;
+        for (int i = 0; i < 400; ++i) {
+            if (!live.empty() && (live.size() == 6 || rng() % 2))
+                live.erase(live.begin() + std::ptrdiff_t(rng() % live.size()));
+            else
+                live.push_back(allocator.allocate(16 * MB + rng() % (100 * MB)));
+            const CachingCpuAllocator::Stats s = allocator.stats();
+            peakLive = std::max(peakLive, s.liveBytes);
+            QVERIFY(s.liveBytes + s.cachedBytes <= peakLive);
+            QVERIFY(s.cachedBytes <= cap);
+        }
+        QVERIFY(allocator.stats().hits > 100);
+    }
+
+    void aMissGivesBackSmallerBlocks()
+    {
+        CachingCpuAllocator allocator(16 * MB, 1024 * MB);
+        {
+            c10::DataPtr a = allocator.allocate(300 * MB), b = allocator.allocate(20 * MB),
+                         c = allocator.allocate(300 * MB), d = allocator.allocate(48 * MB);
+        }
+        QCOMPARE(allocator.stats().cachedBytes, std::size_t((320 + 20 + 320 + 48) * MB));
+        c10::DataPtr p = allocator.allocate(60 * MB); // fits none: the 20 and 48 MB make room for it
+        QCOMPARE(allocator.stats().misses, std::int64_t(5));
+        QCOMPARE(allocator.stats().cachedBytes, std::size_t(640 * MB));
+        QCOMPARE(allocator.stats().liveBytes, std::size_t(60 * MB));
+        c10::DataPtr q = allocator.allocate(100 * MB); // room from the oldest 320 MB
+        QCOMPARE(allocator.stats().cachedBytes, std::size_t(320 * MB));
     }
 
     void capHolds()
@@ -97,9 +136,9 @@ private Q_SLOTS:
         c10::DataPtr reused = allocator.allocate(20 * MB);
         QVERIFY(reused.get() == addresses[2] || reused.get() == addresses[3] || reused.get() == addresses[4]);
 
-        allocator.allocate(100 * MB); // larger than the cap: never kept
+        allocator.allocate(100 * MB); // a miss (gives the 40 MB kept back), then larger than the cap
+        QCOMPARE(allocator.stats().cachedBytes, std::size_t(0));
         QVERIFY(allocator.stats().cachedBytes <= cap);
-        QCOMPARE(allocator.stats().cachedBlocks, std::size_t(2));
 
         allocator.releaseCached();
         QCOMPARE(allocator.stats().cachedBytes, std::size_t(0));
