@@ -258,7 +258,8 @@ Planned Planner::comparison(const QString& id, bool clipped)
                 .arg(head + 1)
                 .arg(inputLabel(0),
                      clipped ? QStringLiteral(", and each query's probabilities binned by size (exactly 0, "
-                                              "then by decade up to 0.1, then 0.1-0.5 and over 0.5)")
+                                              "below 1e-8, then by decade up to 0.1, then 0.1-0.5 and "
+                                              "0.5-1)")
                              : QStringLiteral(", the gate and P·V after it")),
             [this, models, clipped] {
                 QVector<CompareEntry> entries;

@@ -49,7 +49,7 @@ int runFigures(const QStringList& args)
          "Progress as JSON lines on stdout (for the app's job list) instead of a bar on stderr."},
     });
     cmd.addPrecisionOption(
-        "fp32 (default) or bf16, a fast mode for the statistics and the forward passes: BERT and ViT under "
+        "fp32 (default) or bf16, a fast mode for the statistics and the forward passes: encoders under "
         "bf16 autocast (bf16 matrix products, float32 softmax and LayerNorm), decoders in bf16. Values "
         "then differ from fp32 in about the third significant digit and a value within that of the "
         "outlier threshold may change sides (docs/performance.md); every CSV and the index say which "
