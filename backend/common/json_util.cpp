@@ -7,6 +7,7 @@
 
 #include <climits>
 #include <cmath>
+#include <type_traits>
 
 namespace outlierlens::jsonutil {
 namespace {
@@ -65,6 +66,16 @@ public:
     {
         if (m_depth == 1 && m_onTopLevelKey) m_onTopLevelKey(k);
         return Base::key(k);
+    }
+    // A number too large for a double (1e999) reaches the SAX interface as out_of_range.406, which
+    // callers would not expect from a parser: refuse it here, in words, like the depth limit.
+    template<typename Exception>
+    bool parse_error(std::size_t position, const std::string& token, const Exception& ex)
+    {
+        if constexpr (std::is_same_v<Exception, nlohmann::json::out_of_range>)
+            throw Error(m_what + ": number " + token.substr(0, 40) + (token.size() > 40 ? "..." : "") +
+                        " at byte " + std::to_string(position) + " is outside the range of a double");
+        return Base::parse_error(position, token, ex);
     }
 
 private:

@@ -338,6 +338,29 @@ private Q_SLOTS:
                  qPrintable(r.err));
     }
 
+    /// A number beyond a double's range (1e999) ended the program with nlohmann's out_of_range
+    /// (found by CI's fuzzing of config.json); it is refused with one line naming the file and number.
+    void numberOutOfDoubleRangeIsRefused()
+    {
+        QTemporaryDir dir;
+        makeModel(dir.path(), readFile(fixture("bert/hf/model.safetensors")));
+        const QByteArray config = readFile(fixture("bert/hf/config.json"));
+        const QRegularExpression eps(QStringLiteral("\"layer_norm_eps\"\\s*:\\s*[-0-9.eE]+"));
+        const QString replaced =
+            QString::fromUtf8(config).replace(eps, QStringLiteral("\"layer_norm_eps\": 1e999"));
+        QVERIFY(replaced.contains("1e999"));
+        QFile file(dir.path() + "/config.json");
+        QVERIFY(file.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        file.write(replaced.toUtf8());
+        file.close();
+        const Run r = runApp({"inspect", "--model", dir.path(), "--text", "the"});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("config.json: number 1e999 at byte") &&
+                     r.err.contains("outside the range of a double"),
+                 qPrintable(r.err));
+        QVERIFY2(!r.err.contains("json.exception"), qPrintable(r.err));
+    }
+
     /// Issue #15.4: a checkpoint of NaN weights printed "entailment (entailment -nan, ...)" with exit 0.
     void nonFiniteOutputIsAnErrorNotAPrediction()
     {
