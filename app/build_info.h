@@ -14,6 +14,7 @@ struct BuildInfo
     QString qtBuilt;   ///< Qt, as built against
     QString qtRuntime; ///< Qt, as loaded
     QString dataDir;   ///< sampleDataDir(), or empty
+    QString blas;      ///< OpenBLAS's kernel set (blasKernels()), or empty for another BLAS
 };
 
 BuildInfo buildInfo();

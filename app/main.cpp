@@ -157,6 +157,7 @@ int runGui(int argc, char* argv[])
 
 int main(int argc, char* argv[])
 {
+    outlierlens::selectBlasKernels(argv);
     outlierlens::configureAllocator();
     if (argc >= 2 && argv[1][0] != '-') {
         for (const auto& c : kSubcommands) {

@@ -7,7 +7,9 @@
 #   bench/compare_train_step.sh [rounds] [threads]
 #   MODELS=bert-mlm bench/compare_train_step.sh ...   (one model only; default: vit-fmnist bert-mlm)
 # Prints, per model and round, the four rates and the ratios C++ fp32 / Python fp32,
-# C++ bf16 / Python fp32 and C++ bf16 / Python bf16.
+# C++ bf16 / Python fp32 and C++ bf16 / Python bf16. Where the app chose other OpenBLAS kernels than
+# the library picks by itself (`outlierlens --version`, docs/performance.md), Python's float32 step is
+# also timed with the app's kernels (OPENBLAS_CORETYPE), and C++ fp32 / that rate printed.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 APP="${OUTLIERLENS_BUILD_DIR:-$ROOT/build}/app/outlierlens"
@@ -32,6 +34,11 @@ for line in sys.stdin:
     if d.get("type") == "progress": t[d["step"]] = d["elapsed"]
 print(20 / (t[25] - t[5]))'
 }
+APP_BLAS="$(env -u OPENBLAS_CORETYPE "$APP" --version | sed -n 's/^BLAS: OpenBLAS, \(.*\) kernels$/\1/p')"
+PY_BLAS="$(env -u OPENBLAS_CORETYPE $PY -c 'import ctypes, torch
+l = ctypes.CDLL("libopenblas.so.0"); l.openblas_get_corename.restype = ctypes.c_char_p
+print(l.openblas_get_corename().decode())' 2>/dev/null || true)"
+echo "OpenBLAS kernels: app ${APP_BLAS:-none}, Python ${PY_BLAS:-none}"
 py_rate() { # precision model
   $PY "$ROOT/bench/train_step_python.py" --model "$2" --steps 20 --threads "$THREADS" --precision "$1" |
     $PY -c 'import json,sys; print(json.load(sys.stdin)["steps_per_second"])'
@@ -47,5 +54,9 @@ for round in $(seq "$ROUNDS"); do
     printf '%s round %d (steps/s): C++ fp32 %.3f, Python fp32 %.3f, C++ bf16 %.3f, Python bf16 %.3f\n' \
       "$model" "$round" "$c32" "$p32" "$c16" "$p16"
     $PY -c "print('  ratios: C++ fp32 / Python fp32 %.2f, C++ bf16 / Python fp32 %.2f, C++ bf16 / Python bf16 %.2f' % ($c32 / $p32, $c16 / $p32, $c16 / $p16))"
+    if [ -n "$APP_BLAS" ] && [ "$APP_BLAS" != "$PY_BLAS" ]; then
+      k32=$(OPENBLAS_CORETYPE="$APP_BLAS" py_rate fp32 $model)
+      $PY -c "print('  Python fp32 with $APP_BLAS kernels %.3f steps/s; C++ fp32 / that %.2f' % ($k32, $c32 / $k32))"
+    fi
   done
 done

@@ -5,9 +5,13 @@
 #include <ATen/Parallel.h>
 #include <torch/version.h>
 
+#include <cstdlib>
+#include <dlfcn.h>
 #include <malloc.h>
 #include <sched.h>
+#include <strings.h>
 #include <thread>
+#include <unistd.h>
 
 namespace outlierlens {
 
@@ -57,6 +61,32 @@ void configureAllocator()
     // logits over a 30,522-word vocabulary: a quarter of its bf16 training step was page faults).
     // LibTorch's CPU allocator keeps those for reuse instead, up to a cap.
     installCachingCpuAllocator();
+}
+
+std::string blasKernels()
+{
+    using CoreName = char* (*)();
+    const auto coreName = reinterpret_cast<CoreName>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+    const char* name = coreName ? coreName() : nullptr;
+    return name ? std::string(name) : std::string();
+}
+
+void selectBlasKernels(char* argv[])
+{
+    if (std::getenv("OPENBLAS_CORETYPE")) return; // the user's choice, or this function's own re-execution
+    const std::string current = blasKernels();
+    if (strcasecmp(current.c_str(), "Prescott") != 0) return; // not OpenBLAS, or it knew the CPU
+    __builtin_cpu_init();
+    const char* better = nullptr;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+        better = "SkylakeX";
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        better = "Haswell";
+    if (!better) return;
+    setenv("OPENBLAS_CORETYPE", better, 1);
+    execv("/proc/self/exe", argv);
+    // Not re-executed (no /proc): carry on with the generic kernels; children get the variable.
 }
 
 } // namespace outlierlens

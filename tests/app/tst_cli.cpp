@@ -8,6 +8,7 @@
 #include "io/safetensors.h"
 #include "model/capture.h"
 #include "model/precision.h"
+#include "model/runtime.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -359,6 +360,36 @@ private Q_SLOTS:
                      r.err.contains("outside the range of a double"),
                  qPrintable(r.err));
         QVERIFY2(!r.err.contains("json.exception"), qPrintable(r.err));
+    }
+
+    /// OpenBLAS 0.3.21 does not know some AVX-512 Xeons and uses its generic kernels there (float32
+    /// products 3-4x slower); the app then re-executes itself with OPENBLAS_CORETYPE set. A user's own
+    /// OPENBLAS_CORETYPE is left alone. `--version` says which kernels are in use.
+    void blasKernelsAreChosenForTheCpu()
+    {
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.remove(QStringLiteral("OPENBLAS_CORETYPE"));
+        const Run chosen = runApp({"--version"}, 60000, env);
+        QCOMPARE(chosen.exitCode, 0);
+        const std::string library = blasKernels(); // this process: the library's own choice
+        if (library.empty() || qEnvironmentVariableIsSet("OPENBLAS_CORETYPE")) {
+            QVERIFY2(chosen.out.contains("BLAS: "), qPrintable(chosen.out));
+            QSKIP("the BLAS is not OpenBLAS, or this test runs with OPENBLAS_CORETYPE set");
+        }
+        __builtin_cpu_init();
+        const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                            __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+        const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        const QString expected = QString::fromStdString(library) != QLatin1String("Prescott")
+                                     ? QString::fromStdString(library)
+                                 : avx512 ? QStringLiteral("SkylakeX")
+                                 : avx2   ? QStringLiteral("Haswell")
+                                          : QStringLiteral("Prescott");
+        QVERIFY2(chosen.out.contains("BLAS: OpenBLAS, " + expected + " kernels\n"), qPrintable(chosen.out));
+
+        env.insert(QStringLiteral("OPENBLAS_CORETYPE"), QStringLiteral("Prescott"));
+        const Run users = runApp({"--version"}, 60000, env);
+        QVERIFY2(users.out.contains("BLAS: OpenBLAS, Prescott kernels\n"), qPrintable(users.out));
     }
 
     /// Issue #15.4: a checkpoint of NaN weights printed "entailment (entailment -nan, ...)" with exit 0.
