@@ -8,6 +8,11 @@
 #include <fstream>
 #include <vector>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define OUTLIERLENS_SHA_NI 1
+#endif
+
 namespace outlierlens {
 namespace {
 
@@ -26,13 +31,7 @@ inline std::uint32_t rotr(std::uint32_t x, int n)
     return (x >> n) | (x << (32 - n));
 }
 
-} // namespace
-
-Sha256::Sha256()
-    : m_state{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19}
-{}
-
-void Sha256::processBlock(const std::uint8_t* block)
+void compressPortable(std::uint32_t state[8], const std::uint8_t* block)
 {
     std::uint32_t w[64];
     for (int i = 0; i < 16; ++i)
@@ -43,8 +42,8 @@ void Sha256::processBlock(const std::uint8_t* block)
         const std::uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
         w[i] = w[i - 16] + s0 + w[i - 7] + s1;
     }
-    std::uint32_t a = m_state[0], b = m_state[1], c = m_state[2], d = m_state[3];
-    std::uint32_t e = m_state[4], f = m_state[5], g = m_state[6], h = m_state[7];
+    std::uint32_t a = state[0], b = state[1], c = state[2], d = state[3];
+    std::uint32_t e = state[4], f = state[5], g = state[6], h = state[7];
     for (int i = 0; i < 64; ++i) {
         const std::uint32_t s1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25);
         const std::uint32_t ch = (e & f) ^ (~e & g);
@@ -61,31 +60,121 @@ void Sha256::processBlock(const std::uint8_t* block)
         b = a;
         a = t1 + t2;
     }
-    m_state[0] += a;
-    m_state[1] += b;
-    m_state[2] += c;
-    m_state[3] += d;
-    m_state[4] += e;
-    m_state[5] += f;
-    m_state[6] += g;
-    m_state[7] += h;
+    state[0] += a;
+    state[1] += b;
+    state[2] += c;
+    state[3] += d;
+    state[4] += e;
+    state[5] += f;
+    state[6] += g;
+    state[7] += h;
+}
+
+#ifdef OUTLIERLENS_SHA_NI
+// The same compression with the SHA extensions. SHA256RNDS2 runs two rounds on the state held as
+// {A, B, E, F} and {C, D, G, H} (highest word first), taking W[i] + K[i] for the two rounds in the low
+// half of its third operand; SHA256MSG1 and SHA256MSG2 compute the message schedule four words at a
+// time: W[t..t+3] = MSG2(MSG1(W[t-16..], W[t-12..]) + W[t-7..t-4], W[t-4..t-1]).
+__attribute__((target("sha,sse4.1,ssse3"))) void
+compressShaExtensions(std::uint32_t state[8], const std::uint8_t* blocks, std::size_t count)
+{
+    const __m128i byteSwap = _mm_set_epi64x(0x0c0d0e0f08090a0bLL, 0x0405060700010203LL);
+    // state[0..3] = A B C D, state[4..7] = E F G H; in a register the first word is the lowest.
+    const __m128i dcba = _mm_loadu_si128(reinterpret_cast<const __m128i*>(state));
+    const __m128i hgfe = _mm_loadu_si128(reinterpret_cast<const __m128i*>(state + 4));
+    const __m128i cdab = _mm_shuffle_epi32(dcba, 0xB1);
+    const __m128i efgh = _mm_shuffle_epi32(hgfe, 0x1B);
+    __m128i abef = _mm_alignr_epi8(cdab, efgh, 8);
+    __m128i cdgh = _mm_blend_epi16(efgh, cdab, 0xF0);
+
+    for (; count > 0; --count, blocks += 64) {
+        const __m128i abefStart = abef, cdghStart = cdgh;
+        __m128i w[4];
+        for (int i = 0; i < 4; ++i)
+            w[i] = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blocks + 16 * i)),
+                                    byteSwap);
+        for (int group = 0; group < 16; ++group) { // four rounds each
+            __m128i& current = w[group % 4];
+            if (group >= 4) {
+                // current holds W[t-16..t-13]; the others W[t-12..], W[t-8..], W[t-4..].
+                const __m128i& w12 = w[(group + 1) % 4];
+                const __m128i& w8 = w[(group + 2) % 4];
+                const __m128i& w4 = w[(group + 3) % 4];
+                const __m128i partial = _mm_add_epi32(_mm_sha256msg1_epu32(current, w12),
+                                                      _mm_alignr_epi8(w4, w8, 4)); // + W[t-7..t-4]
+                current = _mm_sha256msg2_epu32(partial, w4);
+            }
+            __m128i wk = _mm_add_epi32(
+                current, _mm_loadu_si128(reinterpret_cast<const __m128i*>(kRoundConstants + 4 * group)));
+            cdgh = _mm_sha256rnds2_epu32(cdgh, abef, wk);
+            wk = _mm_shuffle_epi32(wk, 0x0E);
+            abef = _mm_sha256rnds2_epu32(abef, cdgh, wk);
+        }
+        abef = _mm_add_epi32(abef, abefStart);
+        cdgh = _mm_add_epi32(cdgh, cdghStart);
+    }
+
+    const __m128i feba = _mm_shuffle_epi32(abef, 0x1B);
+    const __m128i dchg = _mm_shuffle_epi32(cdgh, 0xB1);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(state), _mm_blend_epi16(feba, dchg, 0xF0));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(state + 4), _mm_alignr_epi8(dchg, feba, 8));
+}
+#endif
+
+} // namespace
+
+bool Sha256::shaExtensionsAvailable()
+{
+#ifdef OUTLIERLENS_SHA_NI
+    static const bool available = [] {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1") &&
+               __builtin_cpu_supports("ssse3");
+    }();
+    return available;
+#else
+    return false;
+#endif
+}
+
+Sha256::Sha256(bool useShaExtensions)
+    : m_useShaExtensions(useShaExtensions && shaExtensionsAvailable())
+    , m_state{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19}
+{}
+
+void Sha256::processBlocks(const std::uint8_t* blocks, std::size_t count)
+{
+#ifdef OUTLIERLENS_SHA_NI
+    if (m_useShaExtensions) {
+        compressShaExtensions(m_state, blocks, count);
+        return;
+    }
+#endif
+    for (std::size_t i = 0; i < count; ++i)
+        compressPortable(m_state, blocks + 64 * i);
 }
 
 void Sha256::update(const void* data, std::size_t size)
 {
     const auto* bytes = static_cast<const std::uint8_t*>(data);
     m_totalBytes += size;
-    while (size > 0) {
+    if (size == 0) return;
+    if (m_bufferSize > 0) {
         const std::size_t take = std::min<std::size_t>(64 - m_bufferSize, size);
         std::memcpy(m_buffer + m_bufferSize, bytes, take);
         m_bufferSize += take;
         bytes += take;
         size -= take;
-        if (m_bufferSize == 64) {
-            processBlock(m_buffer);
-            m_bufferSize = 0;
-        }
+        if (m_bufferSize < 64) return;
+        processBlocks(m_buffer, 1);
+        m_bufferSize = 0;
     }
+    const std::size_t whole = size / 64;
+    if (whole > 0) processBlocks(bytes, whole); // straight from the caller's memory
+    bytes += 64 * whole;
+    size -= 64 * whole;
+    std::memcpy(m_buffer, bytes, size);
+    m_bufferSize = size;
 }
 
 std::string Sha256::hexDigest()

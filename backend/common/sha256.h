@@ -11,14 +11,21 @@ namespace outlierlens {
 class Sha256
 {
 public:
-    Sha256();
+    /// With `useShaExtensions` (the default) the x86 SHA instructions are used where the CPU has them
+    /// (760-780 MB/s against 130 for the portable code on the development machine: a checkpoint is
+    /// hashed every time it is opened); false forces the portable code (tests compare the two).
+    explicit Sha256(bool useShaExtensions = true);
     void update(const void* data, std::size_t size);
     /// Finishes the hash and returns it as 64 lower-case hex digits.
     std::string hexDigest();
 
-private:
-    void processBlock(const std::uint8_t* block);
+    /// Whether this CPU has the SHA extensions (and this build can use them).
+    static bool shaExtensionsAvailable();
 
+private:
+    void processBlocks(const std::uint8_t* blocks, std::size_t count);
+
+    bool m_useShaExtensions;
     std::uint32_t m_state[8];
     std::uint8_t m_buffer[64];
     std::size_t m_bufferSize = 0;
