@@ -9,12 +9,13 @@ namespace outlierlens {
 /// its data was found.
 struct BuildInfo
 {
-    QString version;   ///< the app's
-    QString torch;     ///< LibTorch, as built against
-    QString qtBuilt;   ///< Qt, as built against
-    QString qtRuntime; ///< Qt, as loaded
-    QString dataDir;   ///< sampleDataDir(), or empty
-    QString blas;      ///< OpenBLAS's kernel set (blasKernels()), or empty for another BLAS
+    QString version;    ///< the app's
+    QString torch;      ///< LibTorch, as built against
+    QString qtBuilt;    ///< Qt, as built against
+    QString qtRuntime;  ///< Qt, as loaded
+    QString dataDir;    ///< sampleDataDir(), or empty
+    QString blas;       ///< OpenBLAS's kernel set (blasKernels()), or empty for another BLAS
+    QString betterBlas; ///< the set the app switches to when it runs models (betterBlasKernels()), or empty
 };
 
 BuildInfo buildInfo();

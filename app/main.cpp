@@ -34,13 +34,14 @@ struct Subcommand
     const char* summary;
     int (*run)(const QStringList& args);
     bool paints = false; ///< draws figures: needs a QApplication (offscreen: no window is shown)
+    bool light = false;  ///< runs no model: not worth restarting for faster BLAS kernels (selectBlasKernels)
 };
 
 const Subcommand kSubcommands[] = {
     {"inspect", "run one input through a model, print the prediction, dump every activation",
      outlierlens::cli::runInspect},
     {"tokenize", "show how the model's tokenizer splits a text (one JSON line)",
-     outlierlens::cli::runTokenize},
+     outlierlens::cli::runTokenize, false, true},
     {"stats", "outlier statistics over a whole data set (MNLI pairs, text or images) to HDF5",
      outlierlens::cli::runStats},
     {"train", "train a BERT, ViT or decoder (vanilla, clipped softmax, gated attention); JSON progress",
@@ -51,10 +52,11 @@ const Subcommand kSubcommands[] = {
     {"quantize", "simulate W8A8 quantization: FP vs quantized metric, max inf norm, kurtosis",
      outlierlens::cli::runQuantize},
     {"weights", "weight outliers (An et al. 2025) from the checkpoint alone, no forward pass",
-     outlierlens::cli::runWeights},
-    {"convert", "rewrite a model's weights as (float16) safetensors", outlierlens::cli::runConvert},
+     outlierlens::cli::runWeights, false, true},
+    {"convert", "rewrite a model's weights as (float16) safetensors", outlierlens::cli::runConvert, false,
+     true},
     {"create-model", "write a randomly initialised BERT or decoder model folder",
-     outlierlens::cli::runCreateModel},
+     outlierlens::cli::runCreateModel, false, true},
     {"showcase", "where a decoder demo model shows its sink best (the app opens there)",
      outlierlens::cli::runShowcase},
     {"figures", "every figure of the papers the model and inputs allow, with CSVs and an index",
@@ -153,15 +155,35 @@ int runGui(int argc, char* argv[])
     return app.exec();
 }
 
+const Subcommand* findSubcommand(const char* name)
+{
+    for (const auto& c : kSubcommands)
+        if (std::strcmp(name, c.name) == 0) return &c;
+    return nullptr;
+}
+
+/// Whether this invocation runs models (the app, or a command that does): only then is it worth
+/// re-executing for better BLAS kernels (about 0.4 s of start-up here).
+bool runsModels(int argc, char* argv[])
+{
+    if (argc < 2) return true;
+    if (argv[1][0] != '-') {
+        const Subcommand* c = findSubcommand(argv[1]);
+        return c && !c->light;
+    }
+    return std::strcmp(argv[1], "--help") != 0 && std::strcmp(argv[1], "-h") != 0 &&
+           std::strcmp(argv[1], "--version") != 0;
+}
+
 } // namespace
 
 int main(int argc, char* argv[])
 {
-    outlierlens::selectBlasKernels(argv);
+    if (runsModels(argc, argv)) outlierlens::selectBlasKernels(argv);
     outlierlens::configureAllocator();
     if (argc >= 2 && argv[1][0] != '-') {
-        for (const auto& c : kSubcommands) {
-            if (std::strcmp(argv[1], c.name) != 0) continue;
+        if (const Subcommand* found = findSubcommand(argv[1])) {
+            const Subcommand& c = *found;
             if (c.paints) {
                 qputenv("QT_QPA_PLATFORM", "offscreen"); // never a window, with or without a display
                 if (qEnvironmentVariableIsEmpty("XDG_RUNTIME_DIR")) {

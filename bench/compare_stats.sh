@@ -11,6 +11,8 @@
 # and writing the file: shown in parentheses); Python's model is made in memory and not timed. Run it on an
 # otherwise idle machine: two busy OpenMP processes on two cores slow each other down many times over.
 #   bench/compare_stats.sh [pairs=256] [rounds=3] [precision=fp32] [batch=16]
+# Where the app chose other OpenBLAS kernels than Python's (bench/blas_kernels.sh), each round also times
+# Python with the app's kernels.
 # Environment: OUTLIERLENS_BIN (default build/app/outlierlens), OUTLIERLENS_BENCH_CACHE (default
 # /tmp/outlierlens-bench: the bert-base folder and the ids), THREADS (default: all cores), STATS_ARGS
 # (more options for `outlierlens stats`, e.g. "--workers 1").
@@ -32,6 +34,8 @@ if [ ! -f "$MODEL/model.safetensors" ]; then
 fi
 IDS="$CACHE/ids-$PAIRS.jsonl"
 [ -s "$IDS" ] || "$BIN" tokenize --model "$MODEL" --data "mnli:$DATA:$PAIRS" >"$IDS"
+APP="$BIN"
+source "$ROOT/bench/blas_kernels.sh"
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 echo "bert-base (random weights), $PAIRS MNLI pairs, batch $BATCH, $THREADS threads, C++ --precision $PRECISION, Python float32"
@@ -47,6 +51,11 @@ for ((r = 1; r <= ROUNDS; r++)); do
   p=$($PY "$ROOT/bench/stats_python.py" --ids "$IDS" --batch "$BATCH" --threads "$THREADS" |
     $PY -c 'import json,sys; print(json.load(sys.stdin)["per_second"])')
   $PY -c "print('round $r (load $load): C++ %.2f pairs/s in its passes (%.2f with loading and writing), Python %.2f pairs/s; C++/Python = %.2f (%.2f)' % ($l, $c, $p, $l / $p, $c / $p))"
+  if [ -n "$APP_BLAS" ] && [ "$APP_BLAS" != "$PY_BLAS" ]; then
+    k=$(OPENBLAS_CORETYPE="$APP_BLAS" $PY "$ROOT/bench/stats_python.py" --ids "$IDS" --batch "$BATCH" --threads "$THREADS" |
+      $PY -c 'import json,sys; print(json.load(sys.stdin)["per_second"])')
+    $PY -c "print('  Python with $APP_BLAS kernels %.2f pairs/s; C++/that = %.2f (%.2f)' % ($k, $l / $k, $c / $k))"
+  fi
   cpp+=("$c") loop+=("$l") py+=("$p")
 done
 $PY - "${cpp[*]}" "${loop[*]}" "${py[*]}" <<'PYEOF'

@@ -34,11 +34,7 @@ for line in sys.stdin:
     if d.get("type") == "progress": t[d["step"]] = d["elapsed"]
 print(20 / (t[25] - t[5]))'
 }
-APP_BLAS="$(env -u OPENBLAS_CORETYPE "$APP" --version | sed -n 's/^BLAS: OpenBLAS, \(.*\) kernels$/\1/p')"
-PY_BLAS="$(env -u OPENBLAS_CORETYPE $PY -c 'import ctypes, torch
-l = ctypes.CDLL("libopenblas.so.0"); l.openblas_get_corename.restype = ctypes.c_char_p
-print(l.openblas_get_corename().decode())' 2>/dev/null || true)"
-echo "OpenBLAS kernels: app ${APP_BLAS:-none}, Python ${PY_BLAS:-none}"
+source "$ROOT/bench/blas_kernels.sh"
 py_rate() { # precision model
   $PY "$ROOT/bench/train_step_python.py" --model "$2" --steps 20 --threads "$THREADS" --precision "$1" |
     $PY -c 'import json,sys; print(json.load(sys.stdin)["steps_per_second"])'

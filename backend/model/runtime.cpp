@@ -71,20 +71,23 @@ std::string blasKernels()
     return name ? std::string(name) : std::string();
 }
 
-void selectBlasKernels(char* argv[])
+std::string betterBlasKernels()
 {
-    if (std::getenv("OPENBLAS_CORETYPE")) return; // the user's choice, or this function's own re-execution
-    const std::string current = blasKernels();
-    if (strcasecmp(current.c_str(), "Prescott") != 0) return; // not OpenBLAS, or it knew the CPU
+    if (std::getenv("OPENBLAS_CORETYPE")) return {}; // the user's choice, or selectBlasKernels' own
+    if (strcasecmp(blasKernels().c_str(), "Prescott") != 0) return {}; // not OpenBLAS, or it knew the CPU
     __builtin_cpu_init();
-    const char* better = nullptr;
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
-        better = "SkylakeX";
-    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        better = "Haswell";
-    if (!better) return;
-    setenv("OPENBLAS_CORETYPE", better, 1);
+        return "SkylakeX";
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+    return {};
+}
+
+void selectBlasKernels(char* argv[])
+{
+    const std::string better = betterBlasKernels();
+    if (better.empty()) return;
+    setenv("OPENBLAS_CORETYPE", better.c_str(), 1);
     execv("/proc/self/exe", argv);
     // Not re-executed (no /proc): carry on with the generic kernels; children get the variable.
 }

@@ -28,16 +28,20 @@ void releaseFreedMemory();
 /// CachingCpuAllocator that keeps up to 1 GB of them for reuse. Call once at start-up.
 void configureAllocator();
 
-/// OpenBLAS (Debian's build, which LibTorch uses for float32 matrix products) picks its kernels from
-/// the CPU's model number and falls back to its generic "Prescott" ones for a CPU it does not know;
-/// 0.3.21 does so on some AVX-512 Xeons, where its float32 products then run 3-4x slower. When that
-/// happened and the user has not set OPENBLAS_CORETYPE, this sets it from the CPU's instruction sets
-/// (SkylakeX for AVX-512, Haswell for AVX2 and FMA) and re-executes the program with the same
-/// arguments, once (the variable is read when the library loads, before main). Otherwise, or if the
-/// re-execution fails, it returns and nothing changes. Call first thing in main().
-void selectBlasKernels(char* argv[]);
-
 /// The kernel set OpenBLAS uses ("SkylakeX", "Prescott", ...), or "" when the BLAS is not OpenBLAS.
 std::string blasKernels();
+
+/// OpenBLAS (Debian's build, which LibTorch uses for float32 matrix products) picks its kernels from
+/// the CPU's model number and falls back to its generic "Prescott" ones for a CPU it does not know;
+/// 0.3.21 does so on some AVX-512 Xeons, where its float32 products then run 3-4x slower. In that
+/// case, unless the user has set OPENBLAS_CORETYPE, this returns the kernel set the CPU's instruction
+/// sets allow ("SkylakeX" for AVX-512, "Haswell" for AVX2 and FMA); otherwise "".
+std::string betterBlasKernels();
+
+/// When betterBlasKernels() names a set, sets OPENBLAS_CORETYPE to it and re-executes the program with
+/// the same arguments (the variable is read when the library loads, before main), once: the new
+/// process finds the variable set. Otherwise, or if the re-execution fails, returns and nothing
+/// changes. Call first thing in main(); it costs one more start-up of the program.
+void selectBlasKernels(char* argv[]);
 
 } // namespace outlierlens
