@@ -112,7 +112,8 @@ JobsPage::JobsPage(JobManager* jobs, QWidget* parent)
     m_precision->addItems({tr("float32"), tr("bf16 mixed precision")});
     m_precision->setToolTip(
         tr("bf16: matrix products in bfloat16 (float32 weights, optimizer, softmax, LayerNorm and loss); "
-           "about 2-3x faster on CPUs with bf16 instructions, where it falls back to float32 otherwise"));
+           "the demo models trained 1.3-2.5x faster with it on CPUs with bf16 instructions "
+           "(docs/performance.md); on other CPUs it falls back to float32"));
     m_name = new QLineEdit;
     m_name->setPlaceholderText(tr("run name (folder under %1)").arg(runsDir()));
     m_start = new QPushButton(tr("Queue training run"));

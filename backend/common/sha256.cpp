@@ -9,6 +9,7 @@
 #include <vector>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
 #define OUTLIERLENS_SHA_NI 1
 #endif
@@ -127,9 +128,13 @@ bool Sha256::shaExtensionsAvailable()
 {
 #ifdef OUTLIERLENS_SHA_NI
     static const bool available = [] {
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1") &&
-               __builtin_cpu_supports("ssse3");
+        // CPUID directly: clang's __builtin_cpu_supports does not know "sha".
+        unsigned a = 0, b = 0, c = 0, d = 0;
+        if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+        const bool ssse3 = c & (1u << 9), sse41 = c & (1u << 19);
+        if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+        const bool sha = b & (1u << 29);
+        return sha && sse41 && ssse3;
     }();
     return available;
 #else
