@@ -66,14 +66,22 @@ torch::Tensor AttentionGates::forward(const torch::Tensor& x)
     return torch::sigmoid(torch::stack(logits, 1)); // [B, H, T]
 }
 
-torch::Tensor attentionSoftmax(const torch::Tensor& scores, const AttentionVariant& variant)
+torch::Tensor attentionSoftmax(const torch::Tensor& scores, const AttentionVariant& variant,
+                               const torch::Tensor& keysSeen)
 {
     // bf16 scores (autocast) get a float32 softmax, as the decoders and Hugging Face do.
     const bool reduced = scores.scalar_type() == torch::kBFloat16 || scores.scalar_type() == torch::kHalf;
     torch::Tensor probs = torch::softmax(reduced ? scores.to(torch::kFloat) : scores, -1);
     if (variant.softmax == SoftmaxKind::Clipped) {
         const double gamma = variant.effectiveGamma();
-        probs = torch::clamp(probs * (variant.zeta - gamma) + gamma, 0.0, 1.0);
+        if (variant.clipPerQuery) {
+            if (!keysSeen.defined() || variant.maxSeqLength <= 0)
+                throw Error("clip_per_query needs the keys each query sees and the length T of gamma");
+            const torch::Tensor gammaPerQuery = (gamma * variant.maxSeqLength) / keysSeen.clamp_min(1.0);
+            probs = torch::clamp(probs * (variant.zeta - gammaPerQuery) + gammaPerQuery, 0.0, 1.0);
+        } else {
+            probs = torch::clamp(probs * (variant.zeta - gamma) + gamma, 0.0, 1.0);
+        }
     }
     return probs;
 }

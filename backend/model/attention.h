@@ -53,8 +53,11 @@ torch::Tensor multiHeadAttention(const AttentionSpec& spec, const torch::Tensor&
                                  torch::nn::Dropout& probsDropout, const CaptureScope& capture);
 
 /// The (clipped) softmax over the last dimension: vanilla softmax, or
-/// clamp((zeta - gamma) * softmax(x) + gamma, 0, 1) for clipped softmax.
-torch::Tensor attentionSoftmax(const torch::Tensor& scores, const AttentionVariant& variant);
+/// clamp((zeta - gamma) * softmax(x) + gamma, 0, 1) for clipped softmax. With clip_per_query,
+/// `keysSeen` ([..., T, 1], broadcasting against the scores) counts each query's visible keys and its
+/// gamma is the configured gamma * T / keysSeen (= -alpha / keysSeen).
+torch::Tensor attentionSoftmax(const torch::Tensor& scores, const AttentionVariant& variant,
+                               const torch::Tensor& keysSeen = {});
 
 /// [B, T] 0/1 attention mask -> additive [B, 1, 1, T] mask (0 or the most negative float), as
 /// Hugging Face builds it. Undefined in, undefined out.

@@ -34,7 +34,8 @@ AttentionVariant AttentionVariant::clipFadedIn(double strength) const
     AttentionVariant faded = *this;
     faded.gamma = effectiveGamma() * std::max(strength, 0.0);
     faded.alpha.reset();
-    faded.maxSeqLength = 0;
+    // Per query, gamma * T / (keys seen) needs the T that gamma was stated for.
+    if (!clipPerQuery) faded.maxSeqLength = 0;
     faded.zeta = 1.0 + (zeta - 1.0) * std::max(strength, 0.0);
     return faded;
 }
@@ -58,6 +59,8 @@ void AttentionVariant::validate(const std::string& where) const
         if (!(effectiveGamma() <= 0 && std::isfinite(effectiveGamma())))
             throw Error(where + ": clipped softmax gamma must be <= 0 and finite, found " +
                         numberText(effectiveGamma()));
+        if (clipPerQuery && !alpha)
+            throw Error(where + ": clip_per_query needs alpha (each query's gamma is -alpha / its keys)");
         if (!(zeta >= 1 && std::isfinite(zeta)))
             throw Error(where + ": clipped softmax zeta must be >= 1 and finite, found " + numberText(zeta));
     }
@@ -82,7 +85,11 @@ std::string AttentionVariant::describe() const
     std::string text;
     if (softmax == SoftmaxKind::Clipped) {
         text = "clipped softmax (gamma " + numberText(effectiveGamma()) + ", zeta " + numberText(zeta);
-        if (alpha) text += "; alpha " + numberText(*alpha) + ", T " + std::to_string(maxSeqLength);
+        if (alpha && clipPerQuery)
+            text = "clipped softmax (gamma -" + numberText(*alpha) + " / keys seen per query, zeta " +
+                   numberText(zeta);
+        else if (alpha)
+            text += "; alpha " + numberText(*alpha) + ", T " + std::to_string(maxSeqLength);
         text += ")";
     }
     if (softmax == SoftmaxKind::Sigmoid) text = "sigmoid attention";

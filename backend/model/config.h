@@ -25,6 +25,9 @@ struct AttentionVariant
     double zeta = 1.0;           ///< clipped softmax upper stretch, >= 1
     std::optional<double> alpha; ///< if set, gamma = -alpha / maxSeqLength
     int maxSeqLength = 0;        ///< T of the alpha rule: the training sequence length, not the batch's
+    /// Clipped softmax with alpha, decoders only (not the papers' rule): each query's gamma is
+    /// -alpha / (the keys it sees), t + 1 at position t, instead of -alpha / T for every query.
+    bool clipPerQuery = false;
     GateKind gate = GateKind::None;
     int nHid = 0;                   ///< hidden units of the "mlp" gate
     double piInit = 0.25;           ///< initial gate probability (bias = logit(pi_init)) for new models
@@ -39,7 +42,8 @@ struct AttentionVariant
     /// True for the variants only the decoders implement (sigmoid attention, bias variants, context scale).
     bool isDecoderOnly() const
     {
-        return softmax == SoftmaxKind::Sigmoid || bias != BiasKind::None || contextScale;
+        return softmax == SoftmaxKind::Sigmoid || bias != BiasKind::None || contextScale ||
+               (softmax == SoftmaxKind::Clipped && clipPerQuery);
     }
     /// The gamma actually used: -alpha / maxSeqLength when alpha is set, else gamma.
     double effectiveGamma() const;

@@ -137,9 +137,9 @@ torch::Tensor attend(torch::Tensor scores, const torch::Tensor& qh, const torch:
         // context-bias: P.V stays the plain softmax, the slot only weighs v'.
         probs = variant.bias == BiasKind::Attention
                     ? all.narrow(-1, 1, T)
-                    : attentionSoftmax(masked.to(torch::kFloat), softmaxVariant);
+                    : attentionSoftmax(masked.to(torch::kFloat), softmaxVariant, pass.keysSeen);
     } else {
-        probs = attentionSoftmax(masked.to(torch::kFloat), softmaxVariant);
+        probs = attentionSoftmax(masked.to(torch::kFloat), softmaxVariant, pass.keysSeen);
     }
     probs = probs.to(dtype);
     if (sinkProbs.defined()) sinkProbs = sinkProbs.to(dtype);

@@ -70,6 +70,7 @@ struct PassContext
 {
     torch::Tensor additiveMask; ///< [B, 1, T, T] compute dtype: 0 where a key may be seen, lowest float else
     torch::Tensor keyAllowed;   ///< [B, 1, T, T] bool: causal and not padding
+    torch::Tensor keysSeen;     ///< [B, 1, T, 1] float32: the keys each query may see (clip_per_query)
     torch::Tensor cos, sin;     ///< LLaMA: [B, 1, T, d_head] rotary tables at the positions
     torch::ScalarType dtype = torch::kFloat;
     ActivationSink* sink = nullptr;

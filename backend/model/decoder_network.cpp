@@ -318,6 +318,7 @@ DecoderForward DecoderNetwork::forward(const torch::Tensor& inputIds, const torc
     pass.clipStrength = m_impl->clipStrength;
     const torch::Tensor causal = torch::ones({T, T}, torch::kBool).tril();
     pass.keyAllowed = causal.view({1, 1, T, T}) & real.view({B, 1, 1, T});
+    if (c.variant.clipPerQuery) pass.keysSeen = pass.keyAllowed.sum(-1, true).to(torch::kFloat);
     const double lowest = pass.dtype == torch::kBFloat16
                               ? double(c10::BFloat16(std::numeric_limits<c10::BFloat16>::lowest()))
                               : double(std::numeric_limits<float>::lowest());

@@ -26,6 +26,10 @@ bool alphaRule(const AttentionVariant& v)
 {
     return v.softmax == SoftmaxKind::Clipped && v.alpha.has_value();
 }
+bool perQuery(const AttentionVariant& v)
+{
+    return v.softmax == SoftmaxKind::Clipped && v.clipPerQuery;
+}
 bool gated(const AttentionVariant& v)
 {
     return v.gate != GateKind::None;
@@ -106,6 +110,10 @@ const std::vector<VariantField>& variantFields()
          "T of the alpha rule, the training sequence length (0 in train: seq_length for BERT and clm, "
          "patches + 1 for ViT)",
          OL_VARIANT_MEMBER(maxSeqLength), alphaRule},
+        {"clip_per_query",
+         "clipped softmax with alpha, decoders only: gamma = -alpha / (keys the query sees), t + 1 at "
+         "position t, not -alpha / T (not the papers' rule)",
+         OL_VARIANT_MEMBER(clipPerQuery), perQuery},
         {"gate", "gated attention: none, linear or mlp (per head), all_heads_linear", OL_VARIANT_MEMBER(gate),
          gated},
         {"n_hid", "mlp gate: hidden units", OL_VARIANT_MEMBER(nHid), mlpGate},

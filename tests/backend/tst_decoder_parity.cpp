@@ -302,7 +302,8 @@ private Q_SLOTS:
         QTest::addColumn<QString>("preset");
         QTest::addColumn<QString>("variant");
         for (const char* p : {"gpt2-tiny", "opt-tiny", "llama-tiny"})
-            for (const char* v : {"fixed-bias", "context-bias", "attention-bias", "context-scale", "sigmoid"})
+            for (const char* v : {"fixed-bias", "context-bias", "attention-bias", "context-scale", "sigmoid",
+                                  "clip-per-query"})
                 QTest::newRow(qPrintable(QString("%1 %2").arg(p, v))) << QString(p) << QString(v);
     }
 
@@ -318,6 +319,13 @@ private Q_SLOTS:
         if (name == "attention-bias") v.bias = BiasKind::Attention;
         if (name == "context-scale") v.contextScale = true;
         if (name == "sigmoid") v.softmax = SoftmaxKind::Sigmoid;
+        if (name == "clip-per-query") {
+            v.softmax = SoftmaxKind::Clipped;
+            v.alpha = 2.0;
+            v.maxSeqLength = 64;
+            v.clipPerQuery = true;
+            v = v.withAlphaResolved();
+        }
         DecoderNetwork created = DecoderNetwork::create(config, 3);
         {
             // Make every variant parameter matter (new models start near neutral); the scale's
@@ -332,7 +340,8 @@ private Q_SLOTS:
         created.save(tmp.path().toStdString());
         DecoderNetwork net = DecoderNetwork::load(tmp.path().toStdString());
         const AttentionVariant& lv = net.config().variant;
-        QVERIFY(lv.bias == v.bias && lv.contextScale == v.contextScale && lv.softmax == v.softmax);
+        QVERIFY(lv.bias == v.bias && lv.contextScale == v.contextScale && lv.softmax == v.softmax &&
+                lv.clipPerQuery == v.clipPerQuery);
         QVERIFY(!lv.isVanilla());
         int extra = 0;
         for (const auto& item : net.module().named_parameters(true)) {
@@ -341,7 +350,7 @@ private Q_SLOTS:
                      key.find("attn.v_bias") != std::string::npos ||
                      key.find("attn.context_scale.0.") != std::string::npos;
         }
-        const int perLayer = name == "fixed-bias" ? 1 : name == "sigmoid" ? 0 : 2;
+        const int perLayer = name == "fixed-bias" ? 1 : name == "sigmoid" || name == "clip-per-query" ? 0 : 2;
         QCOMPARE(extra, perLayer * config.numLayers);
 
         // A right-padded and a left-padded row.
@@ -370,6 +379,17 @@ private Q_SLOTS:
                 OL_COMPARE_TENSORS(QString::fromStdString(l + "sigmoid probs"), real(P), real(expected),
                                    1e-6);
                 QVERIFY((P.sum(-1) - 1).abs().max().item<double>() > 1e-2); // not normalised
+                OL_COMPARE_TENSORS(QString::fromStdString(l + "context"), C, torch::matmul(P, V), 1e-5);
+            } else if (name == "clip-per-query") {
+                // Query t of a row sees n = t + 1 - (left padding) keys; its gamma is -alpha / n.
+                const torch::Tensor n = allowed.sum(-1, true).to(torch::kFloat);
+                const torch::Tensor gamma = -2.0 / n.clamp_min(1.0);
+                const torch::Tensor expected = torch::clamp(softmaxS * (1.0 - gamma) + gamma, 0.0, 1.0);
+                OL_COMPARE_TENSORS(QString::fromStdString(l + "per-query clipped probs"), real(P),
+                                   real(expected), 1e-6);
+                // Not the fixed -alpha / T: with T = 64 the first queries would keep their small weights.
+                const torch::Tensor fixedT = torch::clamp(softmaxS * (1.0 + 2.0 / 64) - 2.0 / 64, 0.0, 1.0);
+                QVERIFY(test::maxAbsDiff(real(P), real(fixedT)) > 1e-2);
                 OL_COMPARE_TENSORS(QString::fromStdString(l + "context"), C, torch::matmul(P, V), 1e-5);
             } else if (name == "attention-bias") {
                 const torch::Tensor r = P.sum(-1, true); // 1 - p_sink

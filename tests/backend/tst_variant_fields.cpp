@@ -30,6 +30,9 @@ private Q_SLOTS:
         QTest::newRow("mlp gate") << "mlp gate" << QStringList{"softmax", "gate", "pi_init", "n_hid"};
         QTest::newRow("fixed bias") << "fixed bias" << QStringList{"softmax", "bias"};
         QTest::newRow("context scale") << "context scale" << QStringList{"softmax", "context_scale"};
+        QTest::newRow("clipped per query")
+            << "clipped per query"
+            << QStringList{"softmax", "gamma", "zeta", "alpha", "max_seq_length", "clip_per_query"};
     }
 
     void variantConfigJsonRecordsItsFields()
@@ -45,6 +48,11 @@ private Q_SLOTS:
             v.softmax = SoftmaxKind::Clipped;
             v.alpha = 4;
             v.maxSeqLength = 128;
+        } else if (kind == "clipped per query") {
+            v.softmax = SoftmaxKind::Clipped;
+            v.alpha = 4;
+            v.maxSeqLength = 64;
+            v.clipPerQuery = true;
         } else if (kind == "mlp gate") {
             v.gate = GateKind::Mlp;
             v.nHid = 8;
@@ -74,6 +82,7 @@ private Q_SLOTS:
         QCOMPARE(back.piInit, expected.piInit);
         QVERIFY(back.bias == expected.bias);
         QCOMPARE(back.contextScale, expected.contextScale);
+        QCOMPARE(back.clipPerQuery, expected.clipPerQuery);
     }
 
     /// The command line's --gamma, --n-hid, ...: refused text at once, the clipped-softmax shorthand,
@@ -103,6 +112,19 @@ private Q_SLOTS:
             },
             {"n_hid 1000000 is implausibly large"});
         expectError([] { VariantOverride{{{"gate", "mlp"}}}.applyTo({}); }, {"needs n_hid > 0"});
+        // Per-query clipping is stated through alpha, and only the decoders implement it.
+        expectError(
+            [] {
+                VariantOverride{{{"gamma", "-0.1"}, {"clip_per_query", "true"}}}.applyTo({});
+            },
+            {"clip_per_query needs alpha"});
+        const AttentionVariant perQuery =
+            VariantOverride{{{"alpha", "4"}, {"max_seq_length", "64"}, {"clip_per_query", "true"}}}.applyTo(
+                {});
+        QVERIFY(perQuery.isDecoderOnly());
+        QVERIFY(!withAlpha.isDecoderOnly());
+        QVERIFY2(perQuery.describe().find("keys seen per query") != std::string::npos,
+                 perQuery.describe().c_str());
     }
 };
 
