@@ -6,7 +6,8 @@
 #     ffn_out, residual and out in every layer); 1.0 = identical. Also the total outlier values of each.
 #   - max inf norm: the model's (summary/max_inf_norm) relative difference, and the largest relative
 #     difference of any layer's and tensor's mean max inf norm.
-# Models: the bundled demo models (sample_data/models: BERT on MNLI pairs, ViT on sample_data/images) and
+# Models: the bundled demo models (sample_data/models: BERT on MNLI pairs, ViT on sample_data/images,
+# decoders on chunks of sample_data/text/wiki_en_valid.txt) and
 # a bert-base-sized BERT with random weights (made once by `outlierlens create-model`, cached).
 # Needs Debian's python3-h5py. On a CPU without bf16 instructions stats falls back to fp32 (and says so).
 #   bench/compare_stats_precision.sh [pairs=256] [models...]
@@ -41,7 +42,9 @@ for model in "${MODELS[@]}"; do
       "$BIN" create-model --preset bert-base --vocab "$ROOT/sample_data/bert/vocab.txt" --out "$model" >/dev/null
     fi
   fi
-  if grep -q '"model_type": *"vit"\|"architecture"' "$model/config.json" 2>/dev/null || [ ! -f "$model/vocab.txt" ]; then
+  if grep -q '"model_type": *"\(gpt2\|opt\|llama\)"' "$model/config.json" 2>/dev/null; then
+    data="text:$ROOT/sample_data/text/wiki_en_valid.txt:$PAIRS" # decoders: chunks of the sample text
+  elif grep -q '"model_type": *"vit"\|"architecture"' "$model/config.json" 2>/dev/null || [ ! -f "$model/vocab.txt" ]; then
     data="images:$ROOT/sample_data/images"
   else
     data="mnli:$DATA:$PAIRS"

@@ -192,9 +192,11 @@ int runInspect(const QStringList& args)
         {"threads", "LibTorch threads (default: all cores).", "N"},
     });
     cmd.addVariantOptions();
-    cmd.addPrecisionOption("fp32 (default) or bf16, a fast mode: BERT and ViT run under bf16 autocast "
-                           "(bf16 matrix products, float32 softmax and LayerNorm), decoders compute in bf16; "
-                           "values then differ from fp32 in about the third significant digit.");
+    cmd.addPrecisionOption(
+        "fp32 (default) or bf16, a fast mode: in BERT and ViT each linear layer multiplies "
+        "bf16 operands into a float32 result (attention products, softmax and LayerNorm "
+        "stay float32), decoders compute in bf16; values then differ from fp32 in about "
+        "the third significant digit.");
     if (auto code = cmd.parse(args)) return *code;
     return cmd.guarded([&]() -> int {
         configureTorchThreads(cmd.intValue("threads", 0, 1, 1024));

@@ -49,8 +49,9 @@ int runFigures(const QStringList& args)
          "Progress as JSON lines on stdout (for the app's job list) instead of a bar on stderr."},
     });
     cmd.addPrecisionOption(
-        "fp32 (default) or bf16, a fast mode for the statistics and the forward passes: encoders under "
-        "bf16 autocast (bf16 matrix products, float32 softmax and LayerNorm), decoders in bf16. Values "
+        "fp32 (default) or bf16, a fast mode for the statistics and the forward passes: encoders' linear "
+        "layers with bf16 operands and float32 results (attention products, softmax and LayerNorm in "
+        "float32), decoders in bf16. Values "
         "then differ from fp32 in about the third significant digit and a value within that of the "
         "outlier threshold may change sides (docs/performance.md); every CSV and the index say which "
         "was used. Statistics are kept apart per precision.");

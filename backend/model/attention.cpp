@@ -1,6 +1,7 @@
 #include "model/attention.h"
 
 #include "common/error.h"
+#include "model/linear.h"
 
 #include <torch/nn/init.h>
 #include <torch/nn/modules/activation.h>
@@ -51,16 +52,25 @@ torch::Tensor AttentionGates::forward(const torch::Tensor& x)
 {
     const auto B = x.size(0), T = x.size(1);
     if (m_kind == GateKind::AllHeadsLinear)
-        return torch::sigmoid(m_allHeads->forward(x)).permute({0, 2, 1}); // [B, H, T]
+        return torch::sigmoid(linearLayer(m_allHeads, x)).permute({0, 2, 1}); // [B, H, T]
     // Each head's gate sees that head's d_head slice of the block input.
     const torch::Tensor heads = x.view({B, T, m_numHeads, m_headDim});
     std::vector<torch::Tensor> logits;
     logits.reserve(std::size_t(m_numHeads));
     for (int h = 0; h < m_numHeads; ++h) {
         const torch::Tensor slice = heads.select(2, h);
-        torch::Tensor out = m_kind == GateKind::Linear
-                                ? (*m_perHead)[std::size_t(h)]->as<torch::nn::Linear>()->forward(slice)
-                                : (*m_perHead)[std::size_t(h)]->as<torch::nn::Sequential>()->forward(slice);
+        const auto& gate = (*m_perHead)[std::size_t(h)];
+        auto product = [](const torch::nn::LinearImpl* l, const torch::Tensor& in) {
+            return linearLayer(in, l->weight, l->bias);
+        };
+        torch::Tensor out;
+        if (m_kind == GateKind::Linear) {
+            out = product(gate->as<torch::nn::Linear>(), slice);
+        } else { // Linear, ReLU, Linear: the two products as every other linear layer's
+            const torch::nn::SequentialImpl& mlp = *gate->as<torch::nn::Sequential>();
+            out = product(mlp[2]->as<torch::nn::Linear>(),
+                          torch::relu(product(mlp[0]->as<torch::nn::Linear>(), slice)));
+        }
         logits.push_back(out.squeeze(-1)); // [B, T]
     }
     return torch::sigmoid(torch::stack(logits, 1)); // [B, H, T]
@@ -107,7 +117,7 @@ torch::Tensor multiHeadAttention(const AttentionSpec& spec, const torch::Tensor&
     auto split = [&](const torch::Tensor& t) { return t.view({B, T, H, dh}).permute({0, 2, 1, 3}); };
     const torch::Tensor qh = split(q), kh = split(k), vh = split(v);
 
-    torch::Tensor scores = torch::matmul(qh, kh.transpose(-1, -2)) / std::sqrt(double(dh));
+    torch::Tensor scores = activationProduct(qh, kh.transpose(-1, -2)) / std::sqrt(double(dh));
     capture.put(CapturePoint::AttnScores, scores);
     scores = capture.quant(QuantSite::AttnScores, scores);
     if (additiveMask.defined()) scores = scores + additiveMask;
@@ -117,7 +127,7 @@ torch::Tensor multiHeadAttention(const AttentionSpec& spec, const torch::Tensor&
     capture.put(CapturePoint::AttnValues, vh);
     probs = probsDropout->forward(probs);
 
-    torch::Tensor context = torch::matmul(probs, vh); // [B, H, T, dh]
+    torch::Tensor context = activationProduct(probs, vh); // [B, H, T, dh]
     capture.put(CapturePoint::AttnContext, context);
     if (gates.enabled()) {
         const torch::Tensor pi = gates.forward(x); // [B, H, T]

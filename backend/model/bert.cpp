@@ -1,6 +1,7 @@
 #include "model/bert.h"
 
 #include "common/error.h"
+#include "model/linear.h"
 
 #include <torch/torch.h>
 
@@ -74,9 +75,9 @@ BertSelfAttentionImpl::BertSelfAttentionImpl(const BertConfig& c)
 torch::Tensor BertSelfAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& additiveMask,
                                              const CaptureScope& capture)
 {
-    return multiHeadAttention(spec, capture.quant(QuantSite::Query, query->forward(x)),
-                              capture.quant(QuantSite::Key, key->forward(x)),
-                              capture.quant(QuantSite::Value, value->forward(x)), x, additiveMask, gates,
+    return multiHeadAttention(spec, capture.quant(QuantSite::Query, linearLayer(query, x)),
+                              capture.quant(QuantSite::Key, linearLayer(key, x)),
+                              capture.quant(QuantSite::Value, linearLayer(value, x)), x, additiveMask, gates,
                               dropout, capture);
 }
 
@@ -102,7 +103,7 @@ torch::Tensor BertLayerImpl::forward(const torch::Tensor& x, const torch::Tensor
                                      const CaptureScope& capture)
 {
     const torch::Tensor context = selfAttention->forward(x, additiveMask, capture);
-    torch::Tensor attnOut = attentionOutput->dense->forward(context);
+    torch::Tensor attnOut = linearLayer(attentionOutput->dense, context);
     capture.put(CapturePoint::AttnOut, attnOut);
     attnOut = capture.quant(QuantSite::AttnOut, attnOut);
     const torch::Tensor attnResidual =
@@ -111,9 +112,9 @@ torch::Tensor BertLayerImpl::forward(const torch::Tensor& x, const torch::Tensor
         capture.quant(QuantSite::AttnNorm, layerNormOf(attentionOutput->layerNorm, attnResidual));
 
     const torch::Tensor inner =
-        capture.quant(QuantSite::FfnIntermediate, applyActivation(intermediate->forward(h), hiddenAct));
+        capture.quant(QuantSite::FfnIntermediate, applyActivation(linearLayer(intermediate, h), hiddenAct));
     capture.put(CapturePoint::DownIn, inner);
-    torch::Tensor ffnOut = output->dense->forward(inner);
+    torch::Tensor ffnOut = linearLayer(output->dense, inner);
     capture.put(CapturePoint::FfnOut, ffnOut);
     ffnOut = capture.quant(QuantSite::FfnOut, ffnOut);
     torch::Tensor residual = output->dropout->forward(ffnOut) + h;
@@ -150,7 +151,7 @@ BertOutputs BertModelImpl::forward(const torch::Tensor& inputIds, const torch::T
     out.sequence = h;
     if (pooler)
         out.pooled =
-            CaptureScope(sink, -1).quant(QuantSite::Pooler, torch::tanh(pooler->forward(h.select(1, 0))));
+            CaptureScope(sink, -1).quant(QuantSite::Pooler, torch::tanh(linearLayer(pooler, h.select(1, 0))));
     return out;
 }
 
@@ -169,7 +170,7 @@ BertForward BertForSequenceClassificationImpl::forward(const torch::Tensor& inpu
                                                        ActivationSink* sink)
 {
     const BertOutputs out = bert->forward(inputIds, tokenTypeIds, attentionMask, sink);
-    BertForward result{out.sequence, classifier->forward(dropout->forward(out.pooled))};
+    BertForward result{out.sequence, linearLayer(classifier, dropout->forward(out.pooled))};
     CaptureScope(sink, -1).put(CapturePoint::Logits, result.logits);
     result.logits = CaptureScope(sink, -1).quant(QuantSite::Logits, result.logits);
     return result;
@@ -188,8 +189,8 @@ torch::Tensor BertLMPredictionHeadImpl::forward(const torch::Tensor& hidden,
                                                 const torch::Tensor& wordEmbeddings)
 {
     const torch::Tensor t =
-        layerNormOf(transformLayerNorm, applyActivation(transformDense->forward(hidden), hiddenAct));
-    return torch::nn::functional::linear(t, wordEmbeddings, bias);
+        layerNormOf(transformLayerNorm, applyActivation(linearLayer(transformDense, hidden), hiddenAct));
+    return linearLayer(t, wordEmbeddings, bias);
 }
 
 BertForMaskedLMImpl::BertForMaskedLMImpl(const BertConfig& c)

@@ -2,6 +2,7 @@
 // embedding modules, and the attention from scores to the merged context with every variant.
 
 #include "model/decoder_modules.h"
+#include "model/linear.h"
 
 #include "common/error.h"
 
@@ -29,13 +30,7 @@ torch::Tensor LinearImpl::forward(const torch::Tensor& x) const
 {
     const torch::Tensor w = weightAs(weight, x.scalar_type());
     const torch::Tensor b = bias.defined() ? weightAs(bias, x.scalar_type()) : torch::Tensor();
-    if (!conv1d) return torch::linear(x, w, b);
-    // HF Conv1D: addmm(bias, x.view(-1, in), weight).view(..., out)
-    auto sizes = x.sizes().vec();
-    sizes.back() = w.size(1);
-    const torch::Tensor flat = x.reshape({-1, x.size(-1)});
-    const torch::Tensor y = b.defined() ? torch::addmm(b, flat, w) : torch::mm(flat, w);
-    return y.view(sizes);
+    return linearLayer(x, w, b, conv1d); // conv1d: HF Conv1D's [in, out] weight
 }
 
 NormImpl::NormImpl(int size, double eps_, bool rms_)

@@ -3,6 +3,7 @@
 #include "common/error.h"
 #include "io/state_dict.h"
 #include "model/bert.h" // applyActivation, layerNormOf, addContainer
+#include "model/linear.h"
 
 #include <torch/torch.h>
 
@@ -36,21 +37,22 @@ VitBlockImpl::VitBlockImpl(const VitConfig& c)
 torch::Tensor VitBlockImpl::forward(const torch::Tensor& x, const CaptureScope& capture)
 {
     const torch::Tensor h = capture.quant(QuantSite::AttnNorm, layerNormOf(norm1, x));
-    const std::vector<torch::Tensor> parts = qkv->forward(h).chunk(3, -1); // timm's row order: q, k, v
+    const std::vector<torch::Tensor> parts = linearLayer(qkv, h).chunk(3, -1); // timm's row order: q, k, v
     // The gates see the attention's input: the LayerNorm output of this pre-LN block.
     const torch::Tensor context = multiHeadAttention(
         spec, capture.quant(QuantSite::Query, parts[0]), capture.quant(QuantSite::Key, parts[1]),
         capture.quant(QuantSite::Value, parts[2]), h, {}, gates, attnDropout, capture);
-    torch::Tensor attnOut = proj->forward(context);
+    torch::Tensor attnOut = linearLayer(proj, context);
     capture.put(CapturePoint::AttnOut, attnOut);
     attnOut = capture.quant(QuantSite::AttnOut, attnOut);
     const torch::Tensor afterAttention = capture.quant(QuantSite::AttnResidual, x + attnOut);
-    const torch::Tensor inner = capture.quant(
-        QuantSite::FfnIntermediate,
-        applyActivation(fc1->forward(capture.quant(QuantSite::FfnNorm, layerNormOf(norm2, afterAttention))),
-                        hiddenAct));
+    const torch::Tensor inner =
+        capture.quant(QuantSite::FfnIntermediate,
+                      applyActivation(linearLayer(fc1, capture.quant(QuantSite::FfnNorm,
+                                                                     layerNormOf(norm2, afterAttention))),
+                                      hiddenAct));
     capture.put(CapturePoint::DownIn, inner);
-    torch::Tensor ffnOut = fc2->forward(inner);
+    torch::Tensor ffnOut = linearLayer(fc2, inner);
     capture.put(CapturePoint::FfnOut, ffnOut);
     ffnOut = capture.quant(QuantSite::FfnOut, ffnOut);
     torch::Tensor out = afterAttention + ffnOut;
@@ -86,8 +88,9 @@ VitOutputs VisionTransformerImpl::forward(const torch::Tensor& pixels, Activatio
                     std::to_string(config.imageSize) + ", " + std::to_string(config.imageSize) + "], found " +
                     shapeString(pixels));
     const auto B = pixels.size(0);
-    torch::Tensor patches =
-        patchProj->forward(pixels).flatten(2).transpose(1, 2); // [B, N, d], row-major patches
+    torch::Tensor patches = float32InInference([&] { return patchProj->forward(pixels); })
+                                .flatten(2)
+                                .transpose(1, 2); // [B, N, d], row-major patches
     if (patchNorm) patches = layerNormOf(patchNorm, patches);
     torch::Tensor x = torch::cat({clsToken.expand({B, -1, -1}), patches}, 1) + posEmbed;
     CaptureScope(sink, -1).put(CapturePoint::Embeddings, x);
@@ -98,7 +101,8 @@ VitOutputs VisionTransformerImpl::forward(const torch::Tensor& pixels, Activatio
     out.sequence = x;
     if (head) {
         const CaptureScope outside(sink, -1);
-        out.logits = head->forward(outside.quant(QuantSite::FinalNorm, layerNormOf(norm, x)).select(1, 0));
+        out.logits =
+            linearLayer(head, outside.quant(QuantSite::FinalNorm, layerNormOf(norm, x)).select(1, 0));
         outside.put(CapturePoint::Logits, out.logits);
         out.logits = outside.quant(QuantSite::Logits, out.logits);
     }

@@ -1,0 +1,44 @@
+#pragma once
+// Any thread. The matrix product of every linear layer (BERT, ViT, the decoders), with oneDNN's GEMMs
+// where they do better than LibTorch's default route on a CPU:
+// - float32 (no autocast): oneDNN's sgemm, forward and backward, instead of OpenBLAS. On the AVX-512
+//   machine of docs/performance.md it ran these layers' shapes 1.05-1.3 x faster than OpenBLAS's own
+//   SkylakeX kernels, with the same float32 arithmetic (only the order of the sums differs).
+// - bf16 autocast without gradients (inspect, stats, the GUI's fast mode): the products in bf16 with
+//   float32 accumulation and a float32 result (oneDNN's gemm_bf16bf16f32), instead of autocast's
+//   result rounded to bf16: that rounding of every linear output moved values across the outlier
+//   threshold (docs/performance.md); the inputs are still rounded to bf16.
+// - anything else (bf16 autocast training, bf16 or float64 tensors): torch::linear as before.
+// OUTLIERLENS_TORCH_LINEAR=1 in the environment takes LibTorch's route everywhere (for benchmarks).
+
+#include <torch/torch.h>
+
+#include <functional>
+
+namespace outlierlens {
+
+/// x [..., in] times the weight, plus the bias (may be undefined): `weight` is [out, in] as in
+/// torch::nn::Linear, or [in, out] when `weightIsInByOut` (Hugging Face's Conv1D, GPT-2). Gradients
+/// flow to x, weight and bias as through torch::linear.
+torch::Tensor linearLayer(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                          bool weightIsInByOut = false);
+
+/// The same for a torch::nn::Linear module.
+torch::Tensor linearLayer(const torch::nn::Linear& layer, const torch::Tensor& x);
+
+/// Runs fn() in float32 when this thread is in bf16 autocast inference (no gradients), else as it is:
+/// for the cheap products outside linear layers (attention's, ViT's patch projection) whose bf16
+/// rounding would otherwise reach every later value.
+torch::Tensor float32InInference(const std::function<torch::Tensor()>& fn);
+
+/// a [..., n, k] times b [..., k, m] for the attention's products of activations (Q K^T, P V). In bf16
+/// autocast without gradients they run in float32 instead of bf16: at BERT's and ViT's lengths they are
+/// a few percent of the work, and rounding the scores to bf16 before the softmax moved attention
+/// probabilities by a few percent. Elsewhere, torch::matmul (autocast training keeps its policy).
+torch::Tensor activationProduct(const torch::Tensor& a, const torch::Tensor& b);
+
+/// Which route linearLayer takes for these tensors in the current thread's mode: "onednn-sgemm",
+/// "onednn-bf16-f32" or "torch" (for tests and benchmarks).
+const char* linearRoute(const torch::Tensor& x, const torch::Tensor& weight);
+
+} // namespace outlierlens
