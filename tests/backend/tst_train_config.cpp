@@ -556,7 +556,8 @@ private Q_SLOTS:
         for (const TrainFieldInfo& f : trainFields())
             if (f.group == "attention variant" && f.name != "clip_warmup_steps") trained.insert(f.name);
         QCOMPARE(trained, (std::set<std::string>{"softmax", "gamma", "zeta", "alpha", "max_seq_length",
-                                                 "gate", "n_hid", "pi_init", "bias", "context_scale"}));
+                                                 "clip_per_query", "gate", "n_hid", "pi_init", "bias",
+                                                 "context_scale"}));
         TrainConfig c;
         applyTrainFlag(c, "--n-hid", "16");
         applyTrainFlag(c, "--alpha", "none");
