@@ -184,6 +184,7 @@ int main(int argc, char* argv[])
     if (argc >= 2 && argv[1][0] != '-') {
         if (const Subcommand* found = findSubcommand(argv[1])) {
             const Subcommand& c = *found;
+            outlierlens::cli::installInterruptHandlers(); // before any thread (Qt's, OpenMP's) starts
             if (c.paints) {
                 qputenv("QT_QPA_PLATFORM", "offscreen"); // never a window, with or without a display
                 if (qEnvironmentVariableIsEmpty("XDG_RUNTIME_DIR")) {
@@ -198,7 +199,6 @@ int main(int argc, char* argv[])
                                                              : std::make_unique<QCoreApplication>(argc, argv);
             QCoreApplication::setApplicationName(QStringLiteral("outlierlens"));
             QCoreApplication::setApplicationVersion(QStringLiteral(OUTLIERLENS_VERSION));
-            outlierlens::cli::installInterruptHandlers();
             QStringList args = QCoreApplication::arguments();
             args.erase(args.begin(), args.begin() + 2);
             return c.run(args);

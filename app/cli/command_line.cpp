@@ -9,6 +9,8 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <pthread.h>
+#include <thread>
 #include <unistd.h>
 
 namespace outlierlens::cli {
@@ -186,20 +188,32 @@ std::atomic<bool>& interruptFlag()
 namespace {
 
 std::atomic<int> g_signal{SIGINT};
+std::atomic<bool> g_workerMode{false};
 
-extern "C" void onInterrupt(int signal)
+sigset_t interruptSignals()
 {
-    if (!interruptFlag()) g_signal.store(signal);
-    if (interruptFlag().exchange(true)) {
-        // Second signal: the user insists. Leave nothing half-written and go.
-        removeUncommittedTempFiles();
-        _exit(128 + signal);
-    }
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    return set;
 }
 
-extern "C" void onWorkerInterrupt(int signal)
+/// The one thread that takes SIGINT and SIGTERM (every other thread has them blocked).
+void watchInterrupts()
 {
-    if (!interruptFlag().exchange(true)) g_signal.store(signal);
+    const sigset_t set = interruptSignals();
+    for (;;) {
+        int signal = 0;
+        if (sigwait(&set, &signal) != 0) continue;
+        if (!interruptFlag().exchange(true)) {
+            g_signal.store(signal);
+        } else if (!g_workerMode.load()) {
+            // Second signal: the user insists. Leave nothing half-written and go.
+            removeUncommittedTempFiles();
+            _exit(128 + signal);
+        }
+    }
 }
 
 } // namespace
@@ -211,20 +225,29 @@ int interruptedExitCode()
 
 void installInterruptHandlers()
 {
-    struct sigaction action = {};
-    action.sa_handler = onInterrupt;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGINT, &action, nullptr);
-    sigaction(SIGTERM, &action, nullptr);
+    // No signal handler runs on a computing thread: a handler's frame goes below the interrupted
+    // thread's stack pointer, and oneDNN's sgemm corrupted the heap when SIGTERM arrived during a
+    // product (a training job stopped from the GUI; docs/performance.md). The signals are blocked
+    // here, before any worker thread exists (threads inherit the mask), and one thread waits for them.
+    static const bool started = [] {
+        const sigset_t set = interruptSignals();
+        pthread_sigmask(SIG_BLOCK, &set, nullptr);
+        std::thread(watchInterrupts).detach();
+        return true;
+    }();
+    (void)started;
 }
 
 void installWorkerInterruptHandlers()
 {
-    struct sigaction action = {};
-    action.sa_handler = onWorkerInterrupt;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGINT, &action, nullptr);
-    sigaction(SIGTERM, &action, nullptr);
+    g_workerMode.store(true);
+    installInterruptHandlers();
+}
+
+void unblockInterruptsInChild()
+{
+    const sigset_t set = interruptSignals();
+    sigprocmask(SIG_UNBLOCK, &set, nullptr);
 }
 
 } // namespace outlierlens::cli

@@ -79,12 +79,17 @@ std::atomic<bool>& interruptFlag();
 /// What a command stopped by a signal returns: 128 + the signal, as shells report it (130 after
 /// Ctrl-C, 143 after SIGTERM).
 int interruptedExitCode();
-/// Installs handlers that set interruptFlag() and, on a second signal, remove temp files and exit.
+/// Blocks SIGINT and SIGTERM in the calling thread (and so in every thread it starts later) and starts
+/// the one thread that takes them: the first sets interruptFlag(), a second removes temp files and
+/// exits. Call before any other thread starts. Idempotent.
 void installInterruptHandlers();
 /// For a worker of `train --nproc-per-node`: SIGINT and SIGTERM only ever set interruptFlag(). Its
 /// launcher may signal it more than once (and the kernel does, on the launcher's death); the group
 /// must still stop together and rank 0 write its checkpoint. SIGKILL remains the launcher's last word.
 void installWorkerInterruptHandlers();
+/// In a child process between fork and exec (async-signal-safe): SIGINT and SIGTERM unblocked again,
+/// since exec keeps the blocked set.
+void unblockInterruptsInChild();
 
 int runInspect(const QStringList& args);
 int runTokenize(const QStringList& args);

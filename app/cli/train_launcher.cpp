@@ -91,6 +91,7 @@ Worker startWorker(const DistributedSetup& setup, const QStringList& trainArgume
         ::setpgid(0, 0);
         ::signal(SIGINT, SIG_DFL);
         ::signal(SIGTERM, SIG_DFL);
+        unblockInterruptsInChild(); // the worker takes them on its own watcher thread
         // Without its launcher nobody reads the pipes: a write must fail, not kill the worker before
         // rank 0 has saved its checkpoint.
         ::signal(SIGPIPE, SIG_IGN);
