@@ -20,7 +20,7 @@ extern "C" dnnl_status_t dnnl_gemm_bf16bf16f32(char transa, char transb, dnnl_di
 namespace outlierlens {
 namespace {
 
-enum class Route { Bf16F32, Torch };
+enum class Route { Sgemm, Bf16F32, Torch };
 
 /// OUTLIERLENS_TORCH_LINEAR=1: LibTorch's own route everywhere, to compare the two in one benchmark.
 bool torchRouteForced()
@@ -30,6 +30,13 @@ bool torchRouteForced()
         return v && *v && std::string(v) != "0";
     }();
     return forced;
+}
+
+/// bf16 autocast inference (no gradients) on our route: where the activations' own products run in
+/// float32.
+bool float32ProductsInAutocast()
+{
+    return !torchRouteForced() && at::autocast::is_cpu_enabled() && !torch::GradMode::is_enabled();
 }
 
 Route routeFor(const torch::Tensor& x, const torch::Tensor& weight)
@@ -45,7 +52,8 @@ Route routeFor(const torch::Tensor& x, const torch::Tensor& weight)
                    ? Route::Bf16F32
                    : Route::Torch;
     }
-    return Route::Torch;
+    return x.scalar_type() == torch::kFloat && weight.scalar_type() == torch::kFloat ? Route::Sgemm
+                                                                                     : Route::Torch;
 }
 
 void check(dnnl_status_t status, const char* what)
@@ -54,14 +62,28 @@ void check(dnnl_status_t status, const char* what)
         throw Error(std::string("oneDNN ") + what + " failed (status " + std::to_string(int(status)) + ")");
 }
 
-/// y [M, out] = x2 [M, in] W^T (+ b) from bf16 operands, with float32 sums and result.
-torch::Tensor bf16Product(const torch::Tensor& x2, const torch::Tensor& w, const torch::Tensor& b,
-                          bool inByOut)
+/// Row-major C [m, n] = op(A) op(B) + beta C, float32, with the calling thread's intra-op threads.
+void sgemm(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int64_t k, const torch::Tensor& a,
+           const torch::Tensor& b, float beta, torch::Tensor& c)
+{
+    at::internal::lazy_init_num_threads(); // this thread's OpenMP thread count = LibTorch's
+    check(dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, 1.0f, a.data_ptr<float>(), a.size(1),
+                     b.data_ptr<float>(), b.size(1), beta, c.data_ptr<float>(), c.size(1)),
+          "sgemm");
+}
+
+/// y [M, out] = x2 [M, in] W^T (+ b) in float32 or, for Bf16F32, bf16 inputs and a float32 result.
+torch::Tensor product(const torch::Tensor& x2, const torch::Tensor& w, const torch::Tensor& b, bool inByOut,
+                      Route route)
 {
     const std::int64_t m = x2.size(0), k = x2.size(1), n = inByOut ? w.size(1) : w.size(0);
     torch::Tensor y =
         b.defined() ? b.to(torch::kFloat).expand({m, n}).contiguous() : torch::empty({m, n}, torch::kFloat);
     const float beta = b.defined() ? 1.0f : 0.0f;
+    if (route == Route::Sgemm) {
+        sgemm(false, !inByOut, m, n, k, x2, w, beta, y);
+        return y;
+    }
     // The weights' bf16 copies are kept for the autocast region, as autocast itself keeps them.
     const torch::Tensor wb = at::autocast::cached_cast(at::kBFloat16, w, c10::DeviceType::CPU).contiguous();
     const torch::Tensor xb = x2.to(torch::kBFloat16).contiguous();
@@ -74,11 +96,55 @@ torch::Tensor bf16Product(const torch::Tensor& x2, const torch::Tensor& w, const
     return y;
 }
 
+/// The float32 product with its backward pass, both on oneDNN's sgemm.
+class SgemmLinear : public torch::autograd::Function<SgemmLinear>
+{
+public:
+    static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x2,
+                                 const torch::Tensor& w, const torch::Tensor& b, bool inByOut)
+    {
+        ctx->save_for_backward({x2, w});
+        ctx->saved_data["in_by_out"] = inByOut;
+        // No bias comes as an empty tensor: autograd functions take no undefined inputs.
+        ctx->saved_data["has_bias"] = b.numel() > 0;
+        return product(x2, w, b.numel() > 0 ? b : torch::Tensor(), inByOut, Route::Sgemm);
+    }
+
+    static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                   torch::autograd::variable_list grads)
+    {
+        const auto saved = ctx->get_saved_variables();
+        const torch::Tensor& x2 = saved[0];
+        const torch::Tensor& w = saved[1];
+        const bool inByOut = ctx->saved_data["in_by_out"].toBool();
+        const torch::Tensor g = grads[0].contiguous(); // [M, out]
+        const std::int64_t m = x2.size(0), k = x2.size(1), n = g.size(1);
+        torch::Tensor gx, gw, gb;
+        if (ctx->needs_input_grad(0)) {
+            gx = torch::empty({m, k}, torch::kFloat); // g W, or g W^T for [in, out] weights
+            sgemm(false, inByOut, m, k, n, g, w, 0.0f, gx);
+        }
+        if (ctx->needs_input_grad(1)) {
+            if (inByOut) { // [in, out] = x2^T g
+                gw = torch::empty({k, n}, torch::kFloat);
+                sgemm(true, false, k, n, m, x2, g, 0.0f, gw);
+            } else { // [out, in] = g^T x2
+                gw = torch::empty({n, k}, torch::kFloat);
+                sgemm(true, false, n, k, m, g, x2, 0.0f, gw);
+            }
+        }
+        if (ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2)) gb = g.sum(0);
+        return {gx, gw, gb, torch::Tensor()};
+    }
+};
+
 } // namespace
 
 const char* linearRoute(const torch::Tensor& x, const torch::Tensor& weight)
 {
     switch (routeFor(x, weight)) {
+    case Route::Sgemm:
+        return "onednn-sgemm";
     case Route::Bf16F32:
         return "onednn-bf16-f32";
     case Route::Torch:
@@ -106,24 +172,27 @@ torch::Tensor linearLayer(const torch::Tensor& x, const torch::Tensor& weight, c
     sizes.back() = weightIsInByOut ? weight.size(1) : weight.size(0);
     const torch::Tensor x2 = x.reshape({-1, in}).contiguous();
     const torch::Tensor w = weight.contiguous();
-    const torch::Tensor y = bf16Product(x2, w, bias, weightIsInByOut);
+    const bool tracked = torch::GradMode::is_enabled() && (x.requires_grad() || weight.requires_grad() ||
+                                                           (bias.defined() && bias.requires_grad()));
+    torch::Tensor y =
+        route == Route::Sgemm && tracked
+            ? SgemmLinear::apply(x2, w, bias.defined() ? bias : torch::empty({0}), weightIsInByOut)
+            : product(x2, w, bias, weightIsInByOut, route);
     return y.view(sizes);
 }
 
 torch::Tensor float32InInference(const std::function<torch::Tensor()>& fn)
 {
-    if (torchRouteForced() || !at::autocast::is_cpu_enabled() || torch::GradMode::is_enabled()) return fn();
+    if (!float32ProductsInAutocast()) return fn();
     const c10::impl::ExcludeDispatchKeyGuard noAutocast(c10::DispatchKey::AutocastCPU);
     return fn();
 }
 
 torch::Tensor activationProduct(const torch::Tensor& a, const torch::Tensor& b)
 {
-    return float32InInference([&] {
-        const bool cast =
-            at::autocast::is_cpu_enabled() && !torch::GradMode::is_enabled() && !torchRouteForced();
-        return cast ? torch::matmul(a.to(torch::kFloat), b.to(torch::kFloat)) : torch::matmul(a, b);
-    });
+    if (!float32ProductsInAutocast()) return torch::matmul(a, b);
+    const c10::impl::ExcludeDispatchKeyGuard noAutocast(c10::DispatchKey::AutocastCPU);
+    return torch::matmul(a.to(torch::kFloat), b.to(torch::kFloat));
 }
 
 torch::Tensor linearLayer(const torch::nn::Linear& layer, const torch::Tensor& x)

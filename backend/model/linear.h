@@ -1,10 +1,17 @@
 #pragma once
-// Any thread. The matrix product of every linear layer (BERT, ViT, the decoders, the attention gates).
-// In bf16 autocast without gradients (inspect, stats, figures, the GUI's fast mode) it multiplies bf16
-// operands with float32 sums into a float32 result (oneDNN's gemm_bf16bf16f32, from the oneDNN that
-// LibTorch links) instead of autocast's result rounded to bf16: that rounding of every linear output
-// moved values across the outlier threshold (docs/performance.md); the inputs are still rounded to
-// bf16. Everything else (float32, autocast training, bf16 or float64 tensors) is torch::linear.
+// Any thread. The matrix product of every linear layer (BERT, ViT, the decoders), with oneDNN's GEMMs
+// where they do better than LibTorch's default route on a CPU:
+// - float32 (no autocast): oneDNN's sgemm, forward and backward, instead of OpenBLAS. On the AVX-512
+//   machine of docs/performance.md it ran these layers' shapes 1.05-1.3 x faster than OpenBLAS's own
+//   SkylakeX kernels, with the same float32 arithmetic (only the order of the sums differs).
+// - bf16 autocast without gradients (inspect, stats, the GUI's fast mode): the products in bf16 with
+//   float32 accumulation and a float32 result (oneDNN's gemm_bf16bf16f32), instead of autocast's
+//   result rounded to bf16: that rounding of every linear output moved values across the outlier
+//   threshold (docs/performance.md); the inputs are still rounded to bf16.
+// - anything else (bf16 autocast training, bf16 or float64 tensors): torch::linear as before.
+// oneDNN's float32 GEMM kernels point the stack pointer into a heap workspace while they run: a signal
+// handler must never run on a thread inside them (oneDNN issue #4845). Commands take their signals on
+// a thread of their own (cli::installInterruptHandlers); the GUI installs no handlers.
 // OUTLIERLENS_TORCH_LINEAR=1 in the environment takes LibTorch's route everywhere (for benchmarks).
 
 #include <torch/torch.h>
@@ -14,8 +21,8 @@
 namespace outlierlens {
 
 /// x [..., in] times the weight, plus the bias (may be undefined): `weight` is [out, in] as in
-/// torch::nn::Linear, or [in, out] when `weightIsInByOut` (Hugging Face's Conv1D, GPT-2). Where
-/// gradients are recorded this is torch::linear (or addmm), so they flow as usual.
+/// torch::nn::Linear, or [in, out] when `weightIsInByOut` (Hugging Face's Conv1D, GPT-2). Gradients
+/// flow to x, weight and bias as through torch::linear.
 torch::Tensor linearLayer(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
                           bool weightIsInByOut = false);
 
@@ -33,8 +40,8 @@ torch::Tensor float32InInference(const std::function<torch::Tensor()>& fn);
 /// probabilities by a few percent. Elsewhere, torch::matmul (autocast training keeps its policy).
 torch::Tensor activationProduct(const torch::Tensor& a, const torch::Tensor& b);
 
-/// Which route linearLayer takes for these tensors in the current thread's mode: "onednn-bf16-f32"
-/// or "torch" (for tests and benchmarks).
+/// Which route linearLayer takes for these tensors in the current thread's mode: "onednn-sgemm",
+/// "onednn-bf16-f32" or "torch" (for tests and benchmarks).
 const char* linearRoute(const torch::Tensor& x, const torch::Tensor& weight);
 
 } // namespace outlierlens

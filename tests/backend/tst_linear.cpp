@@ -1,7 +1,7 @@
-// model/linear.h, the linear layers' product: in float32 it gives torch::linear's result and
-// gradients (checked against float64, also for Conv1D's [in, out] weights), in bf16 autocast inference
-// its bf16 x bf16 -> float32 product on oneDNN must equal the exact product of the bf16-rounded operands
-// and be closer to the float32 product than autocast's bf16 result; the other modes keep LibTorch's route.
+// model/linear.h, the linear layers' products on oneDNN: in float32 its sgemm must give
+// torch::linear's result and gradients (checked against float64), in bf16 autocast inference its
+// bf16 x bf16 -> float32 product must equal the exact product of the bf16-rounded operands and be closer
+// to the float32 product than autocast's bf16 result; the other modes keep LibTorch's own route.
 
 #include "../common/tensor_compare.h"
 
@@ -59,7 +59,7 @@ private Q_SLOTS:
         x.requires_grad_(true);
         torch::Tensor w = (inByOut ? torch::randn({in, out}) : torch::randn({out, in})).requires_grad_(true);
         torch::Tensor b = bias ? torch::randn({out}).requires_grad_(true) : torch::Tensor();
-        QCOMPARE(QString(linearRoute(x, w)), QString("torch"));
+        QCOMPARE(QString(linearRoute(x, w)), QString("onednn-sgemm"));
 
         const torch::Tensor y = linearLayer(x, w, b, inByOut);
         QCOMPARE(y.sizes().vec(), (std::vector<std::int64_t>{5, 37, out}));
