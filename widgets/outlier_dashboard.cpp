@@ -242,7 +242,10 @@ void DashboardCharts::fillTokens(const OutlierDashboardData& data, int rows)
                          : data.perToken.title);
     if (tokenSet->count() > 0) tokenSet->remove(0, tokenSet->count());
     tokenAxis->clear();
-    tokenAxis->append(tokenLabels);
+    QStringList axisLabels; // the axis draws its labels as rich text: OPT's BOS "</s>" would vanish
+    for (const QString& label : tokenLabels)
+        axisLabels << label.toHtmlEscaped();
+    tokenAxis->append(axisLabels);
     tokenSet->append(values);
     charts::setAxisTitle(tokenCountAxis, data.perToken.axisTitle.isEmpty() ? QStringLiteral("outliers")
                                                                            : data.perToken.axisTitle);
@@ -405,7 +408,7 @@ QString OutlierDashboard::titleText() const
 
 QStringList OutlierDashboard::shownTokens() const
 {
-    QStringList shown = m_charts->tokenAxis->categories();
+    QStringList shown = m_charts->tokenLabels;
     std::reverse(shown.begin(), shown.end());
     return shown;
 }

@@ -470,8 +470,10 @@ void MainWindow::dimensionClicked(int dimension)
     const SnapshotPtr s = m_state.snapshot;
     if (!s || s->dh() == 0) return;
     // The dimension belongs to head dim / d_head of the next layer's attention input.
-    const int layer = m_state.layer;
-    const QVector<int> tokens = tokensWithOutliersIn(*s, layer, m_outliers->tensor(), dimension);
+    const OutlierTensorRef shown = resolveOutlierTensor(m_outliers->tensor(), m_state.layer);
+    if (shown.layer < 0) return;
+    const int layer = shown.layer;
+    const QVector<int> tokens = tokensWithOutliersIn(*s, layer, shown.tensor, dimension);
     QStringList names;
     for (int t : tokens)
         names << s->tokens.value(t);

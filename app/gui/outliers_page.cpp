@@ -22,11 +22,12 @@ OutliersPage::OutliersPage(InspectionController* controller, QWidget* parent)
     m_source = new QComboBox;
     m_source->addItem(tr("Current input"));
     m_tensor = new QComboBox;
-    for (const char* t : {"ffn_out", "out", "attn_out", "residual"})
+    for (const char* t : {"ffn_out", "out", "attn_out", "residual", kLayerInputChoice})
         m_tensor->addItem(QString::fromLatin1(t));
     m_tensor->setToolTip(tr("ffn_out: the FFN output before the residual add (the paper's BERT figures); "
-                            "out: the block output (ViT and decoder figures). Opening a model shows its "
-                            "family's."));
+                            "out: the block output (ViT and decoder figures); in: the layer's input, the "
+                            "previous layer's out, which this layer's heads read. Opening a model shows "
+                            "its family's, or for a demo decoder the input of the layer of its sink head."));
     QPushButton* open = makeOpenStatisticsButton(m_controller, this);
     auto* compute = new QPushButton(tr("Compute over a data set…"));
     m_note = new QLabel;
@@ -63,7 +64,7 @@ OutliersPage::OutliersPage(InspectionController* controller, QWidget* parent)
 void OutliersPage::setModel(const ModelInfo& model)
 {
     const QSignalBlocker block(m_tensor); // the page refreshes when the model's first input has run
-    m_tensor->setCurrentText(outlierTensorRead(model));
+    m_tensor->setCurrentText(defaultOutlierTensor(model));
 }
 
 QString OutliersPage::tensor() const
@@ -85,10 +86,24 @@ void OutliersPage::refresh(const SnapshotPtr& snapshot, int layer)
 {
     m_snapshot = snapshot;
     m_layer = layer;
+    const OutlierTensorRef shown = resolveOutlierTensor(tensor(), layer);
+    if (shown.layer < 0) {
+        m_note->setText(tr("Layer %1 reads the embeddings, which this page does not analyse: pick a later "
+                           "layer or another tensor.")
+                            .arg(layer + 1));
+        m_dashboard->setData({});
+        return;
+    }
+    const QString readBy = shown.layer != layer
+                               ? tr("Shown: layer %1's out, which the heads of layer %2 read.")
+                                     .arg(shown.layer + 1)
+                                     .arg(layer + 1)
+                               : QString();
     const StatisticsPtr stats = m_controller->statistics();
     if (m_source->currentIndex() == 1 && stats) {
-        const bool analysed = std::any_of(stats->layers.begin(), stats->layers.end(),
-                                          [&](const LayerStatisticsData& l) { return l.layer == layer; });
+        const bool analysed =
+            std::any_of(stats->layers.begin(), stats->layers.end(),
+                        [&](const LayerStatisticsData& l) { return l.layer == shown.layer; });
         QStringList notes;
         if (!m_controller->statisticsDescribeModel(*stats)) {
             const auto name = stats->provenance.find("model_name");
@@ -100,9 +115,10 @@ void OutliersPage::refresh(const SnapshotPtr& snapshot, int layer)
         }
         if (!analysed)
             notes << tr("Layer %1 was not analysed in this statistics file; pick another layer.")
-                         .arg(layer + 1);
+                         .arg(shown.layer + 1);
+        if (!readBy.isEmpty()) notes << readBy;
         m_note->setText(notes.join(QLatin1Char(' ')));
-        m_dashboard->setData(buildDashboard(*stats, m_controller->statisticsPath(), layer, tensor(),
+        m_dashboard->setData(buildDashboard(*stats, m_controller->statisticsPath(), shown.layer, shown.tensor,
                                             snapshot ? snapshot->dh() : stats->headDim));
         return;
     }
@@ -111,8 +127,8 @@ void OutliersPage::refresh(const SnapshotPtr& snapshot, int layer)
         m_dashboard->setData({}); // nothing of the model shown before
         return;
     }
-    m_note->clear();
-    m_dashboard->setData(buildDashboard(*snapshot, layer, tensor()));
+    m_note->setText(readBy);
+    m_dashboard->setData(buildDashboard(*snapshot, shown.layer, shown.tensor));
 }
 
 } // namespace outlierlens

@@ -26,9 +26,10 @@ public:
 
     /// Rebuilds the dashboard for `layer` (0-based) from the current source.
     void refresh(const SnapshotPtr& snapshot, int layer);
-    /// A model was opened: the tensor shown becomes its family's figure tensor (outlierTensorRead).
+    /// A model was opened: the tensor shown becomes defaultOutlierTensor(model).
     void setModel(const ModelInfo& model) override;
     void refresh(const PageState& state) override { refresh(state.snapshot, state.layer); }
+    /// The tensor choice: a per-layer tensor's name or `in` (resolveOutlierTensor).
     QString tensor() const;
     OutlierDashboard* dashboard() const { return m_dashboard; }
     const Figure* figure() const override;

@@ -1,6 +1,7 @@
 #include "view_builders.h"
 
 #include "analysis/figure_tensor.h"
+#include "analysis/showcase.h"
 #include "analysis/statistics_file.h"
 #include "chart_support.h"
 
@@ -545,6 +546,24 @@ QString outlierTensorRead(const ModelInfo& model)
 {
     const InputKind kind = model.takesText() ? InputKind::Text : InputKind::Image;
     return QString::fromStdString(pointName(figureTensor(kind, model.isDecoder())));
+}
+
+OutlierTensorRef resolveOutlierTensor(const QString& choice, int layer)
+{
+    if (choice == QLatin1String(kLayerInputChoice)) return {QStringLiteral("out"), layer - 1};
+    return {choice, layer};
+}
+
+QString defaultOutlierTensor(const ModelInfo& model)
+{
+    if (model.isDecoder()) {
+        try {
+            if (readShowcase(model.dir.toStdString())) return QString::fromLatin1(kLayerInputChoice);
+        } catch (const std::exception&) {
+            // Unreadable: the model opens at the default layer (ModelCatalog says why), so does this page.
+        }
+    }
+    return outlierTensorRead(model);
 }
 
 TeachingData buildTeaching(const InspectionSnapshot& s, int token, int layer, int head)

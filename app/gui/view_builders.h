@@ -43,6 +43,24 @@ void addDatasetPatches(ImageViewData& view, const StatisticsFile& stats, int lay
 /// of BERT-style encoders, the block output of ViT and decoders (used for the previous layer).
 QString outlierTensorRead(const ModelInfo& model);
 
+/// The Outliers page's tensor choice `in`: a layer's input, the previous layer's `out`, which its heads
+/// read. The other choices are per-layer tensors of the layer itself.
+inline constexpr char kLayerInputChoice[] = "in";
+
+/// A tensor of one layer, as the snapshot and statistics files name them; layer -1: none (layer 1's
+/// input is the embeddings, which the page does not analyse).
+struct OutlierTensorRef
+{
+    QString tensor;
+    int layer = -1; ///< 0-based
+};
+/// What the Outliers page's `choice` shows when `layer` (0-based) is selected.
+OutlierTensorRef resolveOutlierTensor(const QString& choice, int layer);
+/// The choice the Outliers page opens a model on: `in` for a decoder that ships showcase.json (the app
+/// opens it at its sink head, whose layer reads the outliers that make the sink), else
+/// outlierTensorRead(model).
+QString defaultOutlierTensor(const ModelInfo& model);
+
 /// The teaching diagram's live numbers for query token `token` of `layer` and `head`.
 TeachingData buildTeaching(const InspectionSnapshot& s, int token, int layer, int head);
 

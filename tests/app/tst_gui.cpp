@@ -552,7 +552,9 @@ private Q_SLOTS:
         page->sourceBox()->setCurrentIndex(0);
 
         // Each family opens on its figure tensor (DESIGN.md): the block output for ViT and decoders,
-        // BERT's FFN output.
+        // BERT's FFN output; a demo decoder (showcase.json) on the input of its sink head's layer.
+        QCOMPARE(page->tensor(), QStringLiteral("in"));
+        open(QString::fromStdString(fixture("decoders/gpt2-seed0/hf")));
         QCOMPARE(page->tensor(), QStringLiteral("out"));
         open(vit);
         QCOMPARE(page->tensor(), QStringLiteral("out"));
@@ -633,6 +635,45 @@ private Q_SLOTS:
             const QString caption = m_window->teachingPage()->view()->caption();
             QVERIFY2(caption.contains(c.says), qPrintable(caption));
         }
+    }
+
+    /// Issue #13: on a demo decoder's first screen the Outliers page shows what the sink head reads,
+    /// the previous layer's out: the vanilla model's outliers sit on BOS in a few dimensions (the
+    /// layer's own out has the large values of ordinary characters, which are not the mechanism), the
+    /// gated model's layer has none. BOS ("</s>") is named in the token chart, not swallowed as markup.
+    void outliersPageShowsWhatTheSinkHeadReads()
+    {
+        const QString models = QStringLiteral(OUTLIERLENS_SOURCE_DIR "/sample_data/models/");
+        OutliersPage* page = m_window->outliersPage();
+        m_window->pages()->setCurrentWidget(page);
+        for (const QString& name : {QStringLiteral("backcopy-vanilla"), QStringLiteral("backcopy-gated")}) {
+            m_window->openModel(models + name);
+            const std::optional<Showcase> showcase = readShowcase((models + name).toStdString());
+            QVERIFY(showcase && showcase->layer > 0);
+            QTRY_COMPARE_WITH_TIMEOUT(m_window->controller()->model().dir, models + name, 60000);
+            QCOMPARE(page->tensor(), QStringLiteral("in"));
+            QTRY_VERIFY_WITH_TIMEOUT(page->dashboard()->data().provenance.model.endsWith(name) &&
+                                         m_window->layer() == showcase->layer,
+                                     60000);
+            const OutlierDashboardData& d = page->dashboard()->data();
+            QCOMPARE(d.layer, showcase->layer - 1);
+            QCOMPARE(d.tensor, QStringLiteral("out"));
+            QVERIFY2(page->note().contains(
+                         QStringLiteral("which the heads of layer %1 read").arg(showcase->layer + 1)),
+                     qPrintable(page->note()));
+            const auto dims = std::count_if(d.perDimension.values.begin(), d.perDimension.values.end(),
+                                            [](double v) { return v > 0; });
+            if (name.endsWith(QStringLiteral("vanilla"))) {
+                QVERIFY2(dims >= 1 && dims <= 4, qPrintable(QString::number(dims)));
+                QCOMPARE(page->dashboard()->shownTokens().value(0), QStringLiteral("</s> (0)"));
+            } else {
+                QCOMPARE(dims, 0);
+            }
+        }
+        // Layer 1 reads the embeddings: said, nothing drawn.
+        m_window->setSelection(0, 0);
+        QTRY_VERIFY(page->note().contains(QStringLiteral("reads the embeddings")));
+        QVERIFY(page->dashboard()->data().perDimension.values.isEmpty());
     }
 
     void colourMapsAreRememberedAndRedraw()
