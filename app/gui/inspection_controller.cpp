@@ -1,6 +1,7 @@
 #include "inspection_controller.h"
 
 #include "analysis/statistics_file.h"
+#include "common/async_signals.h"
 
 #include <QMetaObject>
 
@@ -65,6 +66,7 @@ InspectionController::InspectionController(QObject* parent)
             }
     });
     connect(m_worker, &InspectionWorker::requestFinished, this, &InspectionController::requestFinished);
+    const AsyncSignalsBlocked blocked; // the worker computes: no signal handler may run on it (or its pool)
     m_thread.start();
 }
 

@@ -35,7 +35,9 @@
 #include <QApplication>
 #include <QChartView>
 #include <QComboBox>
+#include <QDir>
 #include <QElapsedTimer>
+#include <QFileInfo>
 #include <QImageReader>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -58,6 +60,8 @@
 #include <QToolButton>
 #include <QtTest>
 
+#include <csignal>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -674,6 +678,30 @@ private Q_SLOTS:
         m_window->setSelection(0, 0);
         QTRY_VERIFY(page->note().contains(QStringLiteral("reads the embeddings")));
         QVERIFY(page->dashboard()->data().perDimension.values.isEmpty());
+    }
+
+    /// No signal handler may run on a thread that computes (oneDNN's GEMM, model/linear.h): the
+    /// inspection thread and the OpenMP threads it starts have the asynchronous signals blocked.
+    void computingThreadsTakeNoSignals()
+    {
+        // The worker has run a model (the window's first input), so its OpenMP threads exist.
+        QTRY_VERIFY_WITH_TIMEOUT(m_window->controller()->snapshot(), 60000);
+        const std::uint64_t mask = (std::uint64_t(1) << (SIGCHLD - 1)) | (std::uint64_t(1) << (SIGTERM - 1)) |
+                                   (std::uint64_t(1) << (SIGINT - 1));
+        int computing = 0;
+        for (const QFileInfo& task :
+             QDir(QStringLiteral("/proc/self/task")).entryInfoList(QDir::Dirs | QDir::NoDotAndDotDot)) {
+            QFile comm(task.filePath() + QStringLiteral("/comm"));
+            QFile status(task.filePath() + QStringLiteral("/status"));
+            if (!comm.open(QIODevice::ReadOnly) || !status.open(QIODevice::ReadOnly)) continue;
+            if (comm.readAll().trimmed() != "inspection") continue; // its OpenMP threads inherit the name
+            ++computing;
+            for (const QByteArray& line : status.readAll().split('\n'))
+                if (line.startsWith("SigBlk:"))
+                    QVERIFY2((line.mid(7).trimmed().toULongLong(nullptr, 16) & mask) == mask,
+                             line.constData());
+        }
+        QVERIFY(computing >= 1);
     }
 
     void colourMapsAreRememberedAndRedraw()
