@@ -11,7 +11,8 @@
 // - anything else (bf16 autocast training, bf16 or float64 tensors): torch::linear as before.
 // oneDNN's float32 GEMM kernels point the stack pointer into a heap workspace while they run: a signal
 // handler must never run on a thread inside them (oneDNN issue #4845). Commands take their signals on
-// a thread of their own (cli::installInterruptHandlers); the GUI installs no handlers.
+// a thread of their own (cli::installInterruptHandlers); threads that compute in the GUI start with the
+// asynchronous signals blocked (common/async_signals.h).
 // OUTLIERLENS_TORCH_LINEAR=1 in the environment takes LibTorch's route everywhere (for benchmarks).
 
 #include <torch/torch.h>
