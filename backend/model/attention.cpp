@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "model/linear.h"
+#include "model/onednn_ops.h"
 
 #include <torch/nn/init.h>
 #include <torch/nn/modules/activation.h>
@@ -81,7 +82,8 @@ torch::Tensor attentionSoftmax(const torch::Tensor& scores, const AttentionVaria
 {
     // bf16 scores (autocast) get a float32 softmax, as the decoders and Hugging Face do.
     const bool reduced = scores.scalar_type() == torch::kBFloat16 || scores.scalar_type() == torch::kHalf;
-    torch::Tensor probs = torch::softmax(reduced ? scores.to(torch::kFloat) : scores, -1);
+    const torch::Tensor in = reduced ? scores.to(torch::kFloat) : scores;
+    torch::Tensor probs = onednn::canSoftmax(in) ? onednn::softmax(in) : torch::softmax(in, -1);
     if (variant.softmax == SoftmaxKind::Clipped) {
         const double gamma = variant.effectiveGamma();
         if (variant.clipPerQuery) {
@@ -117,7 +119,7 @@ torch::Tensor multiHeadAttention(const AttentionSpec& spec, const torch::Tensor&
     auto split = [&](const torch::Tensor& t) { return t.view({B, T, H, dh}).permute({0, 2, 1, 3}); };
     const torch::Tensor qh = split(q), kh = split(k), vh = split(v);
 
-    torch::Tensor scores = activationProduct(qh, kh.transpose(-1, -2)) / std::sqrt(double(dh));
+    torch::Tensor scores = activationProduct(qh, kh.transpose(-1, -2), std::sqrt(double(dh)));
     capture.put(CapturePoint::AttnScores, scores);
     scores = capture.quant(QuantSite::AttnScores, scores);
     if (additiveMask.defined()) scores = scores + additiveMask;
@@ -127,7 +129,9 @@ torch::Tensor multiHeadAttention(const AttentionSpec& spec, const torch::Tensor&
     capture.put(CapturePoint::AttnValues, vh);
     probs = probsDropout->forward(probs);
 
-    torch::Tensor context = activationProduct(probs, vh); // [B, H, T, dh]
+    // [B, H, T, dh], laid out [B, T, H, dh] so that merging the heads below is a view (the gates'
+    // product keeps that layout).
+    torch::Tensor context = activationProduct(probs, vh, 1.0, true);
     capture.put(CapturePoint::AttnContext, context);
     if (gates.enabled()) {
         const torch::Tensor pi = gates.forward(x); // [B, H, T]

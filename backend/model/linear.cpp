@@ -1,13 +1,13 @@
 #include "model/linear.h"
 
 #include "common/error.h"
+#include "model/onednn_ops.h"
 
 #include <ATen/Parallel.h>
 #include <ATen/autocast_mode.h>
 #include <oneapi/dnnl/dnnl.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 
 // Exported by libdnnl 2.x (oneDNN's bf16 GEMM: bf16 operands, float32 accumulation and result; row-major
@@ -22,15 +22,7 @@ namespace {
 
 enum class Route { Sgemm, Bf16F32, Torch };
 
-/// OUTLIERLENS_TORCH_LINEAR=1: LibTorch's own route everywhere, to compare the two in one benchmark.
-bool torchRouteForced()
-{
-    static const bool forced = [] {
-        const char* v = std::getenv("OUTLIERLENS_TORCH_LINEAR");
-        return v && *v && std::string(v) != "0";
-    }();
-    return forced;
-}
+using onednn::torchRouteForced;
 
 /// bf16 autocast inference (no gradients) on our route: where the activations' own products run in
 /// float32.
@@ -188,11 +180,20 @@ torch::Tensor float32InInference(const std::function<torch::Tensor()>& fn)
     return fn();
 }
 
-torch::Tensor activationProduct(const torch::Tensor& a, const torch::Tensor& b)
+torch::Tensor activationProduct(const torch::Tensor& a, const torch::Tensor& b, double divisor,
+                                bool headsLast)
 {
-    if (!float32ProductsInAutocast()) return torch::matmul(a, b);
+    auto withTorch = [&](const torch::Tensor& x, const torch::Tensor& y) {
+        const torch::Tensor p = torch::matmul(x, y);
+        return divisor == 1.0 ? p : p / divisor;
+    };
+    auto multiply = [&](const torch::Tensor& x, const torch::Tensor& y) {
+        return onednn::canMultiply(x, y) ? onednn::batchedProduct(x, y, divisor, headsLast) : withTorch(x, y);
+    };
+    if (!at::autocast::is_cpu_enabled()) return multiply(a, b);
+    if (!float32ProductsInAutocast()) return withTorch(a, b); // autocast training keeps autocast's policy
     const c10::impl::ExcludeDispatchKeyGuard noAutocast(c10::DispatchKey::AutocastCPU);
-    return torch::matmul(a.to(torch::kFloat), b.to(torch::kFloat));
+    return multiply(a.to(torch::kFloat), b.to(torch::kFloat));
 }
 
 torch::Tensor linearLayer(const torch::nn::Linear& layer, const torch::Tensor& x)

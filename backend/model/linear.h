@@ -13,7 +13,8 @@
 // handler must never run on a thread inside them (oneDNN issue #4845). Commands take their signals on
 // a thread of their own (cli::installInterruptHandlers); threads that compute in the GUI start with the
 // asynchronous signals blocked (common/async_signals.h).
-// OUTLIERLENS_TORCH_LINEAR=1 in the environment takes LibTorch's route everywhere (for benchmarks).
+// OUTLIERLENS_TORCH_LINEAR=1 in the environment takes LibTorch's route everywhere (for benchmarks),
+// for these and for model/onednn_ops.h.
 
 #include <torch/torch.h>
 
@@ -35,11 +36,15 @@ torch::Tensor linearLayer(const torch::nn::Linear& layer, const torch::Tensor& x
 /// rounding would otherwise reach every later value.
 torch::Tensor float32InInference(const std::function<torch::Tensor()>& fn);
 
-/// a [..., n, k] times b [..., k, m] for the attention's products of activations (Q K^T, P V). In bf16
-/// autocast without gradients they run in float32 instead of bf16: at BERT's and ViT's lengths they are
-/// a few percent of the work, and rounding the scores to bf16 before the softmax moved attention
-/// probabilities by a few percent. Elsewhere, torch::matmul (autocast training keeps its policy).
-torch::Tensor activationProduct(const torch::Tensor& a, const torch::Tensor& b);
+/// a [..., n, k] times b [..., k, m], divided by `divisor`, for the attention's products of activations
+/// (Q K^T / sqrt(d_head), P V). In float32 (3 or 4 dimensions) on oneDNN's matmul, which reads
+/// permuted heads in place (model/onednn_ops.h; headsLast: a 4-D result [B, H, n, m] laid out
+/// [B, n, H, m] in memory). In bf16 autocast without gradients they run in float32 instead of bf16: at
+/// BERT's and ViT's lengths they are a few percent of the work, and rounding the scores to bf16 before
+/// the softmax moved attention probabilities by a few percent. Elsewhere, torch::matmul (autocast
+/// training keeps its policy) and then the division.
+torch::Tensor activationProduct(const torch::Tensor& a, const torch::Tensor& b, double divisor = 1.0,
+                                bool headsLast = false);
 
 /// Which route linearLayer takes for these tensors in the current thread's mode: "onednn-sgemm",
 /// "onednn-bf16-f32" or "torch" (for tests and benchmarks).

@@ -2,10 +2,13 @@
 // torch::linear's result and gradients (checked against float64), in bf16 autocast inference its
 // bf16 x bf16 -> float32 product must equal the exact product of the bf16-rounded operands and be closer
 // to the float32 product than autocast's bf16 result; the other modes keep LibTorch's own route.
+// model/onednn_ops.h, the attention's products and softmax on oneDNN: results and gradients against
+// float64, for the permuted and transposed views the attention passes, and the layouts they promise.
 
 #include "../common/tensor_compare.h"
 
 #include "model/linear.h"
+#include "model/onednn_ops.h"
 #include "model/precision.h"
 #include "model/runtime.h"
 
@@ -13,6 +16,8 @@
 
 #include <QtTest>
 
+#include <cmath>
+#include <limits>
 #include <thread>
 
 using namespace outlierlens;
@@ -127,6 +132,75 @@ private Q_SLOTS:
         QVERIFY2(
             oursToFull < 0.9 * autocastToFull,
             qPrintable(QString("mean |error| %1 against autocast's %2").arg(oursToFull).arg(autocastToFull)));
+    }
+
+    /// Q K^T / sqrt(d) and P V as multiHeadAttention calls them: heads as permuted views of one
+    /// [B, T, 3, H, dh] tensor (and K transposed), the context laid out [B, T, H, dh].
+    void attentionProductsMatchFloat64WithGradients()
+    {
+        const std::int64_t B = 3, T = 17, H = 4, dh = 8;
+        const torch::Tensor qkv = torch::randn({B, T, 3, H * dh}).requires_grad_(true);
+        auto heads = [&](int i) { return qkv.select(2, i).view({B, T, H, dh}).permute({0, 2, 1, 3}); };
+        const torch::Tensor q = heads(0), k = heads(1), v = heads(2);
+        QVERIFY(onednn::canMultiply(q, k.transpose(-1, -2)));
+        const torch::Tensor scores = activationProduct(q, k.transpose(-1, -2), std::sqrt(double(dh)));
+        const torch::Tensor probs = onednn::softmax(scores);
+        const torch::Tensor context = activationProduct(probs, v, 1.0, true);
+        QCOMPARE(context.sizes().vec(), (std::vector<std::int64_t>{B, H, T, dh}));
+        QVERIFY2(context.permute({0, 2, 1, 3}).is_contiguous(), "context laid out [B, T, H, dh]");
+        const torch::Tensor upstream = torch::randn({B, T, H * dh});
+        (context.permute({0, 2, 1, 3}).reshape({B, T, H * dh}) * upstream).sum().backward();
+
+        const torch::Tensor qkvd = qkv.detach().to(torch::kDouble).requires_grad_(true);
+        auto headsd = [&](int i) { return qkvd.select(2, i).view({B, T, H, dh}).permute({0, 2, 1, 3}); };
+        const torch::Tensor scoresd =
+            torch::matmul(headsd(0), headsd(1).transpose(-1, -2)) / std::sqrt(double(dh));
+        const torch::Tensor probsd = torch::softmax(scoresd, -1);
+        const torch::Tensor contextd = torch::matmul(probsd, headsd(2));
+        (contextd.permute({0, 2, 1, 3}).reshape({B, T, H * dh}) * upstream.to(torch::kDouble))
+            .sum()
+            .backward();
+
+        QVERIFY2(relativeError(scores.detach(), scoresd.detach()) < 1e-6, "scores");
+        QVERIFY2(relativeError(probs.detach(), probsd.detach()) < 1e-6, "probabilities");
+        QVERIFY2(relativeError(context.detach(), contextd.detach()) < 1e-6, "context");
+        for (int i = 0; i < 3; ++i)
+            QVERIFY2(relativeError(qkv.grad().select(2, i), qkvd.grad().select(2, i)) < 1e-5,
+                     qPrintable(QString("gradient of %1").arg("qkv"[i])));
+    }
+
+    /// Operands oneDNN cannot read as they lie (a broadcast dimension, 3-D batches) are copied first;
+    /// other types and mismatched batches keep torch::matmul.
+    void attentionProductsOtherOperands()
+    {
+        const torch::Tensor a = torch::randn({2, 5, 7}), b = torch::randn({7, 3}).expand({2, 7, 3});
+        QVERIFY(onednn::canMultiply(a, b));
+        const torch::Tensor expected = torch::matmul(a.to(torch::kDouble), b.to(torch::kDouble)) / 2.0;
+        QVERIFY(relativeError(activationProduct(a, b, 2.0), expected) < 1e-6);
+        QVERIFY(!onednn::canMultiply(a.to(torch::kDouble), b.to(torch::kDouble)));
+        QVERIFY(relativeError(activationProduct(a.to(torch::kDouble), b.to(torch::kDouble), 2.0), expected) <
+                1e-12);
+        QVERIFY(!onednn::canMultiply(a, torch::randn({1, 7, 3})));
+        QVERIFY(!onednn::canMultiply(torch::randn({2, 3, 5, 7}), torch::randn({2, 3, 6, 3})));
+    }
+
+    /// The softmax of masked scores (the most negative float on padding keys) and its gradient.
+    void softmaxMatchesFloat64WithGradients()
+    {
+        torch::Tensor x = (torch::randn({3, 2, 9, 11}) * 4).requires_grad_(true);
+        torch::Tensor mask = torch::zeros({3, 1, 1, 11});
+        mask.index_put_({0, 0, 0, torch::indexing::Slice(8, 11)}, std::numeric_limits<float>::lowest());
+        QVERIFY(onednn::canSoftmax(x));
+        const torch::Tensor y = onednn::softmax(x + mask);
+        const torch::Tensor upstream = torch::randn({3, 2, 9, 11});
+        (y * upstream).sum().backward();
+        const torch::Tensor xd = x.detach().to(torch::kDouble).requires_grad_(true);
+        const torch::Tensor yd = torch::softmax(xd + mask.to(torch::kDouble), -1);
+        (yd * upstream.to(torch::kDouble)).sum().backward();
+        QVERIFY2(relativeError(y.detach(), yd.detach()) < 1e-6, "softmax");
+        QCOMPARE(y.index({0, 0, 0, torch::indexing::Slice(8, 11)}).abs().max().item<float>(), 0.0f);
+        QVERIFY2(relativeError(x.grad(), xd.grad()) < 1e-5, "gradient");
+        QVERIFY(!onednn::canSoftmax(x.to(torch::kDouble)));
     }
 
     void otherModesKeepTorchsRoute()
