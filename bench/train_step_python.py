@@ -6,6 +6,7 @@ step's speed is compared (data loading is timed separately on the C++ side).
 
     python3 bench/train_step_python.py --model vit-fmnist --steps 40 --threads 1
     python3 bench/train_step_python.py --model bert-mlm --steps 40 --threads 1 --precision bf16
+    python3 bench/train_step_python.py --model backcopy --steps 40 --threads 1 --precision bf16
 
 Prints one JSON line: steps per second after --warmup steps.
 """
@@ -83,9 +84,38 @@ class BertMlm(nn.Module):
         return nn.functional.cross_entropy(logits, labels.view(-1)[picked])
 
 
+class OptDecoder(nn.Module):
+    """demo-backcopy's decoder, op for op as Hugging Face's OPTForCausalLM (pre-LN, ReLU FFN, learned
+    positions with OPT's offset of 2, the LM head not tied), with a float32 softmax."""
+
+    def __init__(self, vocab=260, d=128, layers=3, heads=2, ffn=512, t=64):
+        super().__init__()
+        self.h, self.dh = heads, d // heads
+        self.embed, self.pos = nn.Embedding(vocab, d), nn.Embedding(t + 2, d)
+        self.layers = nn.ModuleList([nn.ModuleDict({
+            "q": nn.Linear(d, d), "k": nn.Linear(d, d), "v": nn.Linear(d, d), "o": nn.Linear(d, d),
+            "ln1": nn.LayerNorm(d), "ln2": nn.LayerNorm(d), "fc1": nn.Linear(d, ffn), "fc2": nn.Linear(ffn, d)})
+            for _ in range(layers)])
+        self.norm, self.head = nn.LayerNorm(d), nn.Linear(d, vocab, bias=False)
+
+    def forward(self, ids):
+        b, t = ids.shape
+        x = self.embed(ids) + self.pos(torch.arange(t) + 2)[None]
+        causal = torch.full((t, t), torch.finfo(torch.float32).min).triu(1)
+        for l in self.layers:
+            h = l["ln1"](x)
+            split = lambda y: y.view(b, t, self.h, self.dh).transpose(1, 2)
+            q, k, v = split(l["q"](h) * self.dh ** -0.5), split(l["k"](h)), split(l["v"](h))
+            p = torch.softmax((q @ k.transpose(-1, -2)).float() + causal, dim=-1).to(v.dtype)
+            x = x + l["o"]((p @ v).transpose(1, 2).reshape(b, t, -1))
+            x = x + l["fc2"](torch.relu(l["fc1"](l["ln2"](x))))
+        logits = self.head(self.norm(x)).float()
+        return nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--model", choices=["vit-fmnist", "bert-mlm"], required=True)
+    ap.add_argument("--model", choices=["vit-fmnist", "bert-mlm", "backcopy"], required=True)
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--threads", type=int, default=1)
@@ -98,6 +128,10 @@ def main():
         model, batch = Vit(), 128
         make = lambda: (torch.randn(batch, 3, 28, 28), torch.randint(0, 10, (batch,)))
         loss_of = lambda x, y: nn.functional.cross_entropy(model(x), y)
+    elif a.model == "backcopy":
+        model, batch = OptDecoder(), 32
+        make = lambda: (torch.randint(0, 260, (batch, 64)),)
+        loss_of = lambda ids: model(ids)
     else:
         model, batch = BertMlm(), 32
         def make():
@@ -117,7 +151,8 @@ def main():
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.precision == "bf16"):
             loss = loss_of(*batches[step % 4])
         loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        if a.model != "backcopy":  # demo-backcopy trains without clipping
+            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
     seconds = time.perf_counter() - start
     print(json.dumps({"implementation": "python " + torch.__version__, "model": a.model, "threads": a.threads,
