@@ -33,6 +33,13 @@ torch::Tensor LinearImpl::forward(const torch::Tensor& x) const
     return linearLayer(x, w, b, conv1d); // conv1d: HF Conv1D's [in, out] weight
 }
 
+torch::Tensor LinearImpl::forward(const torch::Tensor& x, const std::string& activationName) const
+{
+    if (activationName != "relu") return activation(forward(x), activationName);
+    const torch::Tensor b = bias.defined() ? weightAs(bias, x.scalar_type()) : torch::Tensor();
+    return linearRelu(x, weightAs(weight, x.scalar_type()), b, conv1d);
+}
+
 NormImpl::NormImpl(int size, double eps_, bool rms_)
     : eps(eps_)
     , rms(rms_)
@@ -142,7 +149,8 @@ torch::Tensor attend(torch::Tensor scores, const torch::Tensor& qh, const torch:
     probs = capture.quant(QuantSite::AttnProbs, probs);
     put(capture, CapturePoint::AttnValues, vh);
 
-    torch::Tensor context = torch::matmul(probs, vh); // [B, H, T, dh]
+    // [B, H, T, dh], laid out [B, T, H, dh] so that merging the heads at the end is a view.
+    torch::Tensor context = activationProduct(probs, vh, 1.0, true);
     if (variant.bias == BiasKind::Attention) context = context + sinkProbs * weightAs(sink.vBias, dtype);
     put(capture, CapturePoint::AttnContext, context);
     context = capture.quant(QuantSite::AttnContext, context);

@@ -28,6 +28,8 @@ public:
     LinearImpl(int in, int out, bool bias, bool conv1d = false);
     /// x [..., in] -> [..., out] in x's dtype.
     torch::Tensor forward(const torch::Tensor& x) const;
+    /// activation(forward(x), name), with a ReLU fused into the product (model/linear.h).
+    torch::Tensor forward(const torch::Tensor& x, const std::string& activationName) const;
     torch::Tensor weight, bias;
     bool conv1d = false;
 };

@@ -6,6 +6,7 @@
 #include "common/sha256.h"
 #include "io/safetensors.h"
 #include "model/decoder_modules.h"
+#include "model/linear.h"
 #include "model/loading.h"
 #include "model/runtime.h"
 
@@ -330,7 +331,7 @@ DecoderForward DecoderNetwork::forward(const torch::Tensor& inputIds, const torc
     if (computeLogits) {
         const CaptureScope top(sink, -1);
         torch::Tensor logits =
-            torch::linear(out.lastHidden, decoder::weightAs(m_impl->module->headWeight(), pass.dtype));
+            linearLayer(out.lastHidden, decoder::weightAs(m_impl->module->headWeight(), pass.dtype), {});
         if (logits.scalar_type() != torch::kFloat) logits = logits.to(torch::kFloat);
         top.put(CapturePoint::Logits, logits);
         out.logits = top.quant(QuantSite::Logits, logits);

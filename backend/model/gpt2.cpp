@@ -2,6 +2,7 @@
 // scores divided by sqrt(d_head) after q.k, gelu_new, pre-LN blocks, ln_f, head tied to wte.
 
 #include "model/decoder_modules.h"
+#include "model/linear.h"
 
 #include <torch/torch.h>
 
@@ -39,7 +40,7 @@ public:
         const torch::Tensor qh = heads(capture.quant(QuantSite::Query, qkv[0]));
         const torch::Tensor kh = heads(capture.quant(QuantSite::Key, qkv[1]));
         const torch::Tensor vh = heads(capture.quant(QuantSite::Value, qkv[2]));
-        torch::Tensor scores = torch::matmul(qh, kh.transpose(-1, -2));
+        torch::Tensor scores = activationProduct(qh, kh.transpose(-1, -2));
         double scale = 1.0;
         if (scaleWeights) {
             // HF: w / torch.full([], v.size(-1) ** 0.5): a division by the float32 square root.
@@ -98,7 +99,7 @@ public:
         x = capture.quant(QuantSite::AttnResidual, x + attnOut);
 
         const torch::Tensor m = capture.quant(QuantSite::FfnNorm, ln_2->forward(x));
-        torch::Tensor inner = activation(mlp->c_fc->forward(m), mlp->act);
+        torch::Tensor inner = mlp->c_fc->forward(m, mlp->act);
         put(capture, CapturePoint::DownIn, inner);
         inner = capture.quant(QuantSite::FfnIntermediate, inner);
         torch::Tensor ffnOut = mlp->c_proj->forward(inner);

@@ -88,18 +88,53 @@ torch::Tensor product(const torch::Tensor& x2, const torch::Tensor& w, const tor
     return y;
 }
 
+/// max(y, 0) in place, float32 contiguous; NaN stays NaN, as torch::relu keeps it.
+void reluInPlace(torch::Tensor& y)
+{
+    float* p = y.data_ptr<float>();
+    at::parallel_for(0, y.numel(), 1 << 15, [p](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t i = begin; i < end; ++i)
+            p[i] = p[i] < 0.0f ? 0.0f : p[i];
+    });
+}
+
+/// The gradient through a ReLU whose output was y: torch's threshold_backward(g, y, 0), y <= 0 ? 0 : g.
+torch::Tensor reluBackward(const torch::Tensor& grad, const torch::Tensor& y)
+{
+    const torch::Tensor g = grad.contiguous();
+    torch::Tensor out = torch::empty_like(y);
+    const float* gp = g.data_ptr<float>();
+    const float* yp = y.data_ptr<float>();
+    float* op = out.data_ptr<float>();
+    at::parallel_for(0, y.numel(), 1 << 15, [=](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t i = begin; i < end; ++i) { // both loads unconditional: a vectorised select
+            const float g = gp[i];
+            op[i] = yp[i] <= 0.0f ? 0.0f : g;
+        }
+    });
+    return out;
+}
+
 /// The float32 product with its backward pass, both on oneDNN's sgemm.
 class SgemmLinear : public torch::autograd::Function<SgemmLinear>
 {
 public:
+    /// relu: the layer's output goes through a ReLU, applied in place on the product (a ReLU after
+    /// the layer would read and write it once more, and its backward once more).
     static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x2,
-                                 const torch::Tensor& w, const torch::Tensor& b, bool inByOut)
+                                 const torch::Tensor& w, const torch::Tensor& b, bool inByOut, bool relu)
     {
-        ctx->save_for_backward({x2, w});
-        ctx->saved_data["in_by_out"] = inByOut;
         // No bias comes as an empty tensor: autograd functions take no undefined inputs.
+        torch::Tensor y = product(x2, w, b.numel() > 0 ? b : torch::Tensor(), inByOut, Route::Sgemm);
+        if (relu) {
+            reluInPlace(y);
+            ctx->save_for_backward({x2, w, y});
+        } else {
+            ctx->save_for_backward({x2, w});
+        }
+        ctx->saved_data["in_by_out"] = inByOut;
         ctx->saved_data["has_bias"] = b.numel() > 0;
-        return product(x2, w, b.numel() > 0 ? b : torch::Tensor(), inByOut, Route::Sgemm);
+        return y;
     }
 
     static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -109,7 +144,8 @@ public:
         const torch::Tensor& x2 = saved[0];
         const torch::Tensor& w = saved[1];
         const bool inByOut = ctx->saved_data["in_by_out"].toBool();
-        const torch::Tensor g = grads[0].contiguous(); // [M, out]
+        // [M, out]; through the ReLU: zero where its output is (saved[2]), as threshold_backward does.
+        const torch::Tensor g = saved.size() == 3 ? reluBackward(grads[0], saved[2]) : grads[0].contiguous();
         const std::int64_t m = x2.size(0), k = x2.size(1), n = g.size(1);
         torch::Tensor gx, gw, gb;
         if (ctx->needs_input_grad(0)) {
@@ -126,7 +162,7 @@ public:
             }
         }
         if (ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2)) gb = g.sum(0);
-        return {gx, gw, gb, torch::Tensor()};
+        return {gx, gw, gb, torch::Tensor(), torch::Tensor()};
     }
 };
 
@@ -145,16 +181,23 @@ const char* linearRoute(const torch::Tensor& x, const torch::Tensor& weight)
     return "torch";
 }
 
-torch::Tensor linearLayer(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
-                          bool weightIsInByOut)
+namespace {
+
+torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                     bool weightIsInByOut, bool relu)
 {
     const Route route = routeFor(x, weight);
     if (route == Route::Torch || (bias.defined() && bias.scalar_type() != weight.scalar_type())) {
-        if (!weightIsInByOut) return torch::linear(x, weight, bias);
-        auto sizes = x.sizes().vec();
-        sizes.back() = weight.size(1);
-        const torch::Tensor flat = x.reshape({-1, x.size(-1)});
-        return (bias.defined() ? torch::addmm(bias, flat, weight) : torch::mm(flat, weight)).view(sizes);
+        torch::Tensor y;
+        if (!weightIsInByOut) {
+            y = torch::linear(x, weight, bias);
+        } else {
+            auto sizes = x.sizes().vec();
+            sizes.back() = weight.size(1);
+            const torch::Tensor flat = x.reshape({-1, x.size(-1)});
+            y = (bias.defined() ? torch::addmm(bias, flat, weight) : torch::mm(flat, weight)).view(sizes);
+        }
+        return relu ? torch::relu(y) : y;
     }
     const std::int64_t in = weightIsInByOut ? weight.size(0) : weight.size(1);
     if (x.size(-1) != in)
@@ -166,11 +209,26 @@ torch::Tensor linearLayer(const torch::Tensor& x, const torch::Tensor& weight, c
     const torch::Tensor w = weight.contiguous();
     const bool tracked = torch::GradMode::is_enabled() && (x.requires_grad() || weight.requires_grad() ||
                                                            (bias.defined() && bias.requires_grad()));
-    torch::Tensor y =
-        route == Route::Sgemm && tracked
-            ? SgemmLinear::apply(x2, w, bias.defined() ? bias : torch::empty({0}), weightIsInByOut)
-            : product(x2, w, bias, weightIsInByOut, route);
+    if (route == Route::Sgemm && tracked)
+        return SgemmLinear::apply(x2, w, bias.defined() ? bias : torch::empty({0}), weightIsInByOut, relu)
+            .view(sizes);
+    torch::Tensor y = product(x2, w, bias, weightIsInByOut, route);
+    if (relu) reluInPlace(y);
     return y.view(sizes);
+}
+
+} // namespace
+
+torch::Tensor linearLayer(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                          bool weightIsInByOut)
+{
+    return linear(x, weight, bias, weightIsInByOut, false);
+}
+
+torch::Tensor linearRelu(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                         bool weightIsInByOut)
+{
+    return linear(x, weight, bias, weightIsInByOut, true);
 }
 
 torch::Tensor float32InInference(const std::function<torch::Tensor()>& fn)

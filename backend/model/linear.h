@@ -28,6 +28,11 @@ namespace outlierlens {
 torch::Tensor linearLayer(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
                           bool weightIsInByOut = false);
 
+/// relu(linearLayer(x, weight, bias)) with the same values and gradients; on the float32 sgemm route the
+/// ReLU is applied in place to the product, and its backward folded into the layer's.
+torch::Tensor linearRelu(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                         bool weightIsInByOut = false);
+
 /// The same for a torch::nn::Linear module.
 torch::Tensor linearLayer(const torch::nn::Linear& layer, const torch::Tensor& x);
 

@@ -3,6 +3,7 @@
 // (repeat_kv), scores divided by sqrt(d_head), softmax in float32, SwiGLU MLP, untied lm_head.
 
 #include "model/decoder_modules.h"
+#include "model/linear.h"
 
 #include <torch/torch.h>
 
@@ -57,7 +58,7 @@ public:
             vh = repeat(vh);
         }
         const double root = std::sqrt(double(headDim));
-        const torch::Tensor scores = torch::matmul(qh, kh.transpose(2, 3)) / root;
+        const torch::Tensor scores = activationProduct(qh, kh.transpose(2, 3), root);
         const torch::Tensor context =
             attend(scores, qh, vh, x, variant, 1.0 / root, gates, sink, pass, capture);
         return o_proj->forward(context);
@@ -109,7 +110,7 @@ public:
         x = capture.quant(QuantSite::AttnResidual, x + attnOut);
 
         const torch::Tensor m = capture.quant(QuantSite::FfnNorm, post_attention_layernorm->forward(x));
-        torch::Tensor inner = activation(mlp->gate_proj->forward(m), mlp->act) * mlp->up_proj->forward(m);
+        torch::Tensor inner = mlp->gate_proj->forward(m, mlp->act) * mlp->up_proj->forward(m);
         put(capture, CapturePoint::DownIn, inner);
         inner = capture.quant(QuantSite::FfnIntermediate, inner);
         torch::Tensor ffnOut = mlp->down_proj->forward(inner);

@@ -4,6 +4,7 @@
 // (opt-350m: no final norm); project_in/project_out when word_embed_proj_dim differs from the width.
 
 #include "model/decoder_modules.h"
+#include "model/linear.h"
 
 #include <torch/torch.h>
 
@@ -41,7 +42,7 @@ public:
         const torch::Tensor qh = heads(capture.quant(QuantSite::Query, q_proj->forward(x)) * scaling);
         const torch::Tensor kh = heads(capture.quant(QuantSite::Key, k_proj->forward(x)));
         const torch::Tensor vh = heads(capture.quant(QuantSite::Value, v_proj->forward(x)));
-        const torch::Tensor scores = torch::matmul(qh, kh.transpose(-1, -2));
+        const torch::Tensor scores = activationProduct(qh, kh.transpose(-1, -2));
         const torch::Tensor context = attend(scores, qh, vh, x, variant, 1.0, gates, sink, pass, capture);
         return out_proj->forward(context);
     }
@@ -85,7 +86,7 @@ public:
         // FFN half.
         const torch::Tensor mlpIn =
             preLn ? capture.quant(QuantSite::FfnNorm, final_layer_norm->forward(x)) : x;
-        torch::Tensor inner = activation(fc1->forward(mlpIn), act);
+        torch::Tensor inner = fc1->forward(mlpIn, act);
         put(capture, CapturePoint::DownIn, inner);
         inner = capture.quant(QuantSite::FfnIntermediate, inner);
         torch::Tensor ffnOut = fc2->forward(inner);

@@ -1,7 +1,9 @@
 // model/linear.h, the linear layers' products on oneDNN: in float32 its sgemm must give
-// torch::linear's result and gradients (checked against float64), in bf16 autocast inference its
-// bf16 x bf16 -> float32 product must equal the exact product of the bf16-rounded operands and be closer
-// to the float32 product than autocast's bf16 result; the other modes keep LibTorch's own route.
+// torch::linear's result and gradients (checked against float64), and its fused ReLU those of the ReLU
+// after the layer; in bf16 autocast inference its bf16 x bf16 -> float32 product must equal the exact
+// product of the bf16-rounded operands and be closer to the float32 product than autocast's bf16 result;
+// the other modes keep LibTorch's own route.
+//
 // model/onednn_ops.h, the attention's products and softmax on oneDNN: results and gradients against
 // float64, for the permuted and transposed views the attention passes, and the layouts they promise.
 
@@ -89,6 +91,51 @@ private Q_SLOTS:
         if (inByOut && bias) viaTorch = viaTorch + b;
         QVERIFY2(relativeError(y.detach(), viaTorch.detach().to(torch::kDouble)) < 1e-6,
                  "against torch::linear");
+    }
+
+    void reluEqualsReluAfterTheLayer_data()
+    {
+        QTest::addColumn<bool>("inByOut");
+        QTest::addColumn<bool>("tracked");
+        QTest::newRow("weight [out, in], with gradients") << false << true;
+        QTest::newRow("weight [in, out] (Conv1D), with gradients") << true << true;
+        QTest::newRow("no gradients") << false << false;
+    }
+
+    /// linearRelu applies the ReLU in place and folds its backward into the layer's: the same sgemms on
+    /// the same numbers, so values and gradients equal relu(linearLayer(...)) to the bit, including
+    /// outputs that are exactly 0 (their gradient is 0, as torch's threshold_backward gives).
+    void reluEqualsReluAfterTheLayer()
+    {
+        QFETCH(bool, inByOut);
+        QFETCH(bool, tracked);
+        const int in = 64, out = 96;
+        torch::Tensor x = torch::randn({3, 41, in});
+        x.index_put_({0, 0}, 0.0); // a row of zeros: its outputs are the bias
+        const torch::Tensor w = inByOut ? torch::randn({in, out}) : torch::randn({out, in});
+        torch::Tensor b = torch::randn({out});
+        b.index_put_({torch::indexing::Slice(0, 8)}, 0.0); // with the zero row: outputs exactly 0
+        const torch::Tensor upstream = torch::randn({3, 41, out});
+        auto run = [&](bool fused) {
+            const torch::Tensor xi = x.clone().requires_grad_(tracked),
+                                wi = w.clone().requires_grad_(tracked),
+                                bi = b.clone().requires_grad_(tracked);
+            const torch::Tensor y =
+                fused ? linearRelu(xi, wi, bi, inByOut) : torch::relu(linearLayer(xi, wi, bi, inByOut));
+            if (tracked) (y * upstream).sum().backward();
+            return std::vector<torch::Tensor>{y.detach(), xi.grad(), wi.grad(), bi.grad()};
+        };
+        torch::GradMode::set_enabled(tracked);
+        const auto fused = run(true), separate = run(false);
+        torch::GradMode::set_enabled(true);
+        QCOMPARE(fused[0].sizes().vec(), (std::vector<std::int64_t>{3, 41, out}));
+        QVERIFY((fused[0] == 0).sum().item<std::int64_t>() > 0);
+        QVERIFY2(torch::equal(fused[0], separate[0]), "output");
+        if (!tracked) return;
+        QVERIFY2(torch::equal(fused[1], separate[1]), "input gradient");
+        QVERIFY2(torch::equal(fused[2], separate[2]), "weight gradient");
+        QVERIFY2(torch::equal(fused[3], separate[3]), "bias gradient");
+        QVERIFY(fused[1].abs().sum().item<double>() > 0);
     }
 
     /// A worker thread (the GUI's, a statistics worker) gets the same numbers as the main thread.
