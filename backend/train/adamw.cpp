@@ -3,10 +3,13 @@
 #include "common/error.h"
 #include "common/text_format.h"
 
+#include <ATen/Parallel.h>
+#include <torch/csrc/autograd/variable.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/normalization.h>
 
 #include <cmath>
+#include <initializer_list>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -58,6 +61,61 @@ std::int64_t restoredCount(const std::map<std::string, torch::Tensor>& state, co
     return std::int64_t(value);
 }
 
+/// The float32 scalars of one update, as LibTorch's CPU kernels round PyTorch's double scalars.
+struct UpdateScalars
+{
+    float decay, beta1, oneMinusBeta1, beta2, oneMinusBeta2, biasCorrection2Sqrt, eps, negStepSize;
+};
+
+#if defined(__x86_64__)
+/// Elements [begin, end) of one update, element by element the float32 arithmetic of the per-tensor ops
+/// of AdamW::step's fallback in their order (mul_; mul_, add_; mul_, addcmul_; sqrt, div, add_;
+/// addcdiv_) as LibTorch's AVX2 kernels compute them: add_ and addcmul_ end in a fused multiply-add, the
+/// others round each operation (this file is compiled with -ffp-contract=off, so nothing else is fused).
+__attribute__((target("avx2,fma"))) void updateRange(float* __restrict p, float* __restrict m,
+                                                     float* __restrict v, const float* __restrict g,
+                                                     std::int64_t begin, std::int64_t end, UpdateScalars c)
+{
+    for (std::int64_t i = begin; i < end; ++i) {
+        const float gi = g[i];
+        const float mi = __builtin_fmaf(gi, c.oneMinusBeta1, m[i] * c.beta1);
+        const float vi = __builtin_fmaf(c.oneMinusBeta2 * gi, gi, v[i] * c.beta2);
+        const float denom = __builtin_sqrtf(vi) / c.biasCorrection2Sqrt + c.eps;
+        p[i] = p[i] * c.decay + c.negStepSize * mi / denom;
+        m[i] = mi;
+        v[i] = vi;
+    }
+}
+#endif
+
+/// One update in a single pass over the parameter, its gradient and its two moments, where they are
+/// contiguous float32 and the CPU has AVX2 and FMA: the per-tensor ops read and write each array
+/// several times and make nine LibTorch calls per parameter. Returns false where it does not apply.
+bool fusedUpdate(torch::Tensor& param, const torch::Tensor& grad, torch::Tensor& expAvg,
+                 torch::Tensor& expAvgSq, const UpdateScalars& c)
+{
+#if defined(__x86_64__)
+    static const bool cpuHasIt = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (!cpuHasIt) return false;
+    for (const torch::Tensor* t :
+         std::initializer_list<const torch::Tensor*>{&param, &grad, &expAvg, &expAvgSq})
+        if (t->scalar_type() != torch::kFloat || !t->is_contiguous() || !t->device().is_cpu() ||
+            t->numel() != param.numel())
+            return false;
+    float* p = param.data_ptr<float>();
+    float* m = expAvg.data_ptr<float>();
+    float* v = expAvgSq.data_ptr<float>();
+    const float* g = grad.data_ptr<float>();
+    at::parallel_for(0, param.numel(), 1 << 14,
+                     [=](std::int64_t begin, std::int64_t end) { updateRange(p, m, v, g, begin, end, c); });
+    torch::autograd::impl::bump_version(param); // as the in-place ops would
+    return true;
+#else
+    (void)param, (void)grad, (void)expAvg, (void)expAvgSq, (void)c;
+    return false;
+#endif
+}
+
 bool isLayerNorm(const torch::nn::Module& m)
 {
     return dynamic_cast<const torch::nn::LayerNormImpl*>(&m) != nullptr;
@@ -107,14 +165,20 @@ void AdamW::step(double lr)
         if (grad.is_sparse()) throw Error("AdamW: parameter '" + s.name + "' has a sparse gradient");
         ++s.step;
         // The order of operations and the double scalars are those of PyTorch's _single_tensor_adamw.
-        s.param.mul_(1 - lr * s.weightDecay);
-        s.expAvg.mul_(m_beta1).add_(grad, 1 - m_beta1);
-        s.expAvgSq.mul_(m_beta2).addcmul_(grad, grad, 1 - m_beta2);
         const double t = double(s.step);
         const double biasCorrection1 = 1 - std::pow(m_beta1, t);
         const double biasCorrection2 = 1 - std::pow(m_beta2, t);
         const double stepSize = lr / biasCorrection1;
         const double biasCorrection2Sqrt = std::sqrt(biasCorrection2);
+        if (fusedUpdate(s.param, grad, s.expAvg, s.expAvgSq,
+                        {float(1 - lr * s.weightDecay), float(m_beta1), float(1 - m_beta1), float(m_beta2),
+                         float(1 - m_beta2), float(biasCorrection2Sqrt), float(m_eps), float(-stepSize)})) {
+            ++m_onePassUpdates;
+            continue;
+        }
+        s.param.mul_(1 - lr * s.weightDecay);
+        s.expAvg.mul_(m_beta1).add_(grad, 1 - m_beta1);
+        s.expAvgSq.mul_(m_beta2).addcmul_(grad, grad, 1 - m_beta2);
         const torch::Tensor denom = (s.expAvgSq.sqrt() / biasCorrection2Sqrt).add_(m_eps);
         s.param.addcdiv_(s.expAvg, denom, -stepSize);
     }

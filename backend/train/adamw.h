@@ -42,6 +42,10 @@ public:
     void zeroGrad();
     /// Number of step() calls, including restored ones.
     std::int64_t steps() const { return m_steps; }
+    /// Parameter updates that took the one-pass route (contiguous float32 tensors on a CPU with AVX2 and
+    /// FMA: one loop over the parameter, its gradient and moments) rather than LibTorch's per-tensor ops
+    /// (for tests and benchmarks). Both give PyTorch's values.
+    std::int64_t onePassUpdates() const { return m_onePassUpdates; }
 
     /// The state as named tensors for a checkpoint: "<param>.exp_avg" and "<param>.exp_avg_sq"
     /// (the parameter's shape and dtype), "<param>.step" (0-d int64: that parameter's update count)
@@ -68,6 +72,7 @@ private:
     double m_beta2;
     double m_eps;
     std::int64_t m_steps = 0;
+    std::int64_t m_onePassUpdates = 0;
 };
 
 /// The usual BERT split (Hugging Face's no_decay = ["bias", "LayerNorm.weight"], made structural):
