@@ -7,6 +7,7 @@
 #include <ATen/autocast_mode.h>
 #include <oneapi/dnnl/dnnl.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -69,6 +70,28 @@ torch::Tensor product(const torch::Tensor& x2, const torch::Tensor& w, const tor
                       Route route)
 {
     const std::int64_t m = x2.size(0), k = x2.size(1), n = inByOut ? w.size(1) : w.size(0);
+    if (route == Route::Sgemm && b.defined()) {
+        // The bias rows are written one block at a time right before that block's product, which then
+        // reads them from the cache: filling the whole output first and multiplying after read and
+        // wrote it through memory once more (LibTorch's addmm does that).
+        torch::Tensor y = torch::empty({m, n}, torch::kFloat);
+        const torch::Tensor bias = b.to(torch::kFloat).contiguous();
+        const std::int64_t block =
+            std::max<std::int64_t>(64, (std::int64_t(1) << 17) / std::max<std::int64_t>(n, 1));
+        const float* bp = bias.data_ptr<float>();
+        const float* xp = x2.data_ptr<float>();
+        float* yp = y.data_ptr<float>();
+        at::internal::lazy_init_num_threads();
+        for (std::int64_t r0 = 0; r0 < m; r0 += block) {
+            const std::int64_t rows = std::min(block, m - r0);
+            for (std::int64_t r = r0; r < r0 + rows; ++r)
+                std::copy(bp, bp + n, yp + r * n);
+            check(dnnl_sgemm('N', inByOut ? 'N' : 'T', rows, n, k, 1.0f, xp + r0 * k, k, w.data_ptr<float>(),
+                             w.size(1), 1.0f, yp + r0 * n, n),
+                  "sgemm");
+        }
+        return y;
+    }
     torch::Tensor y =
         b.defined() ? b.to(torch::kFloat).expand({m, n}).contiguous() : torch::empty({m, n}, torch::kFloat);
     const float beta = b.defined() ? 1.0f : 0.0f;
