@@ -70,35 +70,32 @@ torch::Tensor product(const torch::Tensor& x2, const torch::Tensor& w, const tor
                       Route route)
 {
     const std::int64_t m = x2.size(0), k = x2.size(1), n = inByOut ? w.size(1) : w.size(0);
-    if (route == Route::Sgemm && b.defined()) {
+    if (route == Route::Sgemm) {
+        torch::Tensor y = torch::empty({m, n}, torch::kFloat);
+        if (!b.defined()) {
+            sgemm(false, !inByOut, m, n, k, x2, w, 0.0f, y);
+            return y;
+        }
         // The bias rows are written one block at a time right before that block's product, which then
         // reads them from the cache: filling the whole output first and multiplying after read and
         // wrote it through memory once more (LibTorch's addmm does that).
-        torch::Tensor y = torch::empty({m, n}, torch::kFloat);
         const torch::Tensor bias = b.to(torch::kFloat).contiguous();
+        const float* bp = bias.data_ptr<float>();
         const std::int64_t block =
             std::max<std::int64_t>(64, (std::int64_t(1) << 17) / std::max<std::int64_t>(n, 1));
-        const float* bp = bias.data_ptr<float>();
-        const float* xp = x2.data_ptr<float>();
-        float* yp = y.data_ptr<float>();
-        at::internal::lazy_init_num_threads();
         for (std::int64_t r0 = 0; r0 < m; r0 += block) {
             const std::int64_t rows = std::min(block, m - r0);
-            for (std::int64_t r = r0; r < r0 + rows; ++r)
-                std::copy(bp, bp + n, yp + r * n);
-            check(dnnl_sgemm('N', inByOut ? 'N' : 'T', rows, n, k, 1.0f, xp + r0 * k, k, w.data_ptr<float>(),
-                             w.size(1), 1.0f, yp + r0 * n, n),
-                  "sgemm");
+            torch::Tensor out = y.narrow(0, r0, rows);
+            float* op = out.data_ptr<float>();
+            for (std::int64_t r = 0; r < rows; ++r)
+                std::copy(bp, bp + n, op + r * n);
+            sgemm(false, !inByOut, rows, n, k, x2.narrow(0, r0, rows), w, 1.0f, out);
         }
         return y;
     }
     torch::Tensor y =
         b.defined() ? b.to(torch::kFloat).expand({m, n}).contiguous() : torch::empty({m, n}, torch::kFloat);
     const float beta = b.defined() ? 1.0f : 0.0f;
-    if (route == Route::Sgemm) {
-        sgemm(false, !inByOut, m, n, k, x2, w, beta, y);
-        return y;
-    }
     // The weights' bf16 copies are kept for the autocast region, as autocast itself keeps them.
     const torch::Tensor wb = at::autocast::cached_cast(at::kBFloat16, w, c10::DeviceType::CPU).contiguous();
     const torch::Tensor xb = x2.to(torch::kBFloat16).contiguous();
