@@ -50,10 +50,18 @@ private Q_SLOTS:
         QTest::addColumn<bool>("bias");
         QTest::addColumn<bool>("inByOut");
         QTest::addColumn<bool>("strided");
-        QTest::newRow("weight [out, in], bias") << true << false << false;
-        QTest::newRow("weight [out, in], no bias") << false << false << false;
-        QTest::newRow("weight [in, out] (Conv1D), bias") << true << true << false;
-        QTest::newRow("transposed input") << true << false << true;
+        QTest::addColumn<int>("in");
+        QTest::addColumn<int>("out");
+        // The weight's gradient is computed in the orientation whose rows are the smaller of in and out
+        // (at most 256), else in the weight's own layout.
+        QTest::newRow("weight [out, in], bias") << true << false << false << 96 << 160;
+        QTest::newRow("weight [out, in], no bias") << false << false << false << 96 << 160;
+        QTest::newRow("weight [in, out] (Conv1D), bias") << true << true << false << 96 << 160;
+        QTest::newRow("transposed input") << true << false << true << 96 << 160;
+        QTest::newRow("weight [out, in], fewer outputs") << true << false << false << 160 << 96;
+        QTest::newRow("weight [in, out] (Conv1D), fewer outputs") << true << true << false << 160 << 96;
+        QTest::newRow("weight [out, in], wide") << true << false << false << 288 << 320;
+        QTest::newRow("weight [in, out] (Conv1D), wide") << true << true << false << 288 << 320;
     }
 
     void float32MatchesTorchWithGradients()
@@ -61,7 +69,8 @@ private Q_SLOTS:
         QFETCH(bool, bias);
         QFETCH(bool, inByOut);
         QFETCH(bool, strided);
-        const int in = 96, out = 160;
+        QFETCH(int, in);
+        QFETCH(int, out);
         torch::Tensor x = strided ? torch::randn({5, in, 37}).transpose(1, 2) : torch::randn({5, 37, in});
         QCOMPARE(x.is_contiguous(), !strided);
         x.requires_grad_(true);
