@@ -174,10 +174,11 @@ public:
         }
         if (ctx->needs_input_grad(1)) {
             // g^T x2 [out, in], or x2^T g [in, out]: a sum over the M rows. Where the smaller of out and
-            // in is at most 256, oneDNN's sgemm ran it 1.1-1.45 x faster with that one as its result's
+            // in is at most 256, oneDNN's sgemm ran it 1.05-1.46 x faster with that one as its result's
             // rows (the demo models' 128 x 384 to 128 x 30,522 layers), so that one is computed and
             // transposed if the weight is laid out the other way; at bert-base's 768 x 3072 the
-            // weight's own layout was as fast or up to 9% faster (docs/performance.md).
+            // weight's own layout was as fast or up to 9% faster (docs/performance.md;
+            // bench/sgemm_weight_gradient.cpp times both).
             const bool outputRows = std::min(n, k) <= 256 ? n <= k : !inByOut;
             torch::Tensor r =
                 outputRows ? torch::empty({n, k}, torch::kFloat) : torch::empty({k, n}, torch::kFloat);
