@@ -180,12 +180,10 @@ public:
             // weight's own layout was as fast or up to 9% faster (docs/performance.md;
             // bench/sgemm_weight_gradient.cpp times both).
             const bool outputRows = std::min(n, k) <= 256 ? n <= k : !inByOut;
-            torch::Tensor r =
-                outputRows ? torch::empty({n, k}, torch::kFloat) : torch::empty({k, n}, torch::kFloat);
-            if (outputRows)
-                sgemm(true, false, n, k, m, g, x2, 0.0f, r);
-            else
-                sgemm(true, false, k, n, m, x2, g, 0.0f, r);
+            const torch::Tensor& left = outputRows ? g : x2;
+            const torch::Tensor& right = outputRows ? x2 : g;
+            torch::Tensor r = torch::empty({left.size(1), right.size(1)}, torch::kFloat);
+            sgemm(true, false, r.size(0), r.size(1), m, left, right, 0.0f, r);
             gw = outputRows != inByOut ? r : r.t().contiguous(); // [in, out] when inByOut, else [out, in]
         }
         if (ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2)) gb = g.sum(0);
