@@ -8,8 +8,11 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
+#include <vector>
 
 // Exported by libdnnl 2.x (oneDNN's bf16 GEMM: bf16 operands, float32 accumulation and result; row-major
 // like dnnl_sgemm) but not declared in its public header. tst_linear checks it against the exact product.
@@ -65,9 +68,116 @@ void sgemm(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int64_
           "sgemm");
 }
 
+/// dnnl_gemm_bf16bf16f32 on row-major bf16 tensors: c [m, n] = a [m, k] op(w)^T + beta c, float32 c.
+void gemmBf16(const torch::Tensor& a, const torch::Tensor& wb, bool inByOut, float beta, torch::Tensor& c)
+{
+    at::internal::lazy_init_num_threads();
+    check(dnnl_gemm_bf16bf16f32('N', inByOut ? 'N' : 'T', a.size(0), c.size(1), a.size(1), 1.0f,
+                                reinterpret_cast<const std::uint16_t*>(a.data_ptr<at::BFloat16>()), a.size(1),
+                                reinterpret_cast<const std::uint16_t*>(wb.data_ptr<at::BFloat16>()),
+                                wb.size(1), beta, c.data_ptr<float>(), c.size(1)),
+          "gemm_bf16bf16f32");
+}
+
+/// x rounded to bf16's bits, to nearest even as torch's conversion (NaN: a quiet NaN); `back` gets the
+/// rounded value as a float. No branches, so that the loops calling it are vectorised.
+inline std::uint16_t toBf16(float x, float& back)
+{
+    std::uint32_t u;
+    std::memcpy(&u, &x, sizeof u);
+    const std::uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    std::memcpy(&back, &rounded, sizeof back);
+    return x != x ? std::uint16_t(0x7fc0) : std::uint16_t(rounded >> 16);
+}
+
+/// out = bf16(x) for n values, and for each column sum += x, rounding += x - bf16(x) (exact in float32
+/// where x is finite). The AVX2 clone does 8 at a time.
+__attribute__((target_clones("avx2", "default"))) void roundRow(const float* __restrict x,
+                                                                std::uint16_t* __restrict out,
+                                                                float* __restrict sum,
+                                                                float* __restrict rounding, std::int64_t n)
+{
+    for (std::int64_t j = 0; j < n; ++j) {
+        float back;
+        out[j] = toBf16(x[j], back);
+        sum[j] += x[j];
+        rounding[j] += x[j] - back;
+    }
+}
+
+/// One block's two bf16 rows from its column sums over `rows` rows: the mean of its bf16-rounded rows,
+/// xm - mean(x - bf16(x)), as g1 + g2 (to about 2^-17), `stride` apart; `mean` gets the mean xm.
+__attribute__((target_clones("avx2", "default"))) void
+meanParts(const float* __restrict sum, const float* __restrict rounding, float rows, float* __restrict mean,
+          std::uint16_t* __restrict parts, std::int64_t stride, std::int64_t n)
+{
+    for (std::int64_t j = 0; j < n; ++j) {
+        const float xm = sum[j] / rows;
+        const float roundedMean = xm - rounding[j] / rows;
+        mean[j] = xm;
+        float g1, unused;
+        parts[j] = toBf16(roundedMean, g1);
+        parts[stride + j] = toBf16(roundedMean - g1, unused);
+    }
+}
+
+/// bf16 inference where x2's M rows are `groups` equal blocks, one sample's tokens each: xb [M + 2 groups,
+/// k] gets x2's rows rounded to bf16 (as torch's conversion) and then, per block, the mean of its
+/// rounded rows as two bf16 parts (meanParts()); xm [groups, k] gets the mean of its rows. A block
+/// holding a value that is not finite gets zero parts and mean: no correction.
+void roundRowsWithMeans(const torch::Tensor& x2, std::int64_t groups, torch::Tensor& xb, torch::Tensor& xm)
+{
+    const std::int64_t m = x2.size(0), k = x2.size(1), rows = m / groups;
+    // Whole rows per task (strided column blocks ran slower); where there are fewer blocks than
+    // threads, a block's rows are split in chunks, each with its own sums.
+    const std::int64_t chunks = std::min<std::int64_t>(
+        rows, std::max<std::int64_t>(1, (2 * at::get_num_threads() + groups - 1) / groups));
+    const std::int64_t chunkRows = (rows + chunks - 1) / chunks;
+    std::vector<float> sums(std::size_t(2 * groups * chunks * k));
+    const float* xp = x2.data_ptr<float>();
+    std::uint16_t* bp = reinterpret_cast<std::uint16_t*>(xb.data_ptr<at::BFloat16>());
+    float* mp = xm.data_ptr<float>();
+    at::parallel_for(0, groups * chunks, 1, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t task = begin; task < end; ++task) {
+            float* sum = sums.data() + 2 * task * k;
+            float* rounding = sum + k;
+            const std::int64_t first = (task / chunks) * rows + (task % chunks) * chunkRows;
+            const std::int64_t last = std::min((task / chunks) * rows + rows, first + chunkRows);
+            for (std::int64_t r = first; r < last; ++r)
+                roundRow(xp + r * k, bp + r * k, sum, rounding, k);
+        }
+    });
+    at::parallel_for(0, groups, 1, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t g = begin; g < end; ++g) {
+            float* sum = sums.data() + 2 * g * chunks * k; // the block's chunks summed into its first
+            float* rounding = sum + k;
+            for (std::int64_t c = 1; c < chunks; ++c)
+                for (std::int64_t j = 0; j < k; ++j) {
+                    sum[j] += sum[2 * c * k + j];
+                    rounding[j] += rounding[2 * c * k + j];
+                }
+            bool finite = true;
+            for (std::int64_t j = 0; j < k; ++j)
+                finite = finite && std::isfinite(sum[j]) && std::isfinite(rounding[j]);
+            if (!finite) {
+                std::fill(sum, sum + 2 * k, 0.0f);
+            }
+            meanParts(sum, rounding, float(rows), mp + g * k, bp + (m + g) * k, groups * k, k);
+        }
+    });
+}
+
 /// y [M, out] = x2 [M, in] W^T (+ b) in float32 or, for Bf16F32, bf16 inputs and a float32 result.
+/// There, `groups` > 0 splits the rows into that many equal blocks, one sample's tokens each, and adds
+/// to each block's rows the bf16 route's error on the block's mean row: the float32 product of the mean
+/// row xm minus what the route gives for the mean of the bf16-rounded rows, xm W^T - (xm - mean e) wb^T
+/// with e = x2 - bf16(x2). The block's mean output is then the float32 one: what the roundings of W and
+/// of the inputs do alike to every token of a sample (most of their error where the tokens share a
+/// large common part, as after the attention's averaging or a GELU) is gone, and what differs from token
+/// to token stays. The bf16 rows of roundRowsWithMeans() go through the same product as the tokens'
+/// rows, so the weights are read once for both; xm W^T is one float32 product of `groups` rows.
 torch::Tensor product(const torch::Tensor& x2, const torch::Tensor& w, const torch::Tensor& b, bool inByOut,
-                      Route route)
+                      Route route, std::int64_t groups = 0)
 {
     const std::int64_t m = x2.size(0), k = x2.size(1), n = inByOut ? w.size(1) : w.size(0);
     if (route == Route::Sgemm) {
@@ -93,19 +203,40 @@ torch::Tensor product(const torch::Tensor& x2, const torch::Tensor& w, const tor
         }
         return y;
     }
-    torch::Tensor y =
-        b.defined() ? b.to(torch::kFloat).expand({m, n}).contiguous() : torch::empty({m, n}, torch::kFloat);
-    const float beta = b.defined() ? 1.0f : 0.0f;
     // The weights' bf16 copies are kept for the autocast region, as autocast itself keeps them.
     const torch::Tensor wb = at::autocast::cached_cast(at::kBFloat16, w, c10::DeviceType::CPU).contiguous();
-    const torch::Tensor xb = x2.to(torch::kBFloat16).contiguous();
-    at::internal::lazy_init_num_threads();
-    check(dnnl_gemm_bf16bf16f32('N', inByOut ? 'N' : 'T', m, n, k, 1.0f,
-                                reinterpret_cast<const std::uint16_t*>(xb.data_ptr<at::BFloat16>()), k,
-                                reinterpret_cast<const std::uint16_t*>(wb.data_ptr<at::BFloat16>()),
-                                wb.size(1), beta, y.data_ptr<float>(), n),
-          "gemm_bf16bf16f32");
-    return y;
+    if (groups <= 0 || m % groups != 0) {
+        const torch::Tensor xb = x2.to(torch::kBFloat16).contiguous();
+        torch::Tensor y = b.defined() ? b.to(torch::kFloat).expand({m, n}).contiguous()
+                                      : torch::empty({m, n}, torch::kFloat);
+        gemmBf16(xb, wb, inByOut, b.defined() ? 1.0f : 0.0f, y);
+        return y;
+    }
+    torch::Tensor xb = torch::empty({m + 2 * groups, k}, torch::kBFloat16);
+    torch::Tensor xm = torch::empty({groups, k}, torch::kFloat);
+    roundRowsWithMeans(x2, groups, xb, xm);
+    torch::Tensor all = torch::empty({m + 2 * groups, n}, torch::kFloat);
+    gemmBf16(xb, wb, inByOut, 0.0f, all);
+    torch::Tensor c = torch::empty({groups, n}, torch::kFloat); // xm W^T
+    sgemm(false, !inByOut, groups, n, k, xm, w, 0.0f, c);
+    const torch::Tensor bias = b.defined() ? b.to(torch::kFloat).contiguous() : torch::zeros({n});
+    float* cp = c.data_ptr<float>();
+    float* yp = all.data_ptr<float>();
+    const float* bp = bias.data_ptr<float>();
+    for (std::int64_t g = 0; g < groups; ++g) // c = xm W^T - (g1 + g2) wb^T + b
+        for (std::int64_t j = 0; j < n; ++j)
+            cp[g * n + j] += bp[j] - yp[(m + g) * n + j] - yp[(m + groups + g) * n + j];
+    const std::int64_t rows = m / groups;
+    at::parallel_for(0, m, std::max<std::int64_t>(1, (std::int64_t(1) << 15) / n),
+                     [=](std::int64_t begin, std::int64_t end) {
+                         for (std::int64_t r = begin; r < end; ++r) {
+                             const float* add = cp + (r / rows) * n;
+                             float* row = yp + r * n;
+                             for (std::int64_t j = 0; j < n; ++j)
+                                 row[j] += add[j];
+                         }
+                     });
+    return all.narrow(0, 0, m);
 }
 
 /// max(y, 0) in place, float32 contiguous; NaN stays NaN, as torch::relu keeps it.
@@ -237,7 +368,8 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const 
     if (route == Route::Sgemm && tracked)
         return SgemmLinear::apply(x2, w, bias.defined() ? bias : torch::empty({0}), weightIsInByOut, relu)
             .view(sizes);
-    torch::Tensor y = product(x2, w, bias, weightIsInByOut, route);
+    // One sample's tokens per block of rows where x is [B, T, in] (bf16 inference only).
+    torch::Tensor y = product(x2, w, bias, weightIsInByOut, route, x.dim() == 3 ? x.size(0) : 0);
     if (relu) reluInPlace(y);
     return y.view(sizes);
 }

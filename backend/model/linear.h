@@ -8,7 +8,13 @@
 // - bf16 autocast without gradients (inspect, stats, the GUI's fast mode): the products in bf16 with
 //   float32 accumulation and a float32 result (oneDNN's gemm_bf16bf16f32), instead of autocast's
 //   result rounded to bf16: that rounding of every linear output moved values across the outlier
-//   threshold (docs/performance.md); the inputs are still rounded to bf16.
+//   threshold (docs/performance.md). The inputs and weights are still rounded to bf16, but where x is
+//   [B, T, in] (one sample's T tokens per slice) each sample's rows also get the float32 product of
+//   their mean row minus the bf16 product of it: the error both roundings make alike on every token of
+//   a sample, most of it where the tokens share a large common part, is gone, and a sample's mean output
+//   is the float32 one. That costs one float32 product of B rows (a read of the float32 weights). A
+//   sample's values then depend, within the bf16 error, on the padding rows of its batch. (Decoders
+//   compute in bf16 tensors and do not take this route; a causal model's tokens would see later ones.)
 // - anything else (bf16 autocast training, bf16 or float64 tensors): torch::linear as before.
 // oneDNN's float32 GEMM kernels point the stack pointer into a heap workspace while they run: a signal
 // handler must never run on a thread inside them (oneDNN issue #4845). Commands take their signals on

@@ -1,7 +1,8 @@
 // model/linear.h, the linear layers' products on oneDNN: in float32 its sgemm must give
 // torch::linear's result and gradients (checked against float64), and its fused ReLU those of the ReLU
 // after the layer; in bf16 autocast inference its bf16 x bf16 -> float32 product must equal the exact
-// product of the bf16-rounded operands and be closer to the float32 product than autocast's bf16 result;
+// product of the bf16-rounded operands and be closer to the float32 product than autocast's bf16 result,
+// and with one sample's tokens per [T, in] slice, each sample's mean output must be the float32 one;
 // the other modes keep LibTorch's own route.
 //
 // model/onednn_ops.h, the attention's products and softmax on oneDNN: results and gradients against
@@ -163,7 +164,8 @@ private Q_SLOTS:
     void bf16InferenceKeepsFloat32Outputs()
     {
         if (!cpuSupportsBf16()) QSKIP("this CPU has no bf16 instructions: the app runs float32 instead");
-        const torch::Tensor x = torch::randn({4, 50, 256}) * 3, w = torch::randn({512, 256}) * 0.05,
+        // Rows that are not one sample's tokens ([M, in]): no correction by the samples' mean rows.
+        const torch::Tensor x = torch::randn({200, 256}) * 3, w = torch::randn({512, 256}) * 0.05,
                             b = torch::randn({512});
         const torch::Tensor exact = torch::matmul(x.to(torch::kBFloat16).to(torch::kDouble),
                                                   w.to(torch::kBFloat16).to(torch::kDouble).t()) +
@@ -189,6 +191,98 @@ private Q_SLOTS:
         QVERIFY2(
             oursToFull < 0.9 * autocastToFull,
             qPrintable(QString("mean |error| %1 against autocast's %2").arg(oursToFull).arg(autocastToFull)));
+    }
+
+    void bf16InferenceCorrectsEachSamplesMeanRow_data()
+    {
+        QTest::addColumn<bool>("inByOut");
+        QTest::addColumn<bool>("bias");
+        QTest::addColumn<int>("tokens");
+        QTest::newRow("weight [out, in], bias") << false << true << 50;
+        QTest::newRow("weight [in, out] (Conv1D), no bias") << true << false << 50;
+        QTest::newRow("one token") << false << true << 1;
+        QTest::newRow("1000 features in, fewer samples than threads' chunks") << false << true << 333;
+    }
+
+    /// [B, T, in]: each sample's rows get the bf16 route's error on their mean row taken off, so that
+    /// their mean output is the float32 one; the error that differs from token to token stays.
+    void bf16InferenceCorrectsEachSamplesMeanRow()
+    {
+        if (!cpuSupportsBf16()) QSKIP("this CPU has no bf16 instructions: the app runs float32 instead");
+        QFETCH(bool, inByOut);
+        QFETCH(bool, bias);
+        QFETCH(int, tokens);
+        const std::int64_t in = tokens == 333 ? 1000 : 256, out = 384, samples = tokens == 333 ? 1 : 3;
+        // Tokens sharing a large common part, as after the attention's averaging or a GELU.
+        const torch::Tensor x =
+            torch::randn({samples, 1, in}) * 3 + torch::randn({samples, tokens, in}) * 0.5;
+        const torch::Tensor w =
+            torch::randn(inByOut ? std::vector<std::int64_t>{in, out} : std::vector<std::int64_t>{out, in}) *
+            0.05;
+        const torch::Tensor b = bias ? torch::randn({out}) : torch::Tensor();
+        const torch::Tensor wd = inByOut ? w.to(torch::kDouble) : w.to(torch::kDouble).t(); // [in, out]
+        auto float64Layer = [&](const torch::Tensor& input) {
+            const torch::Tensor y = torch::matmul(input.to(torch::kDouble), wd);
+            return bias ? y + b.to(torch::kDouble) : y;
+        };
+        auto bf16Layer = [&](const torch::Tensor& input, bool asSamples) {
+            const AutocastScope autocast(Precision::Bf16);
+            torch::NoGradGuard noGrad;
+            return asSamples
+                       ? linearLayer(input, w, b, inByOut)
+                       : linearLayer(input.reshape({-1, in}), w, b, inByOut).view({samples, tokens, out});
+        };
+        const torch::Tensor full = float64Layer(x), ours = bf16Layer(x, true),
+                            rowsAlone = bf16Layer(x, false);
+        QCOMPARE(ours.sizes().vec(), (std::vector<std::int64_t>{samples, tokens, out}));
+        // Each sample's mean output row is the float32 (here float64) one, up to the float32 sums and
+        // the bf16 parts the mean rows are carried in.
+        const double scale = full.abs().max().item<double>();
+        const double meanErr = (ours.to(torch::kDouble).mean(1) - full.mean(1)).abs().max().item<double>();
+        const double meanErrAlone =
+            (rowsAlone.to(torch::kDouble).mean(1) - full.mean(1)).abs().max().item<double>();
+        QVERIFY2(meanErr < 1e-5 * scale && meanErr < 0.02 * meanErrAlone,
+                 qPrintable(QString("%1 against %2 uncorrected").arg(meanErr).arg(meanErrAlone)));
+        // The correction is one row per sample, added to each of its tokens: what differs between the
+        // tokens is the uncorrected route's.
+        const torch::Tensor shift = (ours - rowsAlone).to(torch::kDouble);
+        QVERIFY((shift - shift.mean(1, true)).abs().max().item<double>() < 1e-5 * scale);
+        QVERIFY(shift.abs().max().item<double>() > 1e-4 * scale);
+        // With inputs bf16 holds exactly, what is left is the weights' rounding times each token's own
+        // part (a sixth of the common one here): far smaller than the whole of it.
+        const torch::Tensor exactInputs = x.to(torch::kBFloat16).to(torch::kFloat);
+        const torch::Tensor fullExact = float64Layer(exactInputs);
+        const double corrected =
+            (bf16Layer(exactInputs, true).to(torch::kDouble) - fullExact).abs().mean().item<double>();
+        const double uncorrected =
+            (bf16Layer(exactInputs, false).to(torch::kDouble) - fullExact).abs().mean().item<double>();
+        QVERIFY2(corrected < 0.4 * uncorrected,
+                 qPrintable(QString("mean |error| %1 against %2").arg(corrected).arg(uncorrected)));
+    }
+
+    /// A sample holding a value that is not finite is left as the uncorrected route gives it; the other
+    /// samples are corrected.
+    void bf16InferenceLeavesNonFiniteSamplesUncorrected()
+    {
+        if (!cpuSupportsBf16()) QSKIP("this CPU has no bf16 instructions: the app runs float32 instead");
+        torch::Tensor x = torch::randn({2, 20, 64}) * 3 + 5;
+        x[1][3][7] = std::numeric_limits<float>::infinity();
+        const torch::Tensor w = torch::randn({32, 64}) * 0.05, b = torch::randn({32});
+        torch::Tensor ours, rowsAlone;
+        {
+            const AutocastScope autocast(Precision::Bf16);
+            torch::NoGradGuard noGrad;
+            ours = linearLayer(x, w, b);
+            rowsAlone = linearLayer(x.reshape({-1, 64}), w, b).view({2, 20, 32});
+        }
+        QVERIFY(torch::equal(ours[1].isfinite(), rowsAlone[1].isfinite()));
+        QVERIFY(torch::equal(ours[1].isnan(), rowsAlone[1].isnan()));
+        const torch::Tensor finite = rowsAlone[1].isfinite();
+        const double scale = rowsAlone[0].abs().max().item<double>();
+        // Equal up to the order in which the bias is added; the finite sample moves by its correction.
+        QVERIFY((ours[1] - rowsAlone[1]).masked_select(finite).abs().max().item<double>() < 1e-6 * scale);
+        QVERIFY((ours[0] - rowsAlone[0]).abs().max().item<double>() > 1e-4 * scale);
+        QVERIFY(ours[0].isfinite().all().item<bool>());
     }
 
     /// Q K^T / sqrt(d) and P V as multiHeadAttention calls them: heads as permuted views of one
