@@ -85,11 +85,12 @@ int runStats(const QStringList& args)
     cmd.addVariantOptions();
     cmd.addPrecisionOption(
         "fp32 (default) or bf16, a fast mode on CPUs with bf16 instructions: in BERT and ViT each linear "
-        "layer multiplies bf16 operands into a float32 result, the attention products, softmax and "
-        "LayerNorm stay float32; decoders compute in bf16; the statistics are still accumulated in float64. "
-        "Measured on the demo models and a bert-base-sized one: the max inf norm stays within 0.3% of fp32, "
-        "outlier counts agree on 98.3-100% of counted values (values within bf16's rounding of the "
-        "threshold change sides; bench/compare_stats_precision.sh). The file records the precision used.");
+        "layer multiplies bf16 operands into a float32 result, corrected so that each input's mean token "
+        "row is float32's; the attention products, softmax and LayerNorm stay float32; decoders compute in "
+        "bf16; the statistics are still accumulated in float64. Measured on the demo models and a "
+        "bert-base-sized one: the max inf norm stays within 0.3% of fp32, outlier counts agree on "
+        "98.3-100% of counted values (values within bf16's rounding of the threshold change sides; "
+        "bench/compare_stats_precision.sh). The file records the precision used.");
     if (auto code = cmd.parse(args)) return *code;
     return cmd.guarded([&]() -> int {
         configureTorchThreads(cmd.intValue("threads", 0, 1, 1024));
