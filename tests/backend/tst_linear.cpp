@@ -201,7 +201,8 @@ private Q_SLOTS:
         QTest::newRow("weight [out, in], bias") << false << true << 50;
         QTest::newRow("weight [in, out] (Conv1D), no bias") << true << false << 50;
         QTest::newRow("one token") << false << true << 1;
-        QTest::newRow("1000 features in, fewer samples than threads' chunks") << false << true << 333;
+        QTest::newRow("one input of 333 tokens, 1000 features: its rows summed in chunks")
+            << false << true << 333;
     }
 
     /// [B, T, in]: each sample's rows get the bf16 route's error on their mean row taken off, so that
