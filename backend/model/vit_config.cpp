@@ -183,8 +183,13 @@ VitConfig VitConfig::preset(const std::string& name)
     } else if (name == "vit-fmnist") {
         c.imageSize = 28, c.patchSize = 4, c.hiddenSize = 128, c.numLayers = 6, c.numHeads = 4;
         c.intermediateSize = 512, c.numClasses = 10;
+    } else if (name ==
+               "vit-canvas") { // the canvas task (tasks/data/canvas_data.h): 56 px, 8 x 8 patches of 7
+        c.imageSize = 56, c.patchSize = 7, c.hiddenSize = 128, c.numLayers = 4, c.numHeads = 4;
+        c.intermediateSize = 512, c.numClasses = 10;
     } else {
-        throw Error("unknown ViT preset '" + name + "' (known: vit-tiny, vit-small, vit-base, vit-fmnist)");
+        throw Error("unknown ViT preset '" + name +
+                    "' (known: vit-tiny, vit-small, vit-base, vit-fmnist, vit-canvas)");
     }
     return c;
 }

@@ -45,7 +45,8 @@ struct VitConfig
     /// Reads <dir>/config.json; errors name the file and the field.
     static VitConfig fromModelDir(const std::string& modelDir);
     /// Named sizes: "vit-tiny" (192/12/3), "vit-small" (384/12/6), "vit-base" (768/12/12), all patch
-    /// 16 at 224 pixels, and "vit-fmnist" (28 px, patch 4, 128/6/4) for Fashion-MNIST.
+    /// 16 at 224 pixels, "vit-fmnist" (28 px, patch 4, 128/6/4) for Fashion-MNIST and "vit-canvas" (56 px,
+    /// patch 7, 128/4/4) for the canvas task.
     static VitConfig preset(const std::string& name);
     /// A timm-style config.json for checkpoints we write (timm names), with the variant block.
     /// `preprocessing` is the pretrained_cfg object as JSON text (may be empty).

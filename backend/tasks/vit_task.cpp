@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "model/vit_network.h"
+#include "tasks/data/canvas_data.h"
 #include "tasks/data/image_data.h"
 #include "tasks/task_common.h"
 #include "tasks/training_task.h"
@@ -164,8 +165,11 @@ private:
 
 } // namespace
 
+std::unique_ptr<TrainingTask> makeCanvasTask(const TrainConfig& config); // vit_canvas_task.cpp
+
 std::unique_ptr<TrainingTask> makeImageTask(const TrainConfig& config)
 {
+    if (config.data == kCanvasData) return makeCanvasTask(config);
     return std::make_unique<ImageTask>(config);
 }
 

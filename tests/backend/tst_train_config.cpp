@@ -23,9 +23,10 @@ using outlierlens::test::expectError;
 
 namespace {
 
-const std::vector<std::string> kPresetNames = {
-    "demo-vit-fmnist", "demo-bert-mlm",  "demo-bert-nli",       "demo-synthetic", "demo-clm",
-    "demo-backcopy",   "paper-opt-125m", "paper-bert-base-mlm", "paper-bert-6l",  "paper-vit-s16"};
+const std::vector<std::string> kPresetNames = {"demo-vit-fmnist", "demo-vit-canvas", "demo-bert-mlm",
+                                               "demo-bert-nli",   "demo-synthetic",  "demo-clm",
+                                               "demo-backcopy",   "paper-opt-125m",  "paper-bert-base-mlm",
+                                               "paper-bert-6l",   "paper-vit-s16"};
 
 /// A valid masked-LM config for the validation cases to break.
 TrainConfig validMlm()

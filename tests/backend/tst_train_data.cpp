@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "io/image.h"
 #include "tasks/data/batch_indices.h"
+#include "tasks/data/canvas_data.h"
 #include "tasks/data/image_data.h"
 #include "tasks/data/mlm_data.h"
 #include "tasks/data/nli_data.h"
@@ -762,6 +763,110 @@ private Q_SLOTS:
         QVERIFY(torch::equal(data.batch(indices, true, again).first, x));
         at::Generator other = generator(6);
         QVERIFY(!torch::equal(data.batch(indices, true, other).first, x));
+    }
+
+    // ----------------------------------------------------------------------------------------------
+    // Canvas task (ViT)
+
+    /// Each canvas holds its item once, unchanged, somewhere on black; patches are numbered row-major; a
+    /// patch is an object patch exactly when its brightest pixel exceeds the threshold; masked patches show
+    /// the checkerboard and nothing else changes; targets are the unmasked canvas' pixels; a seed repeats.
+    void canvasBatches()
+    {
+        QTemporaryDir dir;
+        std::string pixels, labels;
+        makeImages(10, 28, pixels, labels);
+        writeFashion(dir.path(), idxImages(0x803, 10, 28, 28, pixels), idxLabels(0x801, labels));
+        const ImageDataset data = ImageDataset::fashionMnist(dir.path().toStdString(), true);
+        CanvasOptions o; // 56 px, patch 7, mask rate 0.25
+        std::vector<std::int64_t> indices;
+        for (int k = 0; k < 40; ++k)
+            indices.push_back(k % 10);
+        at::Generator gen = generator(3);
+        const CanvasBatch b = canvasBatch(data, indices, o, true, gen);
+        QCOMPARE(b.pixels.sizes().vec(), (std::vector<std::int64_t>{40, 3, 56, 56}));
+        QCOMPARE(b.targets.sizes().vec(), (std::vector<std::int64_t>{40, 64, 49}));
+        const auto px = b.pixels.accessor<float, 4>();
+        const auto tg = b.targets.accessor<float, 3>();
+        const auto mk = b.masked.accessor<bool, 2>(), ob = b.object.accessor<bool, 2>(),
+                   sc = b.scored.accessor<bool, 2>();
+        std::set<std::pair<int, int>> offsets;
+        std::int64_t maskedCount = 0;
+        for (std::size_t k = 0; k < indices.size(); ++k) {
+            const auto i = std::int64_t(k);
+            QCOMPARE(b.labels[i].item<std::int64_t>(), data.label(indices[k]));
+            // The unmasked canvas from the targets, pixel by pixel.
+            std::vector<double> canvas(56 * 56);
+            for (int n = 0; n < 64; ++n)
+                for (int p = 0; p < 49; ++p)
+                    canvas[std::size_t(((n / 8) * 7 + p / 7) * 56 + (n % 8) * 7 + p % 7)] = tg[i][n][p];
+            // Where is the item? Its top-left corner is the only place where all 28 x 28 pixels match.
+            int found = 0;
+            for (int r = 0; r <= 28; ++r)
+                for (int c = 0; c <= 28; ++c) {
+                    bool match = true;
+                    for (int y = 0; y < 28 && match; ++y)
+                        for (int x = 0; x < 28 && match; ++x)
+                            match = std::abs(canvas[std::size_t((r + y) * 56 + c + x)] -
+                                             static_cast<std::uint8_t>(
+                                                 pixels[std::size_t(indices[k] * 784 + y * 28 + x)]) /
+                                                 255.0) < 1e-6;
+                    if (!match) continue;
+                    double outside = 0;
+                    for (int y = 0; y < 56; ++y)
+                        for (int x = 0; x < 56; ++x)
+                            if (y < r || y >= r + 28 || x < c || x >= c + 28)
+                                outside += canvas[std::size_t(y * 56 + x)];
+                    if (outside == 0) ++found, offsets.insert({r, c});
+                }
+            QVERIFY2(found >= 1,
+                     qPrintable(QStringLiteral("canvas %1 does not hold its item on black").arg(k)));
+            for (int n = 0; n < 64; ++n) {
+                double brightest = 0;
+                for (int p = 0; p < 49; ++p)
+                    brightest = std::max(brightest, double(tg[i][n][p]));
+                const bool masked = mk[i][n];
+                maskedCount += masked;
+                QCOMPARE(ob[i][n], brightest > 0.05);
+                QCOMPARE(sc[i][n], brightest > 0.05 || masked);
+                for (int p = 0; p < 49; ++p) {
+                    const int y = (n / 8) * 7 + p / 7, x = (n % 8) * 7 + p % 7;
+                    const double shown =
+                        masked ? double((p / 7 + p % 7) % 2) : canvas[std::size_t(y * 56 + x)];
+                    for (int ch = 0; ch < 3; ++ch)
+                        QCOMPARE(px[i][ch][y][x], float((shown - 0.5) / 0.5));
+                }
+            }
+        }
+        QVERIFY(offsets.size() > 20);                                        // the place is drawn per canvas
+        QVERIFY(maskedCount > 40 * 64 / 8 && maskedCount < 40 * 64 * 3 / 8); // about a quarter
+
+        at::Generator again = generator(3);
+        QVERIFY(torch::equal(canvasBatch(data, indices, o, true, again).pixels, b.pixels));
+        at::Generator plainGen = generator(3);
+        const CanvasBatch plain = canvasBatch(data, indices, o, false, plainGen);
+        QVERIFY(!plain.masked.any().item<bool>());
+        // Unmasked, every pixel is the target's (nothing hidden).
+        QVERIFY(torch::equal(
+            plain.pixels.select(1, 0),
+            ((plain.targets.view({40, 8, 8, 7, 7}).permute({0, 1, 3, 2, 4}).reshape({40, 56, 56})) - 0.5) /
+                0.5));
+        const RgbImage image = canvasImage(plain, 0);
+        QCOMPARE(image.width, 56);
+        const auto ptg = plain.targets.accessor<float, 3>();
+        for (int y = 0; y < 56; ++y)
+            for (int x = 0; x < 56; ++x)
+                QCOMPARE(int(image.pixels[std::size_t((y * 56 + x) * 3)]),
+                         int(std::lround(ptg[0][(y / 7) * 8 + x / 7][(y % 7) * 7 + x % 7] * 255)));
+
+        CanvasOptions bad;
+        bad.canvasSize = 50; // not a multiple of 7
+        at::Generator g = generator(0);
+        VERIFY_ERROR(canvasBatch(data, {0}, bad, true, g), "multiple of patch_size");
+        bad.canvasSize = 21; // smaller than the item
+        bad.patchSize = 7;
+        VERIFY_ERROR(canvasBatch(data, {0}, bad, true, g), "do not fit");
+        VERIFY_ERROR(canvasBatch(data, {10}, o, true, g), "outside 0..9");
     }
 
     // ----------------------------------------------------------------------------------------------

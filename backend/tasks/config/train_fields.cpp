@@ -32,7 +32,10 @@ const std::vector<FieldDef>& fieldTable()
             {"valid_corpus", kData,
              "mlm, clm: held-out text file for perplexity (empty: the corpus' last blocks)",
              OL_MEMBER(validCorpus)},
-            {"data", kData, "nli: MNLI file; image: 'fashion-mnist' (Debian's IDX files) or an image folder",
+            {"data", kData,
+             "nli: MNLI file; image: 'fashion-mnist' (Debian's IDX files), 'fashion-mnist-canvas' (the "
+             "canvas "
+             "task: items on a black canvas, background patches free) or an image folder",
              OL_MEMBER(data)},
             {"vocab", kData, "BERT vocab.txt (empty: sample_data/bert/vocab.txt)", OL_MEMBER(vocab)},
             {"tokenizer", kData,

@@ -70,6 +70,42 @@ std::vector<TrainPreset> makePresets()
              c});
     }
     {
+        // The canvas task (tasks/data/canvas_data.h, ../docs/demo-models.md): the probe's recipe, where
+        // background patches become the sinks of a ViT's no-op heads within a few thousand steps.
+        TrainConfig c;
+        c.task = TrainTask::Image;
+        c.output = "runs/demo-vit-canvas";
+        c.data = "fashion-mnist-canvas";
+        c.preset = "vit-canvas";
+        c.steps = 8000;
+        c.batchSize = 64;
+        c.lr = 1e-3;
+        c.weightDecay = 1e-4;
+        c.beta1 = 0.9;
+        c.beta2 = 0.99;
+        c.adamEps = 1e-8;
+        c.warmupSteps = 200;
+        c.decay = DecayKind::Constant;
+        c.gradClip = 0.0;
+        c.dropout = 0.0;
+        c.augment = false;
+        c.precision = Precision::Bf16;
+        c.logEvery = 50;
+        c.evalEvery = 500;
+        c.checkpointEvery = 500;
+        c.evalBatches = 8;
+        presets.push_back(
+            {"demo-vit-canvas",
+             "Pre-LN ViT (vit-canvas: 56 px, patch 7, d 128, 4 layers, 4 heads) on the canvas task: a "
+             "Fashion-MNIST item at a random place on a black canvas, a quarter of the patches masked; CLS "
+             "classifies, item and masked patches reconstruct their own pixels, background patches are never "
+             "scored. 8,000 steps of batch 64, AdamW lr 1e-3 constant after 200 warm-up steps, betas (0.9, "
+             "0.99), weight decay 1e-4, no clipping, bf16 where the CPU has it. Add --gate linear or "
+             "--softmax "
+             "clipped for the paper's fixes.",
+             c});
+    }
+    {
         TrainConfig c;
         c.task = TrainTask::MaskedLm;
         c.output = "runs/demo-bert-mlm";

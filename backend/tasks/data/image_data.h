@@ -52,6 +52,8 @@ public:
     int imageSize() const { return m_imageSize; }
     /// 1 (gray) or 3 (RGB): how the pixels are stored.
     int storedChannels() const { return static_cast<int>(m_pixels.size(1)); }
+    /// Every image as stored: uint8 [N, storedChannels(), S, S] (e.g. the items of the canvas task).
+    const torch::Tensor& storedPixels() const { return m_pixels; }
     /// Label id of image i (0-based).
     std::int64_t label(std::int64_t i) const;
 
