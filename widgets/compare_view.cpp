@@ -16,7 +16,8 @@
 namespace outlierlens {
 namespace {
 
-constexpr double kEntryGap = 24.0; // between models in figures
+constexpr double kEntryGap = 24.0;     // between models in figures
+constexpr int kSideCaptionWidth = 200; // on screen, a stacked model's caption beside its head
 constexpr double kCaptionGap = 4.0;
 
 } // namespace
@@ -60,6 +61,7 @@ void CompareView::setEntries(const QVector<CompareEntry>& entries)
         captionLabel->setText(lines.join(QStringLiteral("<br>")));
         captionLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
         captionLabel->setWordWrap(true); // a narrow column wraps its caption instead of cutting it
+        captionLabel->setAlignment(Qt::AlignLeft | Qt::AlignTop);
         layout->addWidget(captionLabel);
         auto* head = new HeadView(column);
         head->setTitleVisible(false);
@@ -129,6 +131,13 @@ void CompareView::setArrangement(Arrangement arrangement)
 void CompareView::applyOrientation()
 {
     const Qt::Orientation o = orientation();
+    // Stacked models put their caption beside the head (width is what they have spare), side-by-side ones
+    // above it.
+    for (int i = 0; i < m_heads.size() && i < m_captions.size(); ++i) {
+        if (auto* box = qobject_cast<QBoxLayout*>(m_heads[i]->parentWidget()->layout()))
+            box->setDirection(o == Qt::Vertical ? QBoxLayout::LeftToRight : QBoxLayout::TopToBottom);
+        m_captions[i]->setMaximumWidth(o == Qt::Vertical ? kSideCaptionWidth : QWIDGETSIZE_MAX);
+    }
     if (m_splitter->orientation() == o) return;
     m_splitter->setOrientation(o);
     // Equal shares along the new direction.
@@ -140,12 +149,30 @@ Qt::Orientation CompareView::orientation() const
     if (m_arrangement != Arrangement::Automatic)
         return m_arrangement == Arrangement::SideBySide ? Qt::Horizontal : Qt::Vertical;
     if (m_heads.isEmpty()) return Qt::Horizontal;
-    // On screen: the arrangement with the larger cells in the room the view has.
-    if (width() >= 200 && height() >= 200) {
-        const QSizeF room = size();
-        return figureCellSizeFor(room, Qt::Horizontal) >= figureCellSizeFor(room, Qt::Vertical)
-                   ? Qt::Horizontal
-                   : Qt::Vertical;
+    // On screen: the arrangement with the larger cells in the room each head really gets, after the
+    // on-screen captions (wrapped to their column's width, in the widget font) and the title: stacking three
+    // models at 1280 x 800 left each head less height than its panels needed, and the last one was cut.
+    if (isVisible() && width() >= 200 && height() >= 200 && m_captions.size() == m_heads.size()) {
+        const int n = int(m_heads.size());
+        const double titleHeight = m_title ? m_title->sizeHint().height() : 0.0;
+        const auto cellFor = [&](Qt::Orientation o) {
+            const double columnWidth =
+                (o == Qt::Horizontal ? (width() - 8.0 * (n - 1)) / n : double(width())) - 4.0; // margins
+            double smallest = 1e9;
+            for (int i = 0; i < n; ++i) {
+                const double rows = o == Qt::Horizontal ? height() - titleHeight
+                                                        : (height() - titleHeight - 8.0 * (n - 1)) / n;
+                // Side by side: the caption above the head; stacked: beside it (applyOrientation()).
+                const QSizeF room =
+                    o == Qt::Horizontal
+                        ? QSizeF(columnWidth, rows - m_captions[i]->heightForWidth(int(columnWidth)) - 8.0)
+                        : QSizeF(columnWidth - kSideCaptionWidth - 8.0, rows - 4.0);
+                smallest = std::min(smallest, m_heads[i]->figureCellSizeFor(room));
+            }
+            return smallest;
+        };
+        // Side by side (captions above, rows lined up) unless stacking gives clearly larger cells.
+        return 1.05 * cellFor(Qt::Horizontal) >= cellFor(Qt::Vertical) ? Qt::Horizontal : Qt::Vertical;
     }
     // Not laid out yet: the shape closer to a 16:10 landscape page wins, at the heads' preferred cell size.
     const HeadView* first = m_heads.first();

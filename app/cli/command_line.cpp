@@ -145,6 +145,46 @@ Precision Command::precision() const
     return p;
 }
 
+void Command::addOutlierRuleOptions(const QString& ruleHelp)
+{
+    m_parser.addOptions({
+        {"rule", ruleHelp, "sigma|tau"},
+        {"k", QStringLiteral("k of the sigma rule (default %1).").arg(kDefaultSigmaK), "k"},
+        {"tau", QStringLiteral("tau of the tau rule (default %1).").arg(kDefaultTau), "tau"},
+        {"attention-fraction",
+         QStringLiteral(
+             "A key is an attention outlier when the attention it receives, summed over queries, is "
+             "at least this fraction of the sequence length T (An et al.'s code: %1, the default).")
+             .arg(kDefaultAttentionFraction),
+         "F"},
+    });
+}
+
+OutlierCriterion Command::outlierRule() const
+{
+    OutlierCriterion rule;
+    if (isSet("rule")) {
+        try {
+            rule.rule = parseOutlierRule(value("rule"));
+        } catch (const std::exception&) {
+            throw UsageException{"--rule must be sigma or tau (or An et al.'s so-paper, so-code), not '" +
+                                 value("rule") + "'"};
+        }
+    }
+    rule.k = doubleValue("k", kDefaultSigmaK);
+    rule.tau = doubleValue("tau", kDefaultTau);
+    rule.attentionFraction = doubleValue("attention-fraction", kDefaultAttentionFraction);
+    const auto positive = [](double v) { return std::isfinite(v) && v > 0; };
+    if (!positive(rule.k)) throw UsageException{"--k must be a positive number, not '" + value("k") + "'"};
+    if (!positive(rule.tau))
+        throw UsageException{"--tau must be a positive number, not '" + value("tau") + "'"};
+    // A key receives at most T (one from each of the T queries): a fraction above 1 selects no key.
+    if (!positive(rule.attentionFraction) || rule.attentionFraction > 1)
+        throw UsageException{"--attention-fraction must be in (0, 1], not '" + value("attention-fraction") +
+                             "'"};
+    return rule;
+}
+
 namespace {
 
 /// "max_seq_length" -> "max-seq-length": the variant table's keys as options.
@@ -189,6 +229,7 @@ namespace {
 
 std::atomic<int> g_signal{SIGINT};
 std::atomic<bool> g_workerMode{false};
+std::atomic<bool> g_finishFirst{false};
 
 sigset_t interruptSignals()
 {
@@ -208,6 +249,12 @@ void watchInterrupts()
         if (sigwait(&set, &signal) != 0) continue;
         if (!interruptFlag().exchange(true)) {
             g_signal.store(signal);
+        } else if (g_finishFirst.load()) {
+            // timeout(1) and a cgroup stop signal the process and its group ~50 ms apart: a repeat must not
+            // abandon the checkpoint being written.
+            static const char kNotice[] =
+                "outlierlens: stopping once the checkpoint is saved (SIGKILL stops at once)\n";
+            (void)!::write(STDERR_FILENO, kNotice, sizeof kNotice - 1);
         } else if (!g_workerMode.load()) {
             // Second signal: the user insists. Leave nothing half-written and go.
             removeUncommittedTempFiles();
@@ -236,6 +283,11 @@ void installInterruptHandlers()
         return true;
     }();
     (void)started;
+}
+
+void finishBeforeRepeatedInterrupts()
+{
+    g_finishFirst.store(true);
 }
 
 void installWorkerInterruptHandlers()

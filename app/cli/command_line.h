@@ -1,6 +1,7 @@
 #pragma once
 // Main thread of the command-line process.
 
+#include "analysis/outlier_rule.h"
 #include "model/precision.h"
 
 #include <QCommandLineParser>
@@ -62,6 +63,13 @@ public:
     /// usage error naming the accepted ones.
     Precision precision() const;
 
+    /// Adds --rule sigma|tau, --k, --tau and --attention-fraction (docs/metrics.md), the one outlier rule
+    /// of every command that counts outliers; `ruleHelp` says what --rule changes for this command.
+    void addOutlierRuleOptions(const QString& ruleHelp);
+    /// The rule those options select, defaults from analysis/outlier_rule.h; a bad value is a usage
+    /// error naming the option.
+    OutlierCriterion outlierRule() const;
+
 private:
     QString m_name;
     QString m_summary;
@@ -87,6 +95,10 @@ void installInterruptHandlers();
 /// launcher may signal it more than once (and the kernel does, on the launcher's death); the group
 /// must still stop together and rank 0 write its checkpoint. SIGKILL remains the launcher's last word.
 void installWorkerInterruptHandlers();
+/// For `train`: after the first SIGINT/SIGTERM (which stops the run with a checkpoint) repeats are only
+/// reported, never obeyed: timeout(1) and cgroup stops signal the process and its group ~50 ms apart,
+/// and the second signal used to abandon the checkpoint being written. SIGKILL still stops at once.
+void finishBeforeRepeatedInterrupts();
 /// In a child process between fork and exec (async-signal-safe): SIGINT and SIGTERM unblocked again,
 /// since exec keeps the blocked set.
 void unblockInterruptsInChild();

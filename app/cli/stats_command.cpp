@@ -51,17 +51,6 @@ int runStats(const QStringList& args)
          "file's start cut into N chunks of --seq-len tokens; default N 100).",
          "spec"},
         {"layers", "Comma-separated 0-based layers (default: all).", "list"},
-        {"rule",
-         "Outlier rule: sigma (|x - mean| > k std, default) or tau (|x| > tau mean|x|; An et al.'s "
-         "so-paper, and so-code, whose heavy tokens, max_c |h_tc| > tau mean|h|, are those carrying one; "
-         "the file's \"systematic\" group uses this tau).",
-         "rule"},
-        {"k", "k of the sigma rule (default 6).", "k"},
-        {"tau", "tau of the tau rule (default 1000).", "tau"},
-        {"attention-fraction",
-         "A key is an attention outlier when the attention it receives, summed over queries, is at least "
-         "this fraction of the sequence length T (An et al.'s code: 0.1, the default).",
-         "F"},
         {"batch", "Inputs per forward pass (default 16).", "B"},
         {"max-length", "Truncate text inputs to N tokens (default: the model's maximum).", "N"},
         {"seq-len", "Decoders: tokens per chunk (default: 512 or the model's maximum if smaller).", "T"},
@@ -82,6 +71,10 @@ int runStats(const QStringList& args)
          "\"step\": .., \"total\": .., \"elapsed\": .., \"eta\": ..}), instead of the line on stderr; the "
          "app's job list reads them (docs/file-formats.md)."},
     });
+    cmd.addOutlierRuleOptions(
+        "Outlier rule: sigma (|x - mean| > k std, default) or tau (|x| > tau mean|x|; An et al.'s "
+        "so-paper, and so-code, whose heavy tokens, max_c |h_tc| > tau mean|h|, are those carrying one; "
+        "the file's \"systematic\" group uses this tau). The file records the rule.");
     cmd.addVariantOptions();
     cmd.addPrecisionOption(
         "fp32 (default) or bf16, a fast mode on CPUs with bf16 instructions: in BERT and ViT each linear "
@@ -100,14 +93,7 @@ int runStats(const QStringList& args)
         o.outPath = cmd.required("out");
         checkCanWrite(o.outPath); // before the passes, not after them
         if (cmd.isSet("layers")) o.layers = parseLayers(cmd.parser().value("layers"));
-        if (cmd.isSet("rule")) o.criterion.rule = parseOutlierRule(cmd.value("rule"));
-        o.criterion.k = cmd.doubleValue("k", kDefaultSigmaK);
-        o.criterion.tau = cmd.doubleValue("tau", kDefaultTau);
-        if (!(o.criterion.k > 0) || !(o.criterion.tau > 0))
-            throw UsageException{"--k and --tau must be positive"};
-        o.attentionFraction = cmd.doubleValue("attention-fraction", 0.1);
-        if (!(o.attentionFraction > 0) || !std::isfinite(o.attentionFraction))
-            throw UsageException{"--attention-fraction must be a positive number"};
+        o.criterion = cmd.outlierRule();
         o.batchSize = cmd.intValue("batch", 16, 1, 4096);
         o.maxLength = cmd.intValue("max-length", 0, 2, 1 << 20);
         o.seqLen = cmd.intValue("seq-len", 0, 2, 1 << 20);

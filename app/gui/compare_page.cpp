@@ -27,7 +27,7 @@ ComparePage::ComparePage(QWidget* parent)
         connect(m_pickers[std::size_t(i)], &QComboBox::activated, this, [this, i] { modelChosen(i); });
     }
     m_view = new CompareView;
-    auto* values = new QCheckBox(tr("&V and P·V"));
+    auto* values = new QCheckBox(tr("V and &P·V"));
     values->setToolTip(tr("Show each head's values and their product next to its probabilities"));
     connect(values, &QCheckBox::toggled, m_view, &CompareView::setValuePanelsVisible);
     pickers->addWidget(values);
@@ -111,7 +111,7 @@ void ComparePage::setInput(const InputRequest& input)
         if (controller && !controller->model().dir.isEmpty()) input.sendTo(*controller);
 }
 
-void ComparePage::setOutlierRule(const OutlierRuleChoice& rule)
+void ComparePage::setOutlierRule(const OutlierCriterion& rule)
 {
     m_outlierRule = rule;
     for (auto& controller : m_controllers)

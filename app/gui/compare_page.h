@@ -36,7 +36,7 @@ public:
     }
     /// Runs `input` on every chosen model (when the page is visible; otherwise on showing it).
     void setInput(const InputRequest& input) override;
-    void setOutlierRule(const OutlierRuleChoice& rule) override;
+    void setOutlierRule(const OutlierCriterion& rule) override;
     /// The input the page shows (or will run when shown).
     const InputRequest& input() const { return m_input; }
     void setSelection(int layer, int head) override;
@@ -57,7 +57,7 @@ private:
     std::array<SnapshotPtr, 3> m_snapshots;
     CompareView* m_view = nullptr;
     InputRequest m_input;
-    OutlierRuleChoice m_outlierRule;
+    OutlierCriterion m_outlierRule;
     bool m_inputPending = false;
     int m_layer = 0, m_head = 0;
 };

@@ -16,7 +16,7 @@
 
 namespace outlierlens {
 
-FigureModel::FigureModel(const QString& dir, const OutlierRuleChoice& rule, Precision precision)
+FigureModel::FigureModel(const QString& dir, const OutlierCriterion& rule, Precision precision)
     : m_worker(std::make_unique<InspectionWorker>())
 {
     // Direct connections: the worker runs on this thread, so each call has emitted before it returns.
@@ -161,17 +161,14 @@ QVector<FigureInput> figureInputs(const ModelInfo& model, const QString& dataSpe
 }
 
 FigureStatistics figureStatistics(const ModelInfo& model, const QString& dataSpec,
-                                  const OutlierRuleChoice& rule, Precision precision, const QString& dir,
+                                  const OutlierCriterion& rule, Precision precision, const QString& dir,
                                   const std::atomic<bool>& cancel,
                                   const std::function<void(qint64 done, qint64 total)>& progress)
 {
     StatsRunOptions o;
     o.modelDir = model.dir.toStdString();
     o.data = DataSpec::parse(dataSpec.toStdString());
-    o.criterion.rule = rule.tauRule ? OutlierRule::Tau : OutlierRule::Sigma;
-    o.criterion.k = rule.k;
-    o.criterion.tau = rule.tau;
-    o.attentionFraction = rule.attentionFraction;
+    o.criterion = rule;
     o.systematic = true;
     o.precision = precision;
     if (o.data.kind == DataSpec::Kind::Images) {
@@ -191,6 +188,7 @@ FigureStatistics figureStatistics(const ModelInfo& model, const QString& dataSpe
         QString::fromLatin1(
             QCryptographicHash::hash(key.toUtf8(), QCryptographicHash::Sha256).toHex().left(16)) +
         QStringLiteral(".h5");
+    const bool created = !QFileInfo::exists(dir);
     if (!QDir().mkpath(dir)) throw Error(dir.toStdString() + ": cannot create the folder");
     FigureStatistics result{QDir(dir).filePath(name), false};
     if (QFileInfo::exists(result.path)) {
@@ -198,9 +196,14 @@ FigureStatistics figureStatistics(const ModelInfo& model, const QString& dataSpe
         return result;
     }
     o.outPath = result.path.toStdString();
-    runStatistics(
-        o, cancel, [&](std::int64_t done, std::int64_t total) { progress(done, total); },
-        [](const std::string&) {});
+    try {
+        runStatistics(
+            o, cancel, [&](std::int64_t done, std::int64_t total) { progress(done, total); },
+            [](const std::string&) {});
+    } catch (...) {
+        if (created) QDir().rmdir(dir); // only if empty: a failed pass leaves no empty statistics/ behind
+        throw;
+    }
     return result;
 }
 

@@ -34,7 +34,7 @@ class FigureModel
 {
 public:
     /// Throws Error with the worker's message when the folder does not load. Bf16: the worker's fast mode.
-    FigureModel(const QString& dir, const OutlierRuleChoice& rule, Precision precision = Precision::Fp32);
+    FigureModel(const QString& dir, const OutlierCriterion& rule, Precision precision = Precision::Fp32);
     ~FigureModel();
     FigureModel(const FigureModel&) = delete;
     FigureModel& operator=(const FigureModel&) = delete;
@@ -69,7 +69,7 @@ struct FigureStatistics
     bool reused = false;
 };
 FigureStatistics figureStatistics(const ModelInfo& model, const QString& dataSpec,
-                                  const OutlierRuleChoice& rule, Precision precision, const QString& dir,
+                                  const OutlierCriterion& rule, Precision precision, const QString& dir,
                                   const std::atomic<bool>& cancel,
                                   const std::function<void(qint64 done, qint64 total)>& progress);
 

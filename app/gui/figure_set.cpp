@@ -300,7 +300,7 @@ Planned Planner::teaching(const QString& id, FigureModel& model, const QString& 
 QVector<Planned> Planner::plan()
 {
     QVector<Planned> p;
-    const QString rule = o.rule.shortText();
+    const QString rule = QString::fromStdString(o.rule.shortText());
     const bool vit = m.family == ModelInfo::Family::Vit;
     // Figure 1: outlier counts per token and hidden dimension, over the data set.
     const QVector<std::pair<QString, int>> figure1 =
@@ -534,11 +534,7 @@ FigureSetResult renderFigureSet(const FigureSetOptions& o, const std::atomic<boo
         if (!figureNumbers().contains(n))
             throw Error("--only: no figure '" + n.toStdString() +
                         "' (figures: " + figureNumbers().join(QLatin1Char(',')).toStdString() + ")");
-    if (!QDir().mkpath(o.outDir)) throw Error(o.outDir.toStdString() + ": cannot create the folder");
-    // index.html comes last: while it is missing, the folder does not hold a complete set.
-    for (const char* name : {"index.html", "index.json"})
-        QFile::remove(QDir(o.outDir).filePath(QLatin1String(name)));
-
+    // The models and inputs first: a missing --compare model or bad --data leaves no empty --out behind.
     progress(QStringLiteral("loading"), 0, 1);
     FigureModel main(o.modelDir, o.rule, o.precision);
     std::vector<std::unique_ptr<FigureModel>> compare;
@@ -547,6 +543,11 @@ FigureSetResult renderFigureSet(const FigureSetOptions& o, const std::atomic<boo
     const ModelInfo& m = main.info();
     const QVector<FigureInput> inputs = figureInputs(m, o.data, 5);
     if (inputs.isEmpty()) throw Error("no inputs to draw: the data has no pairs, lines or images");
+
+    if (!QDir().mkpath(o.outDir)) throw Error(o.outDir.toStdString() + ": cannot create the folder");
+    // index.html comes last: while it is missing, the folder does not hold a complete set.
+    for (const char* name : {"index.html", "index.json"})
+        QFile::remove(QDir(o.outDir).filePath(QLatin1String(name)));
 
     FigureSetResult result;
     std::optional<StatisticsFile> stats;
@@ -600,7 +601,7 @@ FigureSetResult renderFigureSet(const FigureSetOptions& o, const std::atomic<boo
                                   [&](const Planned& f) { return !o.only.contains(f.outcome.number); }),
                    plan.end());
 
-    FigureIndexWriter index(o.outDir, m, o.rule.shortText(), dataText,
+    FigureIndexWriter index(o.outDir, m, QString::fromStdString(o.rule.shortText()), dataText,
                             QString::fromStdString(toString(o.precision)));
     for (int i = 0; i < plan.size(); ++i) {
         if (cancel) throw Cancelled();

@@ -31,7 +31,7 @@ struct FigureSetOptions
     QStringList only; ///< figure numbers to draw ("1", "2", "an1"); empty: all
     QVector<ExportFormat> formats{ExportFormat::Png, ExportFormat::Pdf};
     int dpi = 150;
-    OutlierRuleChoice rule;
+    OutlierCriterion rule;
     /// Forward passes and statistics in bf16 (the fast mode of `inspect` and `stats`); the caller has
     /// already fallen back to fp32 where the CPU has no bf16 instructions (effectivePrecision).
     Precision precision = Precision::Fp32;

@@ -40,14 +40,14 @@ int runFigures(const QStringList& args)
          "list"},
         {"format", "Comma-separated formats of png, svg, pdf (default png,pdf).", "list", "png,pdf"},
         {"dpi", "PNG resolution (default 150).", "N", "150"},
-        {"rule", "Outlier rule: sigma (|x - mean| > k std, the default) or tau (|x| > tau mean|x|).", "name",
-         "sigma"},
-        {"k", "Sigma rule: k (default 6).", "k"},
-        {"tau", "Tau rule: tau (default 1000).", "tau"},
         {"threads", "Intra-op threads (default: the number of cores).", "N"},
         {"json-progress",
          "Progress as JSON lines on stdout (for the app's job list) instead of a bar on stderr."},
     });
+    cmd.addOutlierRuleOptions(
+        "Outlier rule of every figure, table, CSV and the statistics behind them: sigma (|x - mean| > k std, "
+        "the default) or tau (|x| > tau mean|x|, An et al.'s paper rule); index.json and every caption name "
+        "it.");
     cmd.addPrecisionOption(
         "fp32 (default) or bf16, a fast mode for the statistics and the forward passes: encoders' linear "
         "layers with bf16 operands and float32 results (attention products, softmax and LayerNorm in "
@@ -83,14 +83,8 @@ int runFigures(const QStringList& args)
         }
         if (o.formats.isEmpty()) throw UsageException{"--format: give at least one of png, svg, pdf"};
         o.dpi = cmd.intValue("dpi", 150, 10, 2400);
-        const std::string rule = cmd.value("rule");
-        if (rule != "sigma" && rule != "tau")
-            throw UsageException{"--rule: expected sigma or tau, found '" + rule + "'"};
-        o.rule.tauRule = rule == "tau";
-        o.rule.k = cmd.doubleValue("k", 6.0);
-        o.rule.tau = cmd.doubleValue("tau", 1000.0);
+        o.rule = cmd.outlierRule();
         o.precision = cmd.precision(); // says once on stderr when bf16 falls back to fp32
-        if (!(o.rule.k > 0) || !(o.rule.tau > 0)) throw UsageException{"--k and --tau must be positive"};
 
         std::unique_ptr<ProgressPrinter> printer;
         QString stage;

@@ -77,7 +77,7 @@ FiguresPage::FiguresPage(JobManager* jobs, QWidget* parent)
            "papers that the model allows, with CSVs, index.html and index.pdf"));
     m_openIndex = new QPushButton(tr("Open &index"));
     m_openIndex->setToolTip(tr("index.html, with every figure and its caption, in your browser"));
-    auto* openFolder = new QPushButton(tr("Open &folder"));
+    auto* openFolder = new QPushButton(tr("Open fol&der"));
     m_list = new QListWidget;
     m_list->setViewMode(QListView::IconMode);
     m_list->setIconSize(QSize(kThumbnailWidth, kThumbnailHeight));
@@ -155,9 +155,18 @@ void FiguresPage::makeFigures()
         if (QFileInfo(e.dir).canonicalFilePath() != QFileInfo(m_model.dir).canonicalFilePath())
             compare << e.dir;
     if (!compare.isEmpty()) arguments << QStringLiteral("--compare") << compare.join(QLatin1Char(','));
+    for (const std::string& a : m_rule.arguments()) // the rule every page counts with
+        arguments << QString::fromStdString(a);
     m_jobId = m_jobs->queueFigures(tr("Figures of %1").arg(m_model.name), arguments, m_folder);
     m_status->setText(tr("Making the figures of %1 (Jobs page); they appear here when the job has finished.")
                           .arg(m_model.name));
+}
+
+void FiguresPage::setOutlierRule(const OutlierCriterion& rule)
+{
+    const bool changed = rule != m_rule;
+    m_rule = rule;
+    if (changed && !m_folder.isEmpty()) reload(); // the label of figures made with another rule
 }
 
 void FiguresPage::reload()
@@ -196,6 +205,7 @@ FiguresPage::Index FiguresPage::readIndex(const QString& folder)
     }
     const QJsonArray inputs = json[QStringLiteral("inputs")].toArray();
     const QString statistics = json[QStringLiteral("statistics")].toString();
+    index.rule = json[QStringLiteral("rule")].toString();
     for (const auto& value : json[QStringLiteral("figures")].toArray()) {
         const QJsonObject f = value.toObject();
         Entry e;
@@ -261,11 +271,19 @@ void FiguresPage::showIndex(const Index& index)
         m_views << e.view;
     }
     m_openIndex->setEnabled(true);
+    const QString current = QString::fromStdString(m_rule.shortText());
+    const QString rule =
+        index.rule == current
+            ? tr("Outliers over %1.").arg(index.rule)
+            : tr("Made with the outlier rule %1, not the %2 of View > Outlier rule: Export all figures again "
+                 "to count with it.")
+                  .arg(index.rule.isEmpty() ? tr("(not recorded)") : index.rule, current);
     m_status->setText(tr("%1 figures of %2 in %3 (%4 could not be drawn from its inputs: hover for why). "
-                         "Double-click one to open its view at the same layer, head and input.")
+                         "%5 Double-click one to open its view at the same layer, head and input.")
                           .arg(drawn)
                           .arg(m_model.name, QDir::toNativeSeparators(m_folder))
-                          .arg(index.entries.size() - drawn));
+                          .arg(index.entries.size() - drawn)
+                          .arg(rule));
     Q_EMIT indexLoaded(index.entries.size(), drawn);
 }
 

@@ -40,6 +40,9 @@ public:
 
     void setModel(const ModelInfo& model) override;
     const Figure* figure() const override { return nullptr; }
+    /// The rule Export all figures passes to the job (View > Outlier rule); figures made with another
+    /// rule are labelled as such.
+    void setOutlierRule(const OutlierCriterion& rule) override;
 
     /// The model's figures folder: <app data>/figures/<model folder name>-<first 12 of its sha256>.
     QString folder() const { return m_folder; }
@@ -68,6 +71,7 @@ private:
         QString folder;
         QVector<Entry> entries;
         QString error; ///< the index exists but cannot be read
+        QString rule;  ///< index.json's "rule": the outlier rule the figures were made with
     };
     static Index readIndex(const QString& folder);
     void showIndex(const Index& index);
@@ -75,6 +79,7 @@ private:
 
     JobManager* m_jobs = nullptr;
     ModelInfo m_model;
+    OutlierCriterion m_rule;
     QString m_folder;
     QString m_jobId;
     QLabel* m_status = nullptr;

@@ -186,7 +186,7 @@ void InspectionController::setFastMode(bool on)
         m_worker, [w, on] { w->setFastMode(on); }, Qt::QueuedConnection);
 }
 
-void InspectionController::setOutlierRule(const OutlierRuleChoice& rule)
+void InspectionController::setOutlierRule(const OutlierCriterion& rule)
 {
     m_outlierRule = rule;
     InspectionWorker* w = m_worker;

@@ -38,8 +38,8 @@ public:
     void setFastMode(bool on);
     bool fastMode() const { return m_fastMode; }
     /// The outlier rule for the inspections asked for from now on; the caller reruns the input.
-    void setOutlierRule(const OutlierRuleChoice& rule);
-    const OutlierRuleChoice& outlierRule() const { return m_outlierRule; }
+    void setOutlierRule(const OutlierCriterion& rule);
+    const OutlierCriterion& outlierRule() const { return m_outlierRule; }
 
     /// The model loaded last (empty name before the first load succeeds).
     const ModelInfo& model() const { return m_model; }
@@ -94,7 +94,7 @@ private:
     std::map<Kind, std::function<void(quint64)>> m_pending;
     bool m_busy = false;
     bool m_fastMode = false;
-    OutlierRuleChoice m_outlierRule;
+    OutlierCriterion m_outlierRule;
     ModelInfo m_model;
     QString m_requestedDir;
     SnapshotPtr m_snapshot;

@@ -2,6 +2,7 @@
 // Plain data (no torch): built by the inspection worker thread, then read by the GUI thread. A
 // snapshot is immutable once emitted and shared through std::shared_ptr<const ...>.
 
+#include "analysis/outlier_rule.h"
 #include "analysis/systematic_data.h"
 
 #include <QImage>
@@ -42,23 +43,6 @@ struct ModelInfo
     }
     /// Takes text as input (BERT: pairs; decoders: free text).
     bool takesText() const { return family == Family::Bert || isDecoder(); }
-};
-
-/// The outlier rule the views count with (View > Outlier rule): Bondarenko et al.'s sigma rule
-/// |x - mean| > k std (DESIGN.md's default, k = 6), or An et al.'s paper rule |x| > tau * mean |X|
-/// (tau = 1000), each over one input's T x d values of a tensor (docs/metrics.md).
-struct OutlierRuleChoice
-{
-    bool tauRule = false;
-    double k = 6.0;
-    double tau = 1000.0;
-    double attentionFraction = 0.1; ///< An et al.'s attention outlier keys: received >= fraction * T
-
-    /// "6σ" or "1000 × mean|X|": short, for captions ("values over 6σ").
-    QString shortText() const
-    {
-        return tauRule ? QStringLiteral("%1 × mean|X|").arg(tau) : QStringLiteral("%1σ").arg(k);
-    }
 };
 
 /// Outliers of one [T x d] tensor of one layer and input, computed by the inspection worker with
@@ -122,7 +106,7 @@ struct InspectionSnapshot
     QVector<float> out;      ///< [L][T][d]
 
     /// The rule `outliers` were counted by.
-    OutlierRuleChoice outlierRule;
+    OutlierCriterion outlierRule;
     /// [4][L]: outliers of attn_out, ffn_out, residual and out (perLayerNames() order) in every layer,
     /// so that switching layer or tensor in a view needs no worker. Empty for a tensor not captured.
     QVector<QVector<TensorOutliers>> outliers;

@@ -160,10 +160,7 @@ TensorOutliers tensorOutliers(const torch::Tensor& x, const OutlierCriterion& cr
 /// values, Chebyshev) per tensor and layer, beside the [T][d] values the snapshot holds anyway.
 void fillOutliers(InspectionSnapshot& s, const RecordingSink& sink)
 {
-    OutlierCriterion criterion;
-    criterion.rule = s.outlierRule.tauRule ? OutlierRule::Tau : OutlierRule::Sigma;
-    criterion.k = s.outlierRule.k;
-    criterion.tau = s.outlierRule.tau;
+    const OutlierCriterion& criterion = s.outlierRule;
     static const CapturePoint kPoints[] = {CapturePoint::AttnOut, CapturePoint::FfnOut,
                                            CapturePoint::Residual, CapturePoint::Out};
     s.outliers.clear();
@@ -528,7 +525,7 @@ void InspectionWorker::setFastMode(bool on)
     m_fastMode = on;
 }
 
-void InspectionWorker::setOutlierRule(const OutlierRuleChoice& rule)
+void InspectionWorker::setOutlierRule(const OutlierCriterion& rule)
 {
     m_outlierRule = rule;
 }

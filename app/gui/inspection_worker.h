@@ -51,7 +51,7 @@ public Q_SLOTS:
     /// bf16) where the CPU has bf16 instructions, else in float32 with a notice in the snapshot.
     void setFastMode(bool on);
     /// The rule later inspections count outliers by (and An et al.'s heavy-token tau).
-    void setOutlierRule(const outlierlens::OutlierRuleChoice& rule);
+    void setOutlierRule(const outlierlens::OutlierCriterion& rule);
 
 Q_SIGNALS:
     void modelLoaded(quint64 generation, const outlierlens::ModelInfo& info);
@@ -80,7 +80,7 @@ private:
     int m_predictedCount = 0;
     bool m_threadsConfigured = false;
     bool m_fastMode = false;
-    OutlierRuleChoice m_outlierRule;
+    OutlierCriterion m_outlierRule;
 };
 
 } // namespace outlierlens

@@ -13,13 +13,17 @@
 #include <QDesktopServices>
 #include <QDir>
 #include <QDoubleSpinBox>
+#include <QFile>
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QStandardItemModel>
@@ -28,6 +32,7 @@
 #include <QUrl>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 
 namespace outlierlens {
@@ -162,13 +167,22 @@ JobsPage::JobsPage(JobManager* jobs, QWidget* parent)
     queueLayout->addWidget(m_table, 1);
     queueLayout->addLayout(buttons);
     queueLayout->addWidget(m_detail);
+    // The form and the charts scroll when the window is short (a 1280 x 800 laptop): the page's minimum
+    // height no longer adds up their heights, which pushed the window's minimum to 830 px.
+    const auto scrolling = [](QWidget* content) {
+        auto* area = new QScrollArea;
+        area->setWidget(content);
+        area->setWidgetResizable(true);
+        area->setFrameShape(QFrame::NoFrame);
+        return area;
+    };
     auto* top = new QSplitter(Qt::Horizontal);
-    top->addWidget(formBox);
+    top->addWidget(scrolling(formBox));
     top->addWidget(queue);
     top->setStretchFactor(1, 1);
     auto* split = new QSplitter(Qt::Vertical);
     split->addWidget(top);
-    split->addWidget(m_charts);
+    split->addWidget(scrolling(m_charts));
     split->setStretchFactor(1, 1);
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(split);
@@ -202,12 +216,8 @@ JobsPage::JobsPage(JobManager* jobs, QWidget* parent)
             QDesktopServices::openUrl(QUrl::fromLocalFile(j->output));
         else if (QFileInfo::exists(j->output))
             Q_EMIT openModel(j->output);
-        else if (QDir(j->folder + QStringLiteral("/checkpoints")).exists())
-            Q_EMIT openModel(
-                QDir(j->folder + QStringLiteral("/checkpoints"))
-                    .absoluteFilePath(QDir(j->folder + QStringLiteral("/checkpoints"))
-                                          .entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name)
-                                          .value(0)));
+        else if (const QString checkpoint = latestCheckpoint(j->folder); !checkpoint.isEmpty())
+            Q_EMIT openModel(checkpoint);
     });
     connect(compare, &QPushButton::clicked, this, [this] {
         ModelInfo decoder;
@@ -222,6 +232,28 @@ JobsPage::JobsPage(JobManager* jobs, QWidget* parent)
         if (id == selectedId()) m_charts->setCurves(m_jobs->curves(id));
     });
     refreshTable();
+}
+
+QString JobsPage::latestCheckpoint(const QString& runFolder)
+{
+    // The trainer's status.json names the checkpoint it wrote last (relative to the run folder).
+    QFile status(runFolder + QStringLiteral("/status.json"));
+    if (status.open(QIODevice::ReadOnly)) {
+        const QString last = QJsonDocument::fromJson(status.read(1 << 20))
+                                 .object()[QStringLiteral("last_checkpoint")]
+                                 .toString();
+        if (!last.isEmpty() && QFileInfo(runFolder + QLatin1Char('/') + last).isDir())
+            return QDir(runFolder).absoluteFilePath(last);
+    }
+    // Else the newest complete one: step-NNNNNNNNN names sort by step; a ".tmp" folder is one being written.
+    QStringList steps =
+        QDir(runFolder + QStringLiteral("/checkpoints"))
+            .entryList({QStringLiteral("step-*")}, QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name);
+    steps.erase(std::remove_if(steps.begin(), steps.end(),
+                               [](const QString& s) { return s.endsWith(QLatin1String(".tmp")); }),
+                steps.end());
+    return steps.isEmpty() ? QString()
+                           : QDir(runFolder + QStringLiteral("/checkpoints")).absoluteFilePath(steps.last());
 }
 
 const Figure* JobsPage::figure() const
@@ -282,7 +314,12 @@ void JobsPage::selectionChanged()
     m_cancel->setEnabled(j && (j->state == QLatin1String("running") || j->state == QLatin1String("queued")));
     m_resume->setEnabled(j && j->kind == QLatin1String("train") &&
                          (j->state == QLatin1String("stopped") || j->state == QLatin1String("failed")));
-    m_open->setEnabled(j && (j->state == QLatin1String("finished") || j->kind == QLatin1String("train")));
+    const bool busy = j && (j->state == QLatin1String("running") || j->state == QLatin1String("queued"));
+    // A training run's result is its final model or, stopped or failed, its latest checkpoint; nothing while
+    // it runs (a checkpoint opened then is soon replaced, and the folder is the trainer's).
+    m_open->setEnabled(j && !busy &&
+                       (j->state == QLatin1String("finished") ||
+                        (j->kind == QLatin1String("train") && !latestCheckpoint(j->folder).isEmpty())));
     m_remove->setEnabled(j && j->state != QLatin1String("running"));
     if (!j) {
         m_detail->clear();
@@ -290,7 +327,8 @@ void JobsPage::selectionChanged()
     }
     m_detail->setText(tr("Folder: %1\nLog: %2\nCommand: outlierlens %3")
                           .arg(j->folder, j->logFile, j->arguments.join(QLatin1Char(' '))));
-    if (j->kind == QLatin1String("train")) m_charts->setCurves(m_jobs->curves(j->id));
+    // Another job's curves never stay on screen: a queued run has none yet, a statistics job none at all.
+    m_charts->setCurves(j->kind == QLatin1String("train") ? m_jobs->curves(j->id) : TrainingCurveData{});
 }
 
 void JobsPage::startTraining()
@@ -348,17 +386,21 @@ void JobsPage::startTraining()
     }
 }
 
-void JobsPage::queueStatistics(const QString& model, const QString& data)
+void JobsPage::queueStatistics(const QString& model, const QString& data, const OutlierCriterion& rule)
 {
     const QString out =
         runsDir() + QStringLiteral("/stats-%1-%2.h5")
                         .arg(QFileInfo(model).fileName(),
                              QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")));
     QDir().mkpath(runsDir());
-    selectJob(m_jobs->queueStatistics(tr("statistics of %1 over %2").arg(QFileInfo(model).fileName(), data),
-                                      {QStringLiteral("--model"), model, QStringLiteral("--data"), data,
-                                       QStringLiteral("--systematic")}, // for the Systematic outliers page
-                                      out));
+    QStringList arguments{QStringLiteral("--model"), model, QStringLiteral("--data"), data,
+                          QStringLiteral("--systematic")}; // for the Systematic outliers page
+    for (const std::string& a : rule.arguments())
+        arguments << QString::fromStdString(a);
+    selectJob(m_jobs->queueStatistics(
+        tr("statistics of %1 over %2 (outliers over %3)")
+            .arg(QFileInfo(model).fileName(), data, QString::fromStdString(rule.shortText())),
+        arguments, out));
 }
 
 } // namespace outlierlens

@@ -28,11 +28,15 @@ class JobsPage : public QWidget, public Page
 public:
     JobsPage(JobManager* jobs, QWidget* parent = nullptr);
     const Figure* figure() const override;
-    /// Queues a statistics run over `data` (mnli:FILE[:N] or images:DIR[:N]) for `model`.
-    void queueStatistics(const QString& model, const QString& data);
+    /// Queues a statistics run over `data` (mnli:FILE[:N], images:DIR[:N] or text:FILE[:N]) for `model`,
+    /// counting outliers by `rule` (View > Outlier rule), which the file then records.
+    void queueStatistics(const QString& model, const QString& data, const OutlierCriterion& rule);
     QPushButton* startButton() const { return m_start; }
     QPushButton* resumeButton() const { return m_resume; }
     QTableWidget* table() const { return m_table; }
+    /// The checkpoint Open result opens for a stopped or failed run: the one status.json names as the last
+    /// written, else the newest complete step-* folder; "" when there is none.
+    static QString latestCheckpoint(const QString& runFolder);
     /// "40 s", "12 min", "2 h 5 min": a time estimate as the job list shows it.
     static QString durationText(double seconds);
     /// Selects a job's row (a new job is selected, so its progress and curves show at once).

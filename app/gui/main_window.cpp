@@ -34,6 +34,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QProgressBar>
+#include <QScreen>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStatusBar>
@@ -73,9 +74,9 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
     m_sweeps = new SweepsPage;
     m_figures = new FiguresPage(jobs);
     m_jobs = new JobsPage(jobs);
-    m_pages->addTab(m_headView, tr("&Head"));
+    m_pages->addTab(m_headView, tr("H&ead"));
     m_pages->addTab(m_layerPage, tr("&Layer"));
-    m_pages->addTab(m_overview, tr("O&verview"));
+    m_pages->addTab(m_overview, tr("Ove&rview"));
     m_pages->addTab(m_outliers, tr("&Outliers"));
     m_pages->addTab(m_systematic, tr("S&ystematic outliers"));
     m_pages->addTab(m_imageView, tr("&Image"));
@@ -202,7 +203,13 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
     QSettings settings;
     restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
     restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
-    if (!settings.contains(QStringLiteral("window/geometry"))) resize(1400, 900);
+    // A new window fits the screen (1400 x 900 where there is room; a 1280 x 800 laptop gets its whole
+    // available area), and a remembered one never comes back larger than the screen it is on now.
+    const QRect available = screen() ? screen()->availableGeometry() : QRect(0, 0, 1400, 900);
+    if (!settings.contains(QStringLiteral("window/geometry")))
+        resize(std::min(1400, available.width()), std::min(900, available.height()));
+    else if (width() > available.width() || height() > available.height())
+        resize(std::min(width(), available.width()), std::min(height(), available.height()));
 
     m_input->loadGallery(galleryDir);
     m_input->loadPairs(pairsFile);
@@ -259,6 +266,8 @@ void MainWindow::buildActions()
         addAction(a);
         return a;
     };
+    // File, View, Help: the order of every desktop program. The File menu is filled below.
+    QMenu* file = menuBar()->addMenu(tr("&File"));
     QMenu* view = menuBar()->addMenu(tr("&View"));
     view->addAction(addShortcut(tr("Next layer"), QKeySequence(Qt::ALT | Qt::Key_Down), step(1, 0)));
     view->addAction(addShortcut(tr("Previous layer"), QKeySequence(Qt::ALT | Qt::Key_Up), step(-1, 0)));
@@ -290,7 +299,6 @@ void MainWindow::buildActions()
     toolbar->addSeparator();
     toolbar->addAction(exportAction);
 
-    QMenu* file = menuBar()->addMenu(tr("&File"));
     file->addAction(open);
     file->addAction(exportAction);
     auto* openStats = new QAction(tr("Open &statistics file…"), this);
@@ -307,6 +315,13 @@ void MainWindow::buildActions()
     file->addAction(quit);
     menuBar()->addMenu(tr("&Help"))->addAction(tr("&About OutlierLens"), this, [this] {
         showAboutBox(this);
+    });
+    // F10 opens the menu bar at its first menu, as on Windows and GNOME.
+    addShortcut(tr("Menu bar"), QKeySequence(Qt::Key_F10), [this] {
+        if (QAction* first = menuBar()->actions().value(0)) {
+            menuBar()->setActiveAction(first);
+            menuBar()->setFocus(Qt::MenuBarFocusReason);
+        }
     });
 }
 
@@ -405,8 +420,12 @@ void MainWindow::snapshotReady(const SnapshotPtr& snapshot)
     const bool bf16 = snapshot->precision == QLatin1String("bf16");
     m_precisionLabel->setText(bf16 ? tr("bf16 (fast mode)") : QString());
     m_precisionLabel->setToolTip(bf16 ? m_fastMode->toolTip() : QString());
+    const QString cut = tr("Input cut: %1.");
     if (!snapshot->inputNotice.isEmpty())
-        statusBar()->showMessage(tr("Input cut: %1.").arg(snapshot->inputNotice), 30000);
+        statusBar()->showMessage(cut.arg(snapshot->inputNotice), 30000);
+    else if (statusBar()->currentMessage().startsWith(cut.section(QLatin1Char('%'), 0, 0)))
+        statusBar()
+            ->clearMessage(); // an earlier input's: this one was not cut, and the prediction shows again
     if (!snapshot->precisionNotice.isEmpty() && !m_precisionNoticeShown) {
         m_precisionNoticeShown = true;
         statusBar()->showMessage(snapshot->precisionNotice, 15000);
@@ -512,33 +531,35 @@ void MainWindow::addOutlierRuleMenu(QMenu* view)
     setFraction->setToolTip(tr("An et al.'s attention outlier keys receive at least this fraction of T "
                                "(summed over queries, head mean); 0.1 in their code"));
     QSettings settings;
-    OutlierRuleChoice rule;
-    rule.tauRule = settings.value(QStringLiteral("view/outlierRule")).toString() == QLatin1String("tau");
+    OutlierCriterion rule;
+    if (settings.value(QStringLiteral("view/outlierRule")).toString() == QLatin1String("tau"))
+        rule.rule = OutlierRule::Tau;
     rule.tau = settings.value(QStringLiteral("view/outlierTau"), rule.tau).toDouble();
-    if (!(rule.tau > 0)) rule.tau = OutlierRuleChoice{}.tau;
+    if (!(rule.tau > 0)) rule.tau = OutlierCriterion{}.tau;
     rule.attentionFraction =
         settings.value(QStringLiteral("view/attentionFraction"), rule.attentionFraction).toDouble();
-    if (!(rule.attentionFraction > 0)) rule.attentionFraction = OutlierRuleChoice{}.attentionFraction;
-    const auto apply = [this, tau](const OutlierRuleChoice& r, bool rerun) {
+    if (!(rule.attentionFraction > 0 && rule.attentionFraction <= 1))
+        rule.attentionFraction = OutlierCriterion{}.attentionFraction;
+    const auto apply = [this, tau](const OutlierCriterion& r, bool rerun) {
         tau->setText(tr("&τ × mean|X|: |x| > %1 mean|X| (An et al.'s paper)").arg(r.tau));
         QSettings().setValue(QStringLiteral("view/outlierRule"),
-                             r.tauRule ? QStringLiteral("tau") : QStringLiteral("sigma"));
+                             QString::fromStdString(outlierRuleName(r.rule)));
         QSettings().setValue(QStringLiteral("view/outlierTau"), r.tau);
         QSettings().setValue(QStringLiteral("view/attentionFraction"), r.attentionFraction);
         m_controller->setOutlierRule(r);
         forEachPage([&](Page& page, int) { page.setOutlierRule(r); });
         if (rerun && m_lastInput.kind != InputRequest::Kind::None) m_lastInput.sendTo(*m_controller);
     };
-    (rule.tauRule ? tau : sigma)->setChecked(true);
+    (rule.rule == OutlierRule::Tau ? tau : sigma)->setChecked(true);
     apply(rule, false);
     connect(group, &QActionGroup::triggered, this, [this, tau, apply](QAction* chosen) {
-        OutlierRuleChoice r = m_controller->outlierRule();
-        r.tauRule = chosen == tau;
+        OutlierCriterion r = m_controller->outlierRule();
+        r.rule = chosen == tau ? OutlierRule::Tau : OutlierRule::Sigma;
         apply(r, true);
     });
     connect(setTau, &QAction::triggered, this, [this, apply] {
         bool ok = false;
-        OutlierRuleChoice r = m_controller->outlierRule();
+        OutlierCriterion r = m_controller->outlierRule();
         const double value = QInputDialog::getDouble(this, tr("Outlier rule"), tr("τ (|x| > τ × mean |X|):"),
                                                      r.tau, 1e-3, 1e9, 3, &ok);
         if (!ok) return;
@@ -547,10 +568,10 @@ void MainWindow::addOutlierRuleMenu(QMenu* view)
     });
     connect(setFraction, &QAction::triggered, this, [this, apply] {
         bool ok = false;
-        OutlierRuleChoice r = m_controller->outlierRule();
+        OutlierCriterion r = m_controller->outlierRule();
         const double value = QInputDialog::getDouble(
             this, tr("Attention outliers"), tr("Fraction of T a key must receive (summed over queries):"),
-            r.attentionFraction, 1e-4, 1e4, 4, &ok);
+            r.attentionFraction, 1e-4, 1.0, 4, &ok);
         if (!ok) return;
         r.attentionFraction = value;
         apply(r, true);
@@ -562,12 +583,15 @@ void MainWindow::requestStatistics()
     const ModelInfo& m = m_controller->model();
     if (m.dir.isEmpty()) return;
     bool ok = false;
+    const OutlierCriterion rule = m_controller->outlierRule();
     const QString chosen =
         QInputDialog::getText(this, tr("Statistics over a data set"),
-                              tr("Data (mnli:FILE[:N], images:DIR[:N] or text:FILE[:N] chunks):"),
+                              tr("Data (mnli:FILE[:N], images:DIR[:N] or text:FILE[:N] chunks):\n"
+                                 "Outliers are counted by View > Outlier rule: %1.")
+                                  .arg(QString::fromStdString(rule.describe())),
                               QLineEdit::Normal, ModelCatalog::statisticsData(m, m_galleryDir), &ok);
     if (ok && !chosen.isEmpty()) {
-        m_jobs->queueStatistics(m.dir, chosen);
+        m_jobs->queueStatistics(m.dir, chosen, rule);
         m_pages->setCurrentWidget(m_jobs);
     }
 }

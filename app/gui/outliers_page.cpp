@@ -113,6 +113,12 @@ void OutliersPage::refresh(const SnapshotPtr& snapshot, int layer)
                                                               : tr("unnamed model"),
                               m_controller->model().name);
         }
+        const QString fileRule = QString::fromStdString(stats->outlierRule.shortText());
+        const QString chosenRule = QString::fromStdString(m_controller->outlierRule().shortText());
+        if (fileRule != chosenRule)
+            notes << tr("This file counted outliers over %1, not the %2 of View > Outlier rule: the counts "
+                        "below are %1 counts (compute the statistics again to count with %2).")
+                         .arg(fileRule, chosenRule);
         if (!analysed)
             notes << tr("Layer %1 was not analysed in this statistics file; pick another layer.")
                          .arg(shown.layer + 1);

@@ -40,7 +40,7 @@ public:
     virtual void setSelection(int /*layer*/, int /*head*/) {}
     /// The outlier rule changed (View > Outlier rule): pages with models of their own count by it too
     /// and run their input again; the main model's input is rerun by the window.
-    virtual void setOutlierRule(const OutlierRuleChoice& /*rule*/) {}
+    virtual void setOutlierRule(const OutlierCriterion& /*rule*/) {}
     /// Redraws from `state`: called on the visible page when it is shown and whenever the state changes.
     virtual void refresh(const PageState& /*state*/) {}
     /// What File > Export saves from this page, or null.

@@ -90,7 +90,7 @@ void TeachingPage::setInput(const InputRequest& input)
     if (m_controller && !m_controller->model().dir.isEmpty()) input.sendTo(*m_controller);
 }
 
-void TeachingPage::setOutlierRule(const OutlierRuleChoice& rule)
+void TeachingPage::setOutlierRule(const OutlierCriterion& rule)
 {
     m_outlierRule = rule;
     if (m_controller) m_controller->setOutlierRule(rule);

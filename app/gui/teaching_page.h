@@ -33,7 +33,7 @@ public:
         setCandidates(ModelCatalog::demoKindOf(model.dir), model.dir);
     }
     void setInput(const InputRequest& input) override;
-    void setOutlierRule(const OutlierRuleChoice& rule) override;
+    void setOutlierRule(const OutlierCriterion& rule) override;
     /// The input the page shows (or will run when shown).
     const InputRequest& input() const { return m_input; }
     void setSelection(int layer, int head) override;
@@ -56,7 +56,7 @@ private:
     std::unique_ptr<InspectionController> m_controller;
     SnapshotPtr m_snapshot;
     InputRequest m_input;
-    OutlierRuleChoice m_outlierRule;
+    OutlierCriterion m_outlierRule;
     bool m_inputPending = false;
     int m_layer = 0, m_head = 0;
 };

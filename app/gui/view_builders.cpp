@@ -288,7 +288,7 @@ QStringList compareCaptionLines(const InspectionSnapshot& s, int layer, int head
                    .arg(d.kurtosisPerLayer.value(layer - 1), 0, 'f', 1)
                    .arg(values)
                    .arg(dims)
-                   .arg(s.outlierRule.shortText());
+                   .arg(QString::fromStdString(s.outlierRule.shortText()));
     } else {
         lines << QStringLiteral("layer 1 reads the embeddings");
     }
@@ -393,12 +393,12 @@ OutlierDashboardData buildDashboard(const InspectionSnapshot& s, int layer, cons
     OutlierDashboardData d;
     d.sourceDescription = QStringLiteral("current input: %1").arg(s.input.left(120));
     d.layer = layer, d.tensor = tensor, d.headDim = s.dh();
-    d.criterion =
-        (s.outlierRule.tauRule ? QStringLiteral("|x| > %1 mean|X| over the input's %2 x %3 values")
-                               : QStringLiteral("|x - mean| > %1 std over the input's %2 x %3 values"))
-            .arg(s.outlierRule.tauRule ? s.outlierRule.tau : s.outlierRule.k)
-            .arg(s.T)
-            .arg(s.d());
+    d.criterion = ((s.outlierRule.rule == OutlierRule::Tau)
+                       ? QStringLiteral("|x| > %1 mean|X| over the input's %2 x %3 values")
+                       : QStringLiteral("|x - mean| > %1 std over the input's %2 x %3 values"))
+                      .arg((s.outlierRule.rule == OutlierRule::Tau) ? s.outlierRule.tau : s.outlierRule.k)
+                      .arg(s.T)
+                      .arg(s.d());
     const TensorOutliers& o = s.outliersOf(tensor, layer);
     d.perDimension.title =
         QStringLiteral("Outliers per hidden dimension (layer %1, %2)").arg(layer + 1).arg(tensor);
@@ -606,7 +606,7 @@ TeachingData buildTeaching(const InspectionSnapshot& s, int token, int layer, in
     t.exactZeros = int(std::count(probs, probs + keys, 0.0f));
     // Outliers in what the head reads, by the snapshot's sigma rule over the previous layer's [T x d]
     // tensor (the FFN output for BERT, the block output for ViT and decoders, as in the figures).
-    t.outlierRule = s.outlierRule.shortText();
+    t.outlierRule = QString::fromStdString(s.outlierRule.shortText());
     t.outlierTensor = outlierTensorRead(s.model);
     if (layer > 0) {
         const std::size_t n = std::size_t(s.T) * d;

@@ -102,7 +102,7 @@ DatasetStatistics::DatasetStatistics(StatisticsOptions options)
     if (o.kind == InputKind::Image && (o.gridRows <= 0 || o.gridCols <= 0))
         throw Error("statistics options: an image model needs a patch grid, found " +
                     std::to_string(o.gridRows) + " x " + std::to_string(o.gridCols));
-    if (!(o.criterion.k > 0) || !(o.criterion.tau > 0) || !(o.attentionFraction >= 0))
+    if (!(o.criterion.k > 0) || !(o.criterion.tau > 0) || !(o.criterion.attentionFraction >= 0))
         throw Error("statistics options: k and tau must be positive and the attention fraction non-negative");
 
     std::sort(m_options.layers.begin(), m_options.layers.end());
@@ -326,7 +326,7 @@ void DatasetStatistics::accumulateLayer(const StatisticsOptions& o, LayerAccumul
                     cumulative[head * std::size_t(T) + std::size_t(j)] += v;
                 });
     });
-    const double attentionThreshold = o.attentionFraction * double(T); // attentionOutlierKeys()
+    const double attentionThreshold = o.criterion.attentionFraction * double(T); // attentionOutlierKeys()
     for (std::size_t head = 0; head < H; ++head) {
         for (std::size_t t = 0; t < keys.size(); ++t) {
             const std::size_t at = head * keys.size() + t;
@@ -384,8 +384,7 @@ void DatasetStatistics::merge(const DatasetStatistics& other)
     const StatisticsOptions& b = other.m_options;
     if (a.kind != b.kind || a.layers != b.layers || a.numLayers != b.numLayers || a.numHeads != b.numHeads ||
         a.hiddenSize != b.hiddenSize || a.headDim != b.headDim || a.gridRows != b.gridRows ||
-        a.gridCols != b.gridCols || a.criterion != b.criterion ||
-        a.attentionFraction != b.attentionFraction || a.delimiters != b.delimiters)
+        a.gridCols != b.gridCols || a.criterion != b.criterion || a.delimiters != b.delimiters)
         throw Error("statistics merge: the two accumulators were built with different options");
 
     // Map the other's keys onto ours.

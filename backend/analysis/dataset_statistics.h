@@ -33,8 +33,8 @@ struct StatisticsOptions
     int headDim = 0;
     int gridRows = 0; ///< image models: patch grid; T = 1 + gridRows * gridCols (token 0 is CLS)
     int gridCols = 0;
-    OutlierCriterion criterion;
-    double attentionFraction = 0.1; ///< attention outlier: cumulative attention >= fraction * T
+    OutlierCriterion
+        criterion; ///< with the attention-outlier fraction (cumulative attention >= fraction * T)
     std::vector<std::string> delimiters = {"[SEP]", ".", ","}; ///< text models
     bool decoder = false; ///< text through a causal decoder: the figures use `out` (DESIGN.md)
 };

@@ -30,31 +30,6 @@ bool isConstant(const torch::Tensor& v)
 
 } // namespace
 
-std::string outlierRuleName(OutlierRule rule)
-{
-    return rule == OutlierRule::Tau ? "tau" : "sigma";
-}
-
-OutlierRule parseOutlierRule(const std::string& name)
-{
-    if (name == "sigma") return OutlierRule::Sigma;
-    // An et al.'s paper rule is the tau rule; their code's token rule (max_c |h_tc| > tau mean|h|)
-    // marks exactly the tokens that carry a tau-rule value, so both count values as tau does.
-    if (name == "tau" || name == "so-paper" || name == "so-code") return OutlierRule::Tau;
-    throw Error("outlier rule: expected sigma, tau, so-paper or so-code, found '" + name + "'");
-}
-
-std::string OutlierCriterion::describe() const
-{
-    if (rule == OutlierRule::Tau) return "|x| > " + numberText(tau) + " mean|x|, per sample over T x d";
-    return "|x - mean| > " + numberText(k) + " std (unbiased), per sample over T x d";
-}
-
-bool OutlierCriterion::operator==(const OutlierCriterion& other) const
-{
-    return rule == other.rule && k == other.k && tau == other.tau;
-}
-
 torch::Tensor outlierMask(const torch::Tensor& x, const OutlierCriterion& criterion)
 {
     const torch::Tensor v = asDouble(x);
@@ -143,6 +118,23 @@ std::string nonFiniteOutputNotice(const torch::Tensor& output)
     return "the model's output holds " + std::to_string(nan) + " NaN and " +
            std::to_string(x.isinf().sum().item<std::int64_t>()) + " infinite values (of " +
            std::to_string(x.numel()) + "): no prediction from it (are the weights finite?)";
+}
+
+std::string nonFiniteWeightsNotice(const torch::nn::Module& module)
+{
+    torch::NoGradGuard noGrad;
+    const auto check = [](const std::string& name, const torch::Tensor& t) -> std::string {
+        if (!t.defined() || !t.is_floating_point() || t.isfinite().all().item<bool>()) return {};
+        return "the model's tensor '" + name + "' holds " +
+               std::to_string(t.isnan().sum().item<std::int64_t>()) + " NaN and " +
+               std::to_string(t.isinf().sum().item<std::int64_t>()) + " infinite values (of " +
+               std::to_string(t.numel()) + "): no score from it";
+    };
+    for (const auto& p : module.named_parameters())
+        if (std::string notice = check(p.key(), p.value()); !notice.empty()) return notice;
+    for (const auto& b : module.named_buffers())
+        if (std::string notice = check(b.key(), b.value()); !notice.empty()) return notice;
+    return {};
 }
 
 double maxInfNorm(const torch::Tensor& x)

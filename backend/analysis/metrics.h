@@ -1,44 +1,19 @@
 #pragma once
 // Any thread: pure functions of their arguments. docs/metrics.md defines every metric here.
 
+#include "analysis/outlier_rule.h"
+
 #include <torch/types.h>
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+namespace torch::nn {
+class Module;
+}
+
 namespace outlierlens {
-
-/// Which rule decides that an activation value is an outlier.
-enum class OutlierRule {
-    Sigma, ///< |x - mean(X)| > k * std(X) (Bondarenko et al. 2023 and its official code)
-    Tau,   ///< |x| > tau * mean(|X|) (An et al. 2025, systematic outliers)
-};
-
-/// "sigma" or "tau": the names used in files and on the command line.
-std::string outlierRuleName(OutlierRule rule);
-/// Inverse of outlierRuleName(); throws Error for anything else.
-OutlierRule parseOutlierRule(const std::string& name);
-
-/// The sigma rule's default k, the paper's |x - mean| > 6 std (DESIGN.md): every default of k is this one.
-inline constexpr double kDefaultSigmaK = 6.0;
-/// The tau rule's default (An et al. 2025).
-inline constexpr double kDefaultTau = 1000.0;
-
-/// An outlier rule with its threshold. Statistics are always over one sample's whole [T, d]
-/// tensor with padding left out.
-struct OutlierCriterion
-{
-    OutlierRule rule = OutlierRule::Sigma;
-    double k = kDefaultSigmaK; ///< sigma rule: |x - mean(X)| > k * std(X), std unbiased (torch default)
-    double tau = kDefaultTau;  ///< tau rule: |x| > tau * mean(|X|)
-
-    /// One line for files and figure captions, e.g. "|x - mean| > 6 std (unbiased), per sample over T x d".
-    std::string describe() const;
-    /// Same rule and same k and tau (exact comparison), e.g. to check that two runs can be merged.
-    bool operator==(const OutlierCriterion& other) const;
-    bool operator!=(const OutlierCriterion& other) const { return !(*this == other); }
-};
 
 /// Outlier mask of one sample: x [T, d] (any floating dtype, no padding) -> bool [T, d], same
 /// indexing (token, hidden dimension; 0-based). Statistics are computed in float64. Fewer than two
@@ -67,6 +42,12 @@ SampleSummary summariseSample(const torch::Tensor& x, const OutlierCriterion& cr
 /// 3 NaN and 0 infinite values (of 3): no prediction from it (are the weights finite?)". NaN or Inf
 /// logits are never turned into a prediction: inspect and stats stop with it, the GUI shows it.
 std::string nonFiniteOutputNotice(const torch::Tensor& output);
+
+/// "" when every parameter and buffer of `module` is finite; else one line naming the first tensor that is
+/// not (in the module's order, by its checkpoint name), e.g. "the model's tensor 'classifier.bias' holds 3
+/// NaN and 0 infinite values (of 3): no score from it". Commands that score a model (quantize, sweep,
+/// train's evaluation) refuse such a model with it instead of scoring argmaxes of NaN.
+std::string nonFiniteWeightsNotice(const torch::nn::Module& module);
 
 /// max |x| over every value of x (any shape, e.g. one sample's [T, d]); same units as x. Throws
 /// Error for an empty tensor.

@@ -204,10 +204,15 @@ StatisticsFile readStatisticsFile(const std::string& path)
         f.gridRows = int(grid[0]);
         f.gridCols = int(grid[1]);
     }
-    f.rule = r.stringAttribute("/", "rule");
-    f.k = r.numberAttribute("/", "k");
-    f.tau = r.numberAttribute("/", "tau");
-    f.attentionFraction = r.numberAttribute("/", "attention_fraction");
+    try {
+        f.outlierRule.rule = parseOutlierRule(r.stringAttribute("/", "rule"));
+        f.outlierRule.k = r.numberAttribute("/", "k");
+        f.outlierRule.tau = r.numberAttribute("/", "tau");
+        f.outlierRule.attentionFraction = r.numberAttribute("/", "attention_fraction");
+        f.outlierRule.validate();
+    } catch (const Error& e) {
+        throw Error(path + ": " + e.what());
+    }
     f.criterion = r.stringAttribute("/", "criterion");
     for (const char* name : {"model", "model_name", "checkpoint_sha256", "data", "app_version", "precision"})
         if (r.hasAttribute("/", name)) f.provenance[name] = r.stringAttribute("/", name);

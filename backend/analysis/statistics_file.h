@@ -3,6 +3,7 @@
 // torch. readStatisticsFile() may be called from any thread, but HDF5 is not thread-safe on Debian:
 // one file operation at a time per process (call it from the worker that does file work).
 
+#include "analysis/outlier_rule.h"
 #include "analysis/systematic_data.h"
 
 #include <cstdint>
@@ -85,11 +86,8 @@ struct StatisticsFile
     int headDim = 0;
     int gridRows = 0;
     int gridCols = 0;
-    std::string rule; ///< "sigma" or "tau"
-    double k = 0;
-    double tau = 0;
-    double attentionFraction = 0;
-    std::string criterion; ///< OutlierCriterion::describe()
+    OutlierCriterion outlierRule; ///< the rule the file counted with (root attributes rule, k, tau, ...)
+    std::string criterion;        ///< OutlierCriterion::describe()
     std::map<std::string, std::string>
         provenance; ///< model, model_name, checkpoint_sha256, data, app_version, precision if present
     std::vector<std::string> tokens;            ///< text: every token string seen

@@ -91,7 +91,7 @@ void DatasetStatistics::write(Hdf5Writer& writer) const
     writer.setAttribute("/", "rule", outlierRuleName(o.criterion.rule));
     writer.setAttribute("/", "k", o.criterion.k);
     writer.setAttribute("/", "tau", o.criterion.tau);
-    writer.setAttribute("/", "attention_fraction", o.attentionFraction);
+    writer.setAttribute("/", "attention_fraction", o.criterion.attentionFraction);
     writer.setAttribute("/", "criterion", o.criterion.describe());
     writer.setAttribute("/", "indexing",
                         std::string("0-based layers, heads, hidden dimensions and patch rows/columns"));

@@ -270,7 +270,7 @@ SystematicOptions systematicOptionsFor(const StatisticsOptions& so)
     options.layers = so.layers;
     options.numHeads = so.numHeads;
     options.tau = so.criterion.tau;
-    options.attentionFraction = so.attentionFraction;
+    options.attentionFraction = so.criterion.attentionFraction;
     return options;
 }
 
@@ -291,7 +291,6 @@ StatsRunResult runText(const StatsRunOptions& o, const std::atomic<bool>& cancel
     so.numLayers = c.numLayers, so.numHeads = c.numHeads, so.hiddenSize = c.hiddenSize,
     so.headDim = c.headDim();
     so.criterion = o.criterion;
-    so.attentionFraction = o.attentionFraction;
     // Only what the statistics read, plus the classifier's logits for the accuracy. Other heads are not
     // run at all: a masked-LM head's [B, T, vocab] logits would cost more than a small encoder.
     const bool classifier = network.head() == BertHead::SequenceClassification;
@@ -419,7 +418,6 @@ StatsRunResult runImages(const StatsRunOptions& o, const std::atomic<bool>& canc
     so.headDim = c.headDim();
     so.gridRows = so.gridCols = c.gridSize();
     so.criterion = o.criterion;
-    so.attentionFraction = o.attentionFraction;
     DatasetStatistics stats(so);
     std::set<std::string> captures = requiredCaptures(so);
     captures.insert("logits");
@@ -546,7 +544,6 @@ StatsRunResult runDecoderText(const StatsRunOptions& o, const std::atomic<bool>&
     so.numLayers = c.numLayers, so.numHeads = c.numHeads, so.hiddenSize = c.hiddenSize,
     so.headDim = c.headDim();
     so.criterion = o.criterion;
-    so.attentionFraction = o.attentionFraction;
     DatasetStatistics stats(so);
     SystematicStatistics systematic(systematicOptionsFor(so));
     StreamingStatisticsSink sink(stats, requiredCaptures(so));

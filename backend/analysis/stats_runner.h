@@ -46,9 +46,8 @@ struct StatsRunOptions
 {
     std::string modelDir;
     DataSpec data;
-    std::vector<int> layers; ///< 0-based; empty = all
-    OutlierCriterion criterion;
-    double attentionFraction = 0.1; ///< a key is an attention outlier when it receives >= fraction * T
+    std::vector<int> layers;    ///< 0-based; empty = all
+    OutlierCriterion criterion; ///< with the attention-outlier fraction: a key receiving >= fraction * T
     int batchSize = 16;
     int tokenBudget = 2048; ///< text: at most this many (padded) tokens per batch, so memory stays flat
     int maxLength = 0;      ///< text: truncation (0 = the model's maximum)

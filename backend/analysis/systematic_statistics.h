@@ -2,6 +2,7 @@
 // SystematicStatistics: An et al. 2025's systematic outliers of a model over a data set (their code's
 // rules; docs/metrics.md, "Systematic outliers"). One object per thread, not synchronised.
 
+#include "analysis/outlier_rule.h"
 #include "analysis/systematic_data.h"
 
 #include <torch/types.h>
@@ -43,8 +44,9 @@ struct SystematicOptions
 {
     std::vector<int> layers; ///< 0-based layers, any order (stored sorted, no duplicates)
     int numHeads = 0;
-    double tau = 1000.0;            ///< a token is heavy when max_c |x_tc| > tau * mean |x| (per sample)
-    double attentionFraction = 0.1; ///< an attention-outlier key receives >= fraction * T
+    double tau = kDefaultTau; ///< a token is heavy when max_c |x_tc| > tau * mean |x| (per sample)
+    double attentionFraction =
+        kDefaultAttentionFraction; ///< an attention-outlier key receives >= fraction * T
 };
 
 /// Per layer, over samples: for the layer output h (`layer{l}/out`) and the down projection's input

@@ -128,7 +128,7 @@ private Q_SLOTS:
         const SnapshotPtr s = inspect(model, kind);
         QVERIFY2(s, qPrintable(m_error));
         QCOMPARE(s->outlierRule.k, 6.0);
-        QVERIFY(!s->outlierRule.tauRule); // DESIGN.md's default rule
+        QVERIFY(!(s->outlierRule.rule == OutlierRule::Tau)); // DESIGN.md's default rule
         const int T = s->T, d = s->d();
         QVERIFY(T > 1 && d > 1 && s->L() > 1);
         int total = 0;

@@ -156,7 +156,7 @@ private Q_SLOTS:
         {
             const StatisticsFile lower = readStatisticsFile(halfOut.toStdString());
             QCOMPARE(lower.systematic->attentionFraction, 0.05);
-            QCOMPARE(lower.attentionFraction, 0.05);
+            QCOMPARE(lower.outlierRule.attentionFraction, 0.05);
             for (const SystematicLayerData& l : lower.systematic->layers) {
                 const SystematicLayerData* at10 = stats.systematic->layerData(l.layer);
                 std::int64_t keys = 0, keys10 = 0;

@@ -119,6 +119,27 @@ private Q_SLOTS:
         dialog->close();
     }
 
+    /// Issue #40.3: Open result on a stopped run opens the checkpoint the trainer wrote last (status.json's),
+    /// not the oldest one (the list used to be sorted by name and its first entry taken), and never a
+    /// folder still being written.
+    void openResultTakesTheLatestCheckpoint()
+    {
+        QTemporaryDir run;
+        QDir dir(run.path());
+        for (const char* step : {"step-000000050", "step-000000060", "step-000000070.tmp"})
+            QVERIFY(dir.mkpath(QStringLiteral("checkpoints/") + QLatin1String(step)));
+        QCOMPARE(JobsPage::latestCheckpoint(run.path()),
+                 dir.absoluteFilePath(QStringLiteral("checkpoints/step-000000060")));
+        QFile status(dir.filePath(QStringLiteral("status.json")));
+        QVERIFY(status.open(QIODevice::WriteOnly));
+        status.write(R"({"state": "stopped", "step": 50, "last_checkpoint": "checkpoints/step-000000050"})");
+        status.close();
+        QCOMPARE(JobsPage::latestCheckpoint(run.path()),
+                 dir.absoluteFilePath(QStringLiteral("checkpoints/step-000000050")));
+        QTemporaryDir empty;
+        QCOMPARE(JobsPage::latestCheckpoint(empty.path()), QString());
+    }
+
 private:
     QTemporaryDir m_home;
 };

@@ -26,21 +26,29 @@
 #include "systematic_view.h"
 #include "text/decoder_tokenizer.h"
 
+#include <QAbstractButton>
 #include <QAction>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
 #include <QDockWidget>
 #include <QElapsedTimer>
+#include <QFile>
+#include <QInputDialog>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QLabel>
 #include <QListWidget>
+#include <QMenuBar>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QStandardPaths>
 #include <QTabWidget>
 #include <QTemporaryDir>
+#include <QTimer>
 #include <QtTest>
 
 #include <torch/torch.h>
@@ -288,8 +296,8 @@ private Q_SLOTS:
         for (QAction* a : m_window->findChildren<QAction*>())
             if (a->text().startsWith(QStringLiteral("&τ × mean|X|"))) tauRule = a;
         QVERIFY(tauRule);
-        OutlierRuleChoice rule = m_window->controller()->outlierRule();
-        QVERIFY(!rule.tauRule); // the default: 6σ
+        OutlierCriterion rule = m_window->controller()->outlierRule();
+        QVERIFY(rule.rule == OutlierRule::Sigma); // the default: 6σ
         rule.tau = 3;
         rule.attentionFraction = 0.05;
         m_window->controller()->setOutlierRule(
@@ -300,7 +308,7 @@ private Q_SLOTS:
                                      !m_window->controller()->loadingOrInspecting(),
                                  60000);
         const SnapshotPtr s = m_window->controller()->snapshot();
-        QVERIFY(s->outlierRule.tauRule);
+        QVERIFY((s->outlierRule.rule == OutlierRule::Tau));
         QCOMPARE(s->outlierRule.tau, 3.0);
         QCOMPARE(QSettings().value(QStringLiteral("view/outlierRule")).toString(), QStringLiteral("tau"));
 
@@ -343,6 +351,73 @@ private Q_SLOTS:
             if (received >= 0.05 * T) keys << j;
         }
         QCOMPARE(m_window->systematicPage()->view()->data().outlierKeys, keys);
+    }
+
+    /// Issue #40.1: the rule of View > Outlier rule (here τ = 3, fraction 0.05, from the test above) reaches
+    /// a statistics job started from the Outliers page: the dialog names it, the job passes it, the file
+    /// records it; and with another rule chosen, the Outliers page says that the file counted with its own.
+    void outlierRuleReachesTheStatisticsJob()
+    {
+        const OutlierCriterion chosen = m_window->controller()->outlierRule();
+        QVERIFY(chosen.rule == OutlierRule::Tau && chosen.tau == 3.0 && chosen.attentionFraction == 0.05);
+        const int before = m_jobs->jobs().size();
+        QString label;
+        QTimer::singleShot(0, this, [&] {
+            for (QWidget* w : QApplication::topLevelWidgets())
+                if (auto* dialog = qobject_cast<QInputDialog*>(w); dialog && dialog->isVisible()) {
+                    label = dialog->labelText();
+                    dialog->setTextValue(QStringLiteral("text:" OUTLIERLENS_SOURCE_DIR
+                                                        "/sample_data/text/wiki_en_valid.txt:4"));
+                    dialog->accept();
+                }
+        });
+        Q_EMIT m_window->outliersPage()->statisticsRequested();
+        QVERIFY2(label.contains(QStringLiteral("|x| > 3 mean|x|")), qPrintable(label));
+        QCOMPARE(m_jobs->jobs().size(), before + 1);
+        const JobInfo job = m_jobs->jobs().last();
+        QCOMPARE(job.kind, QStringLiteral("stats"));
+        QCOMPARE(job.arguments.value(job.arguments.indexOf(QStringLiteral("--rule")) + 1),
+                 QStringLiteral("tau"));
+        QTRY_VERIFY_WITH_TIMEOUT(m_jobs->job(job.id)->state != QLatin1String("queued") &&
+                                     m_jobs->job(job.id)->state != QLatin1String("running"),
+                                 120000);
+        QVERIFY2(m_jobs->job(job.id)->state == QLatin1String("finished"),
+                 qPrintable(m_jobs->job(job.id)->message));
+        const StatisticsFile file = readStatisticsFile(job.output.toStdString());
+        QVERIFY(file.outlierRule == chosen);
+        QVERIFY(file.systematic);
+        QCOMPARE(file.systematic->tau, 3.0);
+        QCOMPARE(file.systematic->attentionFraction, 0.05);
+
+        // The file as the Outliers page's source, then the 6σ rule chosen: the page says whose counts it
+        // shows.
+        m_window->controller()->loadStatistics(job.output);
+        OutliersPage* page = m_window->outliersPage();
+        m_window->pages()->setCurrentWidget(page);
+        QTRY_COMPARE_WITH_TIMEOUT(m_window->controller()->statisticsPath(), job.output, 30000);
+        QTRY_COMPARE_WITH_TIMEOUT(page->sourceBox()->count(), 2, 30000);
+        page->sourceBox()->setCurrentIndex(1);
+        QVERIFY2(!page->note().contains(QStringLiteral("counted outliers over")), qPrintable(page->note()));
+        QAction* sigmaAction = nullptr;
+        QAction* tauAction = nullptr;
+        for (QAction* a : m_window->findChildren<QAction*>()) {
+            if (a->text().startsWith(QStringLiteral("&6σ"))) sigmaAction = a;
+            if (a->text().startsWith(QStringLiteral("&τ × mean|X|"))) tauAction = a;
+        }
+        QVERIFY(sigmaAction && tauAction);
+        sigmaAction->trigger();
+        QTRY_VERIFY_WITH_TIMEOUT(m_window->controller()->snapshot()->outlierRule.rule == OutlierRule::Sigma &&
+                                     !m_window->controller()->loadingOrInspecting(),
+                                 60000);
+        QTRY_VERIFY2(
+            page->note().contains(QStringLiteral("This file counted outliers over 3 × mean|X|, not the "
+                                                 "6σ of View > Outlier rule")),
+            qPrintable(page->note()));
+        tauAction->trigger(); // back to τ = 3, as the later tests expect
+        QTRY_VERIFY_WITH_TIMEOUT(m_window->controller()->snapshot()->outlierRule == chosen &&
+                                     !m_window->controller()->loadingOrInspecting(),
+                                 60000);
+        page->sourceBox()->setCurrentIndex(0);
     }
 
     /// Any family: BERT (bidirectional attention, WordPiece categories) and ViT (timm names) show the
@@ -432,6 +507,15 @@ private Q_SLOTS:
                  qPrintable(compare));
         QTRY_VERIFY_WITH_TIMEOUT(m_jobs->job(job.id)->state == QLatin1String("finished"), 180000);
         QTRY_VERIFY_WITH_TIMEOUT(!loaded.isEmpty() && loaded.last().value(0).toInt() > 0, 20000);
+        // Issue #40.1: the job counted with View > Outlier rule (τ = 3 since the rule test), and says so.
+        QCOMPARE(job.arguments.value(job.arguments.indexOf(QStringLiteral("--tau")) + 1),
+                 QStringLiteral("3"));
+        QFile indexFile(page->folder() + QStringLiteral("/index.json"));
+        QVERIFY(indexFile.open(QIODevice::ReadOnly));
+        QCOMPARE(QJsonDocument::fromJson(indexFile.readAll()).object()[QStringLiteral("rule")].toString(),
+                 QStringLiteral("3 × mean|X|"));
+        QVERIFY2(page->status()->text().contains(QStringLiteral("Outliers over 3 × mean|X|.")),
+                 qPrintable(page->status()->text()));
         // Figures 1, 2, 4, 5, 10-15, An et al.'s two and the table are drawn; the ViT and sweep ones not.
         QCOMPARE(loaded.last().value(1).toInt(), 13);
         QCOMPARE(page->list()->count(), loaded.last().value(0).toInt());
@@ -535,10 +619,57 @@ private Q_SLOTS:
             QVERIFY(panel->isVisible());
             QCOMPARE(panel->data().rows, 512);
             const QRect inView(panel->mapTo(view, QPoint(0, 0)), panel->size());
-            QVERIFY2(view->rect().contains(inView), qPrintable(QStringLiteral("model %1").arg(i)));
+            QVERIFY2(view->rect().contains(inView),
+                     qPrintable(QStringLiteral("model %1: panel at %2,%3 %4x%5 in a view of %6x%7, window %8x%9, dock %10")
+                                    .arg(i)
+                                    .arg(inView.x())
+                                    .arg(inView.y())
+                                    .arg(inView.width())
+                                    .arg(inView.height())
+                                    .arg(view->width())
+                                    .arg(view->height())
+                                    .arg(m_window->width())
+                                    .arg(m_window->height())
+                                    .arg(dock->width())));
         }
         QCOMPARE(dock->width(), dockWidth);
         distribution->click();
+    }
+
+    /// Issue #40.11 and #40.13: a window that fits 1280 x 800 (minimum height at most 700, the status bar
+    /// and every page reachable), menus File, View, Help in that order whose Alt keys no page steals, and F10
+    /// opening the menu bar.
+    void desktopConventions()
+    {
+
+        QVERIFY2(m_window->minimumSizeHint().height() <= 700 && m_window->minimumSize().height() <= 700,
+                 qPrintable(QStringLiteral("minimum height %1").arg(m_window->minimumSizeHint().height())));
+        QVERIFY2(m_window->minimumSizeHint().width() <= 1280,
+                 qPrintable(QStringLiteral("minimum width %1").arg(m_window->minimumSizeHint().width())));
+        QStringList menus;
+        for (QAction* a : m_window->menuBar()->actions())
+            menus << a->text();
+        QCOMPARE(menus, (QStringList{"&File", "&View", "&Help"}));
+        // Mnemonics of the page tabs and of every button and box of the window: none takes Alt+F, V or H.
+        const auto mnemonic = [](const QString& text) {
+            const int i = text.indexOf(QRegularExpression(QStringLiteral("&[^&]")));
+            return i < 0 ? QChar() : text.at(i + 1).toLower();
+        };
+        QStringList stealing;
+        for (int i = 0; i < m_window->pages()->count(); ++i)
+            if (QStringLiteral("fvh").contains(mnemonic(m_window->pages()->tabText(i))))
+                stealing << m_window->pages()->tabText(i);
+        for (QAbstractButton* b : m_window->findChildren<QAbstractButton*>())
+            if (!b->text().isEmpty() && QStringLiteral("fvh").contains(mnemonic(b->text())))
+                stealing << b->text();
+        QVERIFY2(stealing.isEmpty(), qPrintable(stealing.join(QStringLiteral(", "))));
+        QAction* f10 = nullptr;
+        for (QAction* a : m_window->actions())
+            if (a->shortcut() == QKeySequence(Qt::Key_F10)) f10 = a;
+        QVERIFY2(f10, "no action takes F10");
+        f10->trigger();
+        QTRY_VERIFY(m_window->menuBar()->activeAction() == m_window->menuBar()->actions().value(0));
+        QTest::keyClick(m_window->menuBar(), Qt::Key_Escape);
     }
 
     void cleanupTestCase() { m_window.reset(); }

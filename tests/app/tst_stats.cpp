@@ -441,7 +441,8 @@ private Q_SLOTS:
             << 1 << "layer 5";
         QTest::newRow("bad rule") << QStringList{"stats",  "--model", fx("bert/hf"), "--data",   "mnli:x",
                                                  "--rule", "median",  "--out",       "/tmp/x.h5"}
-                                  << 1 << "median";
+                                  << 2
+                                  << "median"; // a usage error, as every bad option value (one rule parser)
         QTest::newRow("unknown precision")
             << QStringList{"stats",
                            "--model",

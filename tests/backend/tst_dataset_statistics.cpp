@@ -437,9 +437,9 @@ private Q_SLOTS:
         QCOMPARE(f.provenance.at("model"), std::string("models/bert"));
         QCOMPARE(f.provenance.at("checkpoint_sha256"), std::string("abc"));
         QCOMPARE(f.provenance.count("data"), std::size_t(0));
-        QCOMPARE(f.rule, std::string("tau"));
-        QCOMPARE(f.tau, 2.0);
-        QCOMPARE(f.k, 6.0);
+        QVERIFY(f.outlierRule.rule == OutlierRule::Tau);
+        QCOMPARE(f.outlierRule.tau, 2.0);
+        QCOMPARE(f.outlierRule.k, 6.0);
         QCOMPARE(f.criterion, handCriterion().describe());
         QCOMPARE(f.numHeads, kHeads);
         QCOMPARE(f.hiddenSize, kHidden);
