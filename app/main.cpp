@@ -20,6 +20,7 @@
 #include <QStandardPaths>
 #include <QStringList>
 
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -179,6 +180,9 @@ bool runsModels(int argc, char* argv[])
 
 int main(int argc, char* argv[])
 {
+    // A write past a file-size limit (ulimit -f, a quota set that way) fails with EFBIG and is reported
+    // like a full disk, naming the file, instead of the signal killing the process mid-write.
+    std::signal(SIGXFSZ, SIG_IGN);
     if (runsModels(argc, argv)) outlierlens::selectBlasKernels(argv);
     outlierlens::configureAllocator();
     if (argc >= 2 && argv[1][0] != '-') {

@@ -4,6 +4,8 @@
 
 #include "cli/command_line.h"
 
+#include "common/atomic_file.h"
+#include "common/atomic_folder.h"
 #include "common/error.h"
 #include "io/safetensors.h"
 #include "io/state_dict.h"
@@ -33,20 +35,18 @@ int runConvert(const QStringList& args)
             throw Error(out.string() + ": already exists and is not an empty folder");
         const std::string weights = findWeightsFile(in.string());
         const StateDict tensors = readStateDict(weights);
-        const fs::path temp = out.string() + ".tmp";
-        fs::remove_all(temp);
-        fs::create_directories(temp);
+        AtomicFolder folder(out.string()); // removed again if anything below fails (a full disk)
+        const fs::path temp = folder.path();
         for (const auto& entry : fs::directory_iterator(in)) {
             const std::string name = entry.path().filename().string();
             if (!entry.is_regular_file() || name == "model.safetensors" || name == "pytorch_model.bin")
                 continue;
-            fs::copy_file(entry.path(), temp / name);
+            copyFileContents(entry.path().string(), (temp / name).string());
         }
         writeSafetensors((temp / "model.safetensors").string(), tensors,
                          cmd.isSet("fp16") ? SafetensorsDtype::Float16 : SafetensorsDtype::Float32,
                          {{"format", "pt"}, {"producer", "outlierlens convert"}});
-        if (fs::exists(out)) fs::remove(out);
-        fs::rename(temp, out);
+        folder.commit();
         std::printf("wrote %s (%zu tensors, %s, %.1f MB)\n", out.string().c_str(), tensors.size(),
                     cmd.isSet("fp16") ? "float16" : "float32",
                     double(fs::file_size(out / "model.safetensors")) / 1e6);

@@ -3,6 +3,8 @@
 
 #include "cli/command_line.h"
 
+#include "common/atomic_file.h"
+#include "common/atomic_folder.h"
 #include "common/error.h"
 #include "common/input_file.h"
 #include "model/bert_network.h"
@@ -18,6 +20,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 
 namespace outlierlens::cli {
 namespace {
@@ -62,14 +65,13 @@ int createDecoder(Command& cmd, const std::string& preset, const std::string& ou
                 config.hiddenSize, config.vocabSize);
     std::fflush(stdout);
     const DecoderNetwork network = DecoderNetwork::create(config, std::uint64_t(seed));
-    const fs::path finalDir(out);
-    const fs::path tempDir = finalDir.string() + ".tmp";
-    fs::remove_all(tempDir);
+    AtomicFolder folder(out); // removed again if anything below fails (a full disk)
+    const fs::path tempDir(folder.path());
     network.save(tempDir.string(), dtypes.at(dtypeName).first);
     for (const fs::path& f : tokenizerFiles)
-        fs::copy_file(f, tempDir / f.filename());
+        copyFileContents(f.string(), (tempDir / f.filename()).string());
     {
-        std::ofstream card(tempDir / "README.md");
+        std::ostringstream card;
         card << "# Random-weight " << toString(config.arch) << " decoder (" << preset << ")\n\n"
              << "Written by `outlierlens create-model` with seed " << seed
              << ". Its weights are random (Hugging Face initialisation);\nit has never been trained: "
@@ -80,9 +82,9 @@ int createDecoder(Command& cmd, const std::string& preset, const std::string& ou
              << "\n- attention: " << config.variant.describe() << "\n"
              << (tokenizerFiles.empty() ? "- no tokenizer files: give token ids (bench) or copy them in\n"
                                         : "");
+        writeTextFileAtomically((tempDir / "README.md").string(), card.str());
     }
-    if (fs::exists(finalDir)) fs::remove(finalDir);
-    fs::rename(tempDir, finalDir);
+    folder.commit();
     std::printf("wrote %s (%s, %s, random weights)\n", out.c_str(), preset.c_str(), dtypeName.c_str());
     return Ok;
 }
@@ -164,13 +166,12 @@ int runCreateModel(const QStringList& args)
         const int seed = cmd.intValue("seed", 0, 0, 1 << 30);
         const BertNetwork network = BertNetwork::create(config, head, std::uint64_t(seed));
         // Write into a sibling temp folder and rename, so a failure leaves no half-made model.
-        const fs::path finalDir(out);
-        const fs::path tempDir = finalDir.string() + ".tmp";
-        fs::remove_all(tempDir);
+        AtomicFolder folder(out);
+        const fs::path tempDir(folder.path());
         network.save(tempDir.string(), cmd.isSet("fp16"));
-        fs::copy_file(vocab, tempDir / "vocab.txt");
+        copyFileContents(vocab, (tempDir / "vocab.txt").string());
         {
-            std::ofstream card(tempDir / "README.md");
+            std::ostringstream card;
             card << "# Random-weight BERT (" << (cmd.isSet("preset") ? cmd.value("preset") : "bert-mini")
                  << ")\n\n"
                  << "This model was written by `outlierlens create-model` with seed " << seed
@@ -181,9 +182,9 @@ int runCreateModel(const QStringList& args)
                  << "- head: " << toString(head) << "\n- layers " << config.numLayers << ", hidden "
                  << config.hiddenSize << ", heads " << config.numHeads << ", vocabulary " << config.vocabSize
                  << "\n- attention: " << config.variant.describe() << "\n";
+            writeTextFileAtomically((tempDir / "README.md").string(), card.str());
         }
-        if (fs::exists(finalDir)) fs::remove(finalDir);
-        fs::rename(tempDir, finalDir);
+        folder.commit();
         std::printf("wrote %s (%s, random weights)\n", out.c_str(), toString(head).c_str());
         return Ok;
     });

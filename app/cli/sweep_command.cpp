@@ -44,6 +44,13 @@ std::vector<SweepPoint> expandGrid(const nlohmann::json& grid, const std::string
     std::vector<SweepPoint> points{SweepPoint{}};
     if (!grid.is_object() || grid.empty())
         throw Error(where + ": \"grid\" must be an object of key -> list of values");
+    // Each point is a training run: a grid of 10^8 points (a 690 kB file) used to exhaust memory first.
+    constexpr std::uint64_t kMaxPoints = 10000;
+    std::uint64_t count = 1;
+    for (auto it = grid.begin(); it != grid.end(); ++it)
+        if (it->is_array() && !it->empty() && (count *= std::uint64_t(it->size()), count > kMaxPoints))
+            throw Error(where + ": the grid has more than " + std::to_string(kMaxPoints) +
+                        " points (one training run each); split the sweep");
     for (auto it = grid.begin(); it != grid.end(); ++it) {
         if (!it->is_array() || it->empty())
             throw Error(where + ": grid entry '" + it.key() + "' must be a non-empty list");

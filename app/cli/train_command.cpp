@@ -166,7 +166,10 @@ int runTrain(const QStringList& args)
         }
         applyDefaults(config);
         const std::optional<DistributedSetup> worker = distributedSetupFromEnvironment();
-        if (worker) installWorkerInterruptHandlers();
+        if (worker)
+            installWorkerInterruptHandlers();
+        else
+            finishBeforeRepeatedInterrupts();
         const std::optional<LaunchOptions> launch = launchOptions(cmd);
         const int worldSize = worker ? worker->worldSize : launch ? launch->nprocPerNode * launch->nnodes : 1;
         if (cmd.isSet("world-size") && config.worldSize != worldSize)

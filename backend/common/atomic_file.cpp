@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
-#include <fstream>
 #include <unistd.h>
 
 namespace outlierlens {
@@ -59,22 +58,41 @@ void AtomicFile::commit()
     const int fd = ::open(m_tempPath.c_str(), O_RDONLY);
     if (fd < 0)
         throw Error(m_finalPath + ": temporary file " + m_tempPath + " is missing: " + std::strerror(errno));
-    ::fsync(fd);
+    const int synced = ::fsync(fd);
+    const int syncError = errno;
     ::close(fd);
+    if (synced != 0 && syncError != EINVAL) // EINVAL: a file system that cannot sync (nothing lost)
+        throw Error(m_finalPath + ": cannot write: " + std::strerror(syncError));
     if (std::rename(m_tempPath.c_str(), m_finalPath.c_str()) != 0)
         throw Error(m_finalPath + ": cannot rename temporary file into place: " + std::strerror(errno));
     m_committed = true;
 }
 
+void writeFileBytes(const std::string& path, const void* data, std::size_t size, const std::string& shownName)
+{
+    const std::string& name = shownName.empty() ? path : shownName;
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) throw Error(name + ": cannot write: " + std::strerror(errno));
+    const auto* bytes = static_cast<const char*>(data);
+    std::size_t done = 0;
+    while (done < size) {
+        const ssize_t n = ::write(fd, bytes + done, size - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            // write() returning 0 for a non-empty request means no progress can be made: report ENOSPC.
+            const int error = n < 0 ? errno : ENOSPC;
+            ::close(fd);
+            throw Error(name + ": cannot write: " + std::strerror(error));
+        }
+        done += std::size_t(n);
+    }
+    if (::close(fd) != 0) throw Error(name + ": cannot write: " + std::strerror(errno));
+}
+
 void writeTextFileAtomically(const std::string& path, const std::string& text)
 {
     AtomicFile file(path);
-    {
-        std::ofstream out(file.tempPath(), std::ios::binary);
-        out << text;
-        out.flush();
-        if (!out) throw Error(path + ": cannot write");
-    }
+    writeFileBytes(file.tempPath(), text.data(), text.size(), path);
     file.commit();
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // Any thread; one object per output file.
 
+#include <cstddef>
 #include <string>
 
 namespace outlierlens {
@@ -28,8 +29,15 @@ private:
     int m_slot = -1;
 };
 
-/// Writes `text` to `path` atomically (temporary file + rename). Throws Error.
+/// Writes `text` to `path` atomically (temporary file + rename). Throws Error naming the path and the
+/// system's reason ("No space left on device"); then nothing is left behind.
 void writeTextFileAtomically(const std::string& path, const std::string& text);
+
+/// Writes `size` bytes to a new file `path` (created or truncated), then closes it; every failure,
+/// a full disk or a file-size limit included, is an Error naming `shownName` (default: `path`) and the
+/// system's reason. Not atomic by itself: write to an AtomicFile's tempPath() and commit() it.
+void writeFileBytes(const std::string& path, const void* data, std::size_t size,
+                    const std::string& shownName = {});
 
 /// Before long work whose result goes to `finalPath`: creates and removes the temporary file an
 /// AtomicFile would write, so that a missing or read-only folder is an Error ("<path>: cannot write

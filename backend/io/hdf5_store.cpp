@@ -152,8 +152,15 @@ Hdf5Writer::Hdf5Writer(const std::string& path)
     , m_file(std::make_unique<AtomicFile>(path))
 {
     silenceHdf5Errors();
-    m_handle = H5Fcreate(m_file->tempPath().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    if (m_handle < 0) throw Error(path + ": cannot create HDF5 file (is the folder writable?)");
+    checkCanWrite(path); // a missing or read-only folder is said now, not at commit()
+    // The file is built in memory (the core driver, no backing store) and written by commit() with our
+    // own writes: HDF5 never meets a full disk, whose failed close left the file in HDF5's ID table to be
+    // closed again, fatally, when the library shut down at exit.
+    Handle access(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+    if (!access.valid() || H5Pset_fapl_core(access.get(), std::size_t(4) << 20, /*backing_store=*/0) < 0)
+        throw Error(path + ": cannot set up an HDF5 file in memory");
+    m_handle = H5Fcreate(m_file->tempPath().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get());
+    if (m_handle < 0) throw Error(path + ": cannot create HDF5 file");
 }
 
 Hdf5Writer::~Hdf5Writer()
@@ -310,11 +317,18 @@ void Hdf5Writer::setAttribute(const std::string& object, const std::string& name
 
 void Hdf5Writer::commit()
 {
-    if (m_handle >= 0) {
-        const herr_t status = H5Fclose(hid_t(m_handle));
-        m_handle = -1;
-        check(status, m_file->finalPath(), "cannot close file", 0);
-    }
+    if (m_handle < 0) throw Error(m_file->finalPath() + ": HDF5 file committed twice");
+    const std::string& path = m_file->finalPath();
+    const hid_t file = hid_t(m_handle);
+    check(H5Fflush(file, H5F_SCOPE_GLOBAL), path, "cannot flush the file", 0);
+    const ssize_t size = H5Fget_file_image(file, nullptr, 0);
+    if (size < 0) throw Error(path + ": HDF5 error: cannot read the file image");
+    std::vector<char> image(static_cast<std::size_t>(size));
+    if (H5Fget_file_image(file, image.data(), image.size()) != size)
+        throw Error(path + ": HDF5 error: cannot read the file image");
+    m_handle = -1; // closed exactly once, whatever H5Fclose says
+    check(H5Fclose(file), path, "cannot close file", 0);
+    writeFileBytes(m_file->tempPath(), image.data(), image.size(), path);
     m_file->commit();
 }
 

@@ -410,13 +410,15 @@ void writeSafetensors(const std::string& path, const StateDict& tensors, Safeten
         lengthBytes[i] = static_cast<unsigned char>(std::uint64_t(headerText.size()) >> (8 * i));
     out.write(reinterpret_cast<const char*>(lengthBytes), 8);
     out.write(headerText.data(), std::streamsize(headerText.size()));
+    errno = 0;
     for (const Planned& p : planned) {
         const torch::Tensor data = p.tensor->detach().to(torch::kCPU, p.stored).contiguous();
         out.write(static_cast<const char*>(data.data_ptr()), std::streamsize(data.nbytes()));
         if (!out) break;
     }
     out.close();
-    if (!out) throw Error(path + ": cannot write " + file.tempPath() + " (disk full?)");
+    // The stream keeps the failing write's errno (ENOSPC, EFBIG): say it, as every writer does.
+    if (!out) throw Error(path + ": cannot write: " + std::strerror(errno != 0 ? errno : EIO));
     file.commit();
 }
 

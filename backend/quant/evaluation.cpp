@@ -1,5 +1,6 @@
 #include "quant/evaluation.h"
 
+#include "analysis/metrics.h"
 #include "common/error.h"
 #include "model/bert.h"
 #include "model/decoder_config.h"
@@ -108,6 +109,8 @@ QuantResult runQuantExperiment(const QuantExperiment& e,
     const TrainConfig config = taskConfig(e);
     std::unique_ptr<TrainingTask> task = makeTrainingTask(config);
     torch::nn::Module& module = task->module();
+    if (const std::string notice = nonFiniteWeightsNotice(module); !notice.empty())
+        throw Error(e.modelDir + ": " + notice);
     module.eval();
     auto* mlm = dynamic_cast<BertForMaskedLMImpl*>(&module);
     const auto saved = snapshotParameters(module);

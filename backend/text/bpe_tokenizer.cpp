@@ -3,6 +3,7 @@
 #include "common/error.h"
 #include "common/input_file.h"
 #include "common/json_util.h"
+#include "common/text_format.h"
 #include "text/truncation.h"
 #include "text/utf8.h"
 
@@ -218,7 +219,8 @@ std::int32_t ByteLevelBpeTokenizer::internSymbol(const std::string& s)
 
 void ByteLevelBpeTokenizer::loadVocab(const std::string& path)
 {
-    const std::string text = readWholeFile(path, "vocabulary file");
+    constexpr std::uint64_t kMaxVocabularyBytes = std::uint64_t(64) << 20; // real vocab.json: a few MB
+    const std::string text = readWholeFile(path, "vocabulary file", kMaxVocabularyBytes);
     nlohmann::json vocab; // not ordered_json: its inserts are linear, quadratic for 50k tokens
     try {
         vocab = jsonutil::parseWithDepthLimit(text, path);
@@ -240,16 +242,21 @@ void ByteLevelBpeTokenizer::loadVocab(const std::string& path)
     m_hasId.assign(static_cast<std::size_t>(maxId + 1), false);
     for (auto it = vocab.begin(); it != vocab.end(); ++it) {
         const auto id = it.value().get<std::int64_t>();
+        // Two tokens with one id cannot both be decoded (a vocab.json of all zeros tokenized to [0, 0]).
+        if (m_hasId[static_cast<std::size_t>(id)])
+            throw Error(path + ": tokens '" + printableText(m_idToToken[static_cast<std::size_t>(id)]) +
+                        "' and '" + printableText(it.key()) + "' have the same id " + std::to_string(id));
         m_tokenToId[it.key()] = id;
-        m_idToToken[static_cast<std::size_t>(id)] =
-            it.key(); // decoder = {v: k}: the last token of an id wins
+        m_idToToken[static_cast<std::size_t>(id)] = it.key();
         m_hasId[static_cast<std::size_t>(id)] = true;
     }
 }
 
 void ByteLevelBpeTokenizer::loadMerges(const std::string& path)
 {
-    const std::string data = readWholeFile(path, "merges file");
+    // Real merges files are under 2 MB (GPT-2's: 456 kB); a 200 MB one took 2.5 GB before failing.
+    constexpr std::uint64_t kMaxMergesBytes = std::uint64_t(64) << 20;
+    const std::string data = readWholeFile(path, "merges file", kMaxMergesBytes);
     // GPT2Tokenizer: read().split("\n")[1:-1] -- the first line (#version) and whatever follows the
     // last line break are skipped; each line is split on white space; rank = index in that list.
     std::vector<std::string> lines;

@@ -7,6 +7,7 @@
 #include "model/precision.h"
 #include "model/runtime.h"
 #include "tasks/config/lr_schedule.h"
+#include "tasks/data/canvas_data.h"
 #include "tasks/training_task.h"
 #include "train/adamw.h"
 #include "train/distributed.h"
@@ -105,9 +106,34 @@ void checkSameConfig(const TrainConfig& config, TrainingGroup& group)
 
 /// Rank 0 alone touches the run folder: it checks and locks it and writes run.json before the group
 /// forms, so a refused folder ends the run before any other rank waits for it.
+/// Every file or folder the config names must be there before the run folder is made: a missing corpus used
+/// to leave run.json and a lock behind.
+void checkInputsExist(const TrainConfig& config)
+{
+    const auto need = [](const std::string& path, const char* field) {
+        std::error_code ec;
+        if (!path.empty() && !fs::exists(path, ec))
+            throw Error(std::string(field) + ": " + path + ": no such file or folder");
+    };
+    need(config.corpus, "corpus");
+    need(config.validCorpus, "valid_corpus");
+    need(config.vocab, "vocab");
+    need(config.tokenizer, "tokenizer");
+    need(config.init, "init");
+    // Task image also takes the names of the built-in data sets.
+    if (config.data != "fashion-mnist" && config.data != kCanvasData) need(config.data, "data");
+}
+
 std::unique_ptr<RunFolderLock> prepareRunFolder(const TrainConfig& config, bool resume, RunFolder& run,
                                                 const std::function<void(const std::string&)>& emit)
 {
+    checkInputsExist(config);
+    std::error_code ec;
+    for (const char* modelFile : {"config.json", "model.safetensors", "pytorch_model.bin"})
+        if (!resume && fs::exists(fs::path(config.output) / modelFile, ec))
+            throw Error(
+                config.output + ": holds a model (" + modelFile +
+                "), not a run folder; choose another --output (training writes its model to <output>/final)");
     fs::create_directories(config.output);
     auto lock =
         std::make_unique<RunFolderLock>(config.output); // before anything in the folder is read or written
@@ -186,7 +212,9 @@ TrainResult train(const TrainConfig& config, bool resume, const std::atomic<bool
         run.truncateMetricsAfter(start);
         status.lastCheckpoint = fs::relative(checkpoint, config.output).string();
     } else if (resume && leader) {
-        run.truncateMetricsAfter(0); // killed before its first checkpoint: start over
+        // Killed before its first checkpoint: start over, dropping every line (its step-0 evaluation too,
+        // which the new start writes again).
+        run.truncateMetricsAfter(-1);
     }
     if (group) {
         // Rank 0's weights (fresh or resumed) and optimizer state become everyone's: the other ranks need
@@ -212,13 +240,20 @@ TrainResult train(const TrainConfig& config, bool resume, const std::atomic<bool
         const std::string dir = run.checkpointDir(step);
         const std::string temp = dir + ".tmp";
         fs::remove_all(temp);
-        task->saveModel(temp, modelCard(config, *task, step, lastEval, 0));
-        writeSafetensors(temp + "/optimizer.safetensors", optimizer.state());
-        writeTextFileAtomically(temp + "/trainer_state.json", nlohmann::json{{"step", step},
-                                                                             {"seed", config.seed},
-                                                                             {"threads", config.threads},
-                                                                             {"world_size", config.worldSize}}
-                                                                  .dump(2));
+        try {
+            task->saveModel(temp, modelCard(config, *task, step, lastEval, 0));
+            writeSafetensors(temp + "/optimizer.safetensors", optimizer.state());
+            writeTextFileAtomically(temp + "/trainer_state.json",
+                                    nlohmann::json{{"step", step},
+                                                   {"seed", config.seed},
+                                                   {"threads", config.threads},
+                                                   {"world_size", config.worldSize}}
+                                        .dump(2));
+        } catch (...) {
+            std::error_code ignored; // a full disk: no half-written checkpoint folder is left behind
+            fs::remove_all(temp, ignored);
+            throw;
+        }
         fs::remove_all(dir);
         fs::rename(temp, dir);
         run.pruneCheckpoints(config.keepCheckpoints);

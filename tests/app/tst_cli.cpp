@@ -10,6 +10,8 @@
 #include "model/precision.h"
 #include "model/runtime.h"
 
+#include <QDir>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -435,6 +437,46 @@ private Q_SLOTS:
         QVERIFY(!QFile::exists(stats));
     }
 
+    /// Issue #41.2: a model with NaN weights is not scored ("FP accuracy 29.57%, W8A8 29.57%", exit 0, from
+    /// argmaxes of NaN; "perplexity nan" for a decoder): quantize refuses it, naming the tensor.
+    void quantizeRefusesNonFiniteWeights()
+    {
+        QTemporaryDir dir;
+        StateDict weights = readSafetensors(fixture("bert/hf/model.safetensors"));
+        weights.at("classifier.bias").fill_(std::nan(""));
+        makeModel(dir.path(), {});
+        writeSafetensors((dir.path() + "/model.safetensors").toStdString(), weights);
+        QFile pairs(dir.path() + "/pairs.tsv");
+        QVERIFY(pairs.open(QIODevice::WriteOnly));
+        pairs.write("index\tsentence1\tsentence2\tgold_label\n");
+        for (int i = 0; i < 8; ++i)
+            pairs.write(QByteArray::number(i) + "\tA cat sat.\tAn animal sat.\tentailment\n");
+        pairs.close();
+        Run r =
+            runApp({"quantize", "--model", dir.path(), "--data", "mnli:" + pairs.fileName(),
+                    "--nli-train-pairs", "4", "--batch-size", "2", "--calib-batches", "1", "--seeds", "1"});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(
+            r.err.contains("the model's tensor 'classifier.bias' holds 3 NaN and 0 infinite values (of 3): "
+                           "no score from it"),
+            qPrintable(r.err));
+        QVERIFY2(!r.out.contains("accuracy"), qPrintable(r.out));
+
+        QTemporaryDir decoder;
+        for (const auto& entry : fs::directory_iterator(fixture("decoders/gpt2-seed0/hf")))
+            fs::copy_file(entry.path(), fs::path(decoder.path().toStdString()) / entry.path().filename());
+        StateDict gpt2 = readSafetensors(fixture("decoders/gpt2-seed0/hf/model.safetensors"));
+        gpt2.at("transformer.ln_f.weight").fill_(std::nan(""));
+        fs::remove((decoder.path() + "/pytorch_model.bin").toStdString());
+        writeSafetensors((decoder.path() + "/model.safetensors").toStdString(), gpt2);
+        r = runApp({"quantize", "--model", decoder.path(), "--data",
+                    "text:" OUTLIERLENS_SOURCE_DIR "/sample_data/text/wiki_en_valid.txt", "--seq-length",
+                    "32", "--calib-batches", "1", "--seeds", "1"});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("'transformer.ln_f.weight' holds") && !r.out.contains("perplexity"),
+                 qPrintable(r.err + r.out));
+    }
+
     /// Issue #15.6: messages that said too little or came too late.
     void inputsAreJudgedUpFrontAndInWords()
     {
@@ -504,6 +546,32 @@ private Q_SLOTS:
                                                       "--out",
                                                       "/tmp/never-written.h5"}
                                        << 2;
+        // One rule parser for every command (issue #40.1): a key receives at most T, so a fraction above 1
+        // is refused, by `figures` as by `stats`; so is an unknown rule name.
+        for (const char* command : {"stats", "figures"}) {
+            QTest::newRow(qPrintable(QStringLiteral("%1 --attention-fraction 2").arg(command)))
+                << QStringList{command,
+                               "--model",
+                               fx("bert/hf"),
+                               "--data",
+                               "mnli:" + fx("text/mnli_sample.jsonl"),
+                               "--attention-fraction",
+                               "2",
+                               "--out",
+                               "/tmp/never-written"}
+                << 2;
+            QTest::newRow(qPrintable(QStringLiteral("%1 --rule 6sigma").arg(command)))
+                << QStringList{command,
+                               "--model",
+                               fx("bert/hf"),
+                               "--data",
+                               "mnli:" + fx("text/mnli_sample.jsonl"),
+                               "--rule",
+                               "6sigma",
+                               "--out",
+                               "/tmp/never-written"}
+                << 2;
+        }
         QTest::newRow("image on BERT")
             << QStringList{"inspect", "--model", fx("bert/hf"), "--image", "x.png"} << 2;
         QTest::newRow("quantize: unknown estimator")
@@ -545,6 +613,45 @@ private Q_SLOTS:
             runApp({"inspect", "--model", fx("bert/hf"), "--text", "a", "--dump", "/nonexistent/dir/out.h5"});
         QCOMPARE(r.exitCode, 1);
         QVERIFY2(r.err.contains("/nonexistent/dir/out.h5"), qPrintable(r.err));
+    }
+
+    /// Issue #41.1: a write that fails (here a file-size limit, which fails writes as a full disk does) is
+    /// one line naming the file and the reason, exit 1, no signal (HDF5 used to crash at exit closing the
+    /// file twice), and nothing left in the folder.
+    void fullDiskIsOneLineAndLeavesNothing_data()
+    {
+        QTest::addColumn<QStringList>("args");
+        QTest::newRow("inspect --dump")
+            << QStringList{"inspect", "--model", fx("bert/hf"), "--text", "a sentence to dump", "--dump"};
+        QTest::newRow("stats --out") << QStringList{
+            "stats", "--model", fx("bert/hf"), "--data", "mnli:" + fx("text/mnli_sample.jsonl"), "--out"};
+        // Issue #41.4: folders too (they used to leave OUT.tmp/ behind, and convert said "Input/output
+        // error").
+        QTest::newRow("create-model --out") << QStringList{
+            "create-model", "--preset", "bert-tiny", "--vocab", fx("bert/hf/vocab.txt"), "--out"};
+        QTest::newRow("convert --out") << QStringList{"convert", "--model", fx("bert/hf"), "--out"};
+    }
+    void fullDiskIsOneLineAndLeavesNothing()
+    {
+        QFETCH(QStringList, args);
+        if (!QFileInfo::exists(QStringLiteral("/usr/bin/prlimit"))) QSKIP("needs prlimit (util-linux)");
+        QTemporaryDir dir;
+        const QString out = dir.path() + "/out.h5";
+        QProcess p;
+        p.start(QStringLiteral("/usr/bin/prlimit"),
+                QStringList{"--fsize=4096", "--", QStringLiteral(OUTLIERLENS_BINARY_DIR "/app/outlierlens")}
+                    << args << out);
+        QVERIFY(p.waitForFinished(120000));
+        const QString err = QString::fromUtf8(p.readAllStandardError()).trimmed();
+        QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(p.exitCode(), 1);
+        // Progress lines may come first; the error is one line naming the file and the reason.
+        const QStringList errors = err.split('\n').filter(QStringLiteral("error:"));
+        QVERIFY2(errors.size() == 1 && errors[0].contains(out) &&
+                     errors[0].contains(QStringLiteral(": cannot write: File too large")),
+                 qPrintable(err));
+        QVERIFY2(QDir(dir.path()).entryList(QDir::NoDotAndDotDot | QDir::AllEntries | QDir::Hidden).isEmpty(),
+                 qPrintable(QDir(dir.path()).entryList(QDir::NoDotAndDotDot | QDir::AllEntries).join(", ")));
     }
 
     void createdModelLoads()

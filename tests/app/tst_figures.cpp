@@ -11,6 +11,7 @@
 #include "train/sweep_summary.h"
 
 #include <QDir>
+#include <QFileInfo>
 #include <QDirIterator>
 #include <QFile>
 #include <QImage>
@@ -542,6 +543,13 @@ private Q_SLOTS:
                     out.path() + QStringLiteral("/none"), QStringLiteral("--out"), out.path()});
         QCOMPARE(r.exitCode, 1);
         QVERIFY(QDir(out.path()).entryList(QDir::Files).isEmpty());
+        // Issue #41.4: a missing --compare model is found before the output folder is made.
+        const QString fresh = out.path() + QStringLiteral("/fresh");
+        r = runApp({QStringLiteral("figures"), QStringLiteral("--model"), model, QStringLiteral("--compare"),
+                    out.path() + QStringLiteral("/missing"), QStringLiteral("--out"), fresh});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains(out.path() + QStringLiteral("/missing")), qPrintable(r.err));
+        QVERIFY(!QFileInfo::exists(fresh));
     }
 };
 

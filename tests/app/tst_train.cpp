@@ -11,14 +11,23 @@
 #include "model/bert_network.h"
 #include "model/decoder_network.h"
 #include "model/precision.h"
+#include "model/vit_network.h"
+#include "tasks/config/train_config.h"
+#include "tasks/data/canvas_data.h"
 #include "tasks/data/mlm_data.h"
+#include "tasks/task_common.h"
 #include "text/wordpiece.h"
 #include "train/run_folder.h"
 
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QImage>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
 #include <QTemporaryDir>
+#include <QThread>
 #include <QtTest>
 
 #include <nlohmann/json.hpp>
@@ -258,6 +267,63 @@ private Q_SLOTS:
         QVERIFY(losses(run) == losses(m_reference));
     }
 
+    /// Issue #41.3: two SIGTERMs ~50 ms apart (what timeout(1) and a cgroup stop send: to the process and to
+    /// its group) still leave a checkpoint and the "stopped at step N" line, and the run resumes onto the
+    /// reference curve.
+    void doubleSigtermStillSavesACheckpoint()
+    {
+        const QString run = m_dir.path() + "/twice";
+        QProcess p;
+        p.start(kApp, {"train", "--config", writeConfig(m_dir.path() + "/twice.json", tinyMlm(run, kSteps))});
+        QVERIFY(p.waitForStarted());
+        QTRY_VERIFY_WITH_TIMEOUT(status(run).value("step", 0) >= 3 || p.state() == QProcess::NotRunning,
+                                 120000);
+        QVERIFY(p.state() == QProcess::Running);
+        ::kill(pid_t(p.processId()), SIGTERM);
+        QThread::msleep(50);
+        ::kill(pid_t(p.processId()), SIGTERM);
+        QVERIFY(p.waitForFinished(60000));
+        const QString err = QString::fromUtf8(p.readAllStandardError());
+        QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(p.exitCode(), 128 + SIGTERM);
+        QVERIFY2(err.contains(QStringLiteral("stopped at step")), qPrintable(err));
+        const nlohmann::json s = status(run);
+        QCOMPARE(s["state"].get<std::string>(), std::string("stopped"));
+        QVERIFY(fs::exists((run + "/" + QString::fromStdString(s["last_checkpoint"].get<std::string>()) +
+                            "/optimizer.safetensors")
+                               .toStdString()));
+        const Run r = runApp({"train", "--resume", "--output", run});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QVERIFY(losses(run) == losses(m_reference));
+    }
+
+    /// Issue #41.3: a run killed before its first checkpoint starts over on --resume, and its metrics hold
+    /// the step-0 evaluation once, not once per start.
+    void resumeFromZeroWritesTheFirstEvaluationOnce()
+    {
+        const QString run = m_dir.path() + "/from-zero";
+        nlohmann::json config = tinyMlm(run, kSteps);
+        config["checkpoint_every"] = kSteps; // no checkpoint before the end
+        QProcess p;
+        p.start(kApp, {"train", "--config", writeConfig(m_dir.path() + "/from-zero.json", config)});
+        QVERIFY(p.waitForStarted());
+        QTRY_VERIFY_WITH_TIMEOUT(status(run).value("step", 0) >= 5 || p.state() == QProcess::NotRunning,
+                                 120000);
+        QVERIFY2(p.state() == QProcess::Running, "the run finished before it could be killed");
+        ::kill(pid_t(p.processId()), SIGKILL);
+        p.waitForFinished();
+        const Run r = runApp({"train", "--resume", "--output", run});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        int stepZeroEvaluations = 0;
+        std::ifstream in((run + "/metrics.jsonl").toStdString());
+        for (std::string line; std::getline(in, line);) {
+            const nlohmann::json j = nlohmann::json::parse(line);
+            stepZeroEvaluations += j.value("type", "") == "eval" && j.value("step", -1) == 0;
+        }
+        QCOMPARE(stepZeroEvaluations, 1);
+        QVERIFY(losses(run) == losses(m_reference));
+    }
+
     void checkpointLoadsWithTheOutputsTrainingSaw()
     {
         // The final evaluation recorded per-layer max inf norms of the probe batch (the first
@@ -326,6 +392,23 @@ private Q_SLOTS:
         QCOMPARE(r.exitCode, 1);
         QVERIFY2(r.err.startsWith("outlierlens train: error: ") && r.err.count('\n') == 1, qPrintable(r.err));
         QVERIFY2(r.err.contains(mustMention), qPrintable(r.err));
+        // Issue #41.4: a missing input is found before the run folder is made (no run.json and lock left).
+        if (mustMention.contains(QStringLiteral("nonexistent")))
+            QVERIFY(!QFileInfo::exists(m_dir.path() + "/bad-" + key));
+    }
+
+    /// Issue #41.6: `train --output` naming a model folder is refused before anything is written into it.
+    void runFilesNeverLandInAModelFolder()
+    {
+        QTemporaryDir model;
+        QVERIFY(QFile::copy(QStringLiteral(OUTLIERLENS_TEST_DATA "/bert/hf/config.json"),
+                            model.path() + "/config.json"));
+        const Run r = runApp(
+            {"train", "--config", writeConfig(m_dir.path() + "/into-model.json", tinyMlm(model.path(), 5))});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains(model.path() + ": holds a model (config.json)"), qPrintable(r.err));
+        QCOMPARE(QDir(model.path()).entryList(QDir::NoDotAndDotDot | QDir::AllEntries),
+                 QStringList{"config.json"});
     }
 
     void divergenceStopsAndSaysSo()
@@ -337,6 +420,25 @@ private Q_SLOTS:
         QCOMPARE(r.exitCode, 1);
         QVERIFY2(r.err.contains("NaN") || r.err.contains("infinite"), qPrintable(r.err));
         QCOMPARE(status(m_dir.path() + "/diverged")["state"].get<std::string>(), std::string("diverged"));
+    }
+
+    /// Issue #41.5: a grid of 10^5 x 10^3 points (a 690 kB file) ran out of memory with "std::bad_alloc";
+    /// the grid's size is checked first and the message names the file and the limit.
+    void sweepGridHasALimit()
+    {
+        nlohmann::json base = tinyMlm("unused", 8);
+        base.erase("output");
+        std::vector<double> gammas, alphas;
+        for (int i = 0; i < 101; ++i)
+            gammas.push_back(-0.001 * (i + 1)), alphas.push_back(i + 1);
+        const QString file = writeConfig(m_dir.path() + "/huge-sweep.json",
+                                         {{"output", (m_dir.path() + "/huge-sweep").toStdString()},
+                                          {"base", base},
+                                          {"grid", {{"gamma", gammas}, {"zeta", alphas}}}});
+        const Run r = runApp({"sweep", "--config", file});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains(file + ": the grid has more than 10000 points"), qPrintable(r.err));
+        QVERIFY(!QFileInfo::exists(m_dir.path() + "/huge-sweep"));
     }
 
     void sweepWritesASummary()
@@ -380,6 +482,93 @@ private Q_SLOTS:
         for (const char* name :
              {"demo-vit-fmnist", "demo-bert-mlm", "demo-bert-nli", "paper-bert-base-mlm", "paper-vit-s16"})
             QVERIFY2(r.out.contains(name), name);
+    }
+
+    /// The canvas task (ViT, tasks/data/canvas_data.h): a run stopped at a checkpoint and resumed gives the
+    /// uninterrupted run's losses (the reconstruction head is saved and loaded with the ViT); the model it
+    /// writes opens as a plain ViT, and on the probe canvases it gives the per-layer max inf norm that the
+    /// final evaluation recorded; `inspect` runs it on an image.
+    void canvasTaskResumesAndSavesAPlainVit()
+    {
+        const auto config = [&](const QString& output, int steps) {
+            return QStringList{"train",
+                               "--from-preset",
+                               "demo-vit-canvas",
+                               "--output",
+                               output,
+                               "--steps",
+                               QString::number(steps),
+                               "--batch-size",
+                               "8",
+                               "--hidden-size",
+                               "32",
+                               "--num-layers",
+                               "2",
+                               "--num-heads",
+                               "2",
+                               "--intermediate-size",
+                               "64",
+                               "--warmup-steps",
+                               "2",
+                               "--log-every",
+                               "1",
+                               "--eval-every",
+                               "3",
+                               "--checkpoint-every",
+                               "3",
+                               "--eval-batches",
+                               "1",
+                               "--threads",
+                               "1",
+                               "--precision",
+                               "fp32"};
+        };
+        const QString whole = m_dir.path() + "/canvas", parts = m_dir.path() + "/canvas-parts";
+        const Run a = runApp(config(whole, 6));
+        QVERIFY2(a.exitCode == 0, qPrintable(a.err));
+        const Run b = runApp(config(parts, 3));
+        QVERIFY2(b.exitCode == 0, qPrintable(b.err));
+        const Run c = runApp(QStringList{"train", "--resume", "--output", parts, "--steps", "6"});
+        QVERIFY2(c.exitCode == 0, qPrintable(c.err));
+        QCOMPARE(losses(parts).size(), std::size_t(6));
+        QVERIFY(losses(parts) == losses(whole));
+
+        const std::string final = (whole + "/final").toStdString();
+        QVERIFY(fs::exists(final + "/reconstruction_head.safetensors"));
+        VitNetwork net = VitNetwork::load(final); // strict: nothing but the ViT in model.safetensors
+        QCOMPARE(net.config().imageSize, 56);
+        QCOMPARE(net.config().patchSize, 7);
+        nlohmann::json finalEval;
+        std::ifstream in((whole + "/metrics.jsonl").toStdString());
+        for (std::string line; std::getline(in, line);) {
+            const nlohmann::json j = nlohmann::json::parse(line);
+            if (j.value("type", "") == "eval") finalEval = j;
+        }
+        QCOMPARE(finalEval["step"].get<int>(), 6);
+        TrainConfig tc = presetConfig("demo-vit-canvas");
+        at::Generator gen = evaluationGenerator(tc);
+        const CanvasBatch probe = canvasBatch(ImageDataset::fashionMnist(kDebianFashionMnistDir, false),
+                                              {0, 1, 2, 3, 4, 5, 6, 7}, CanvasOptions(), false, gen);
+        RecordingSink sink;
+        {
+            c10::InferenceMode guard;
+            net.forward(probe.pixels, &sink);
+        }
+        const auto expected = finalEval["max_inf_norm"]["out"].get<std::vector<double>>();
+        for (int l = 0; l < 2; ++l) {
+            double mean = 0;
+            for (int i = 0; i < 8; ++i)
+                mean += maxInfNorm(sink.at("layer" + std::to_string(l) + "/out")[i]) / 8;
+            QVERIFY2(
+                std::abs(mean - expected[std::size_t(l)]) < 1e-5 * std::max(1.0, mean),
+                qPrintable(QString("layer %1: %2 vs %3").arg(l).arg(mean).arg(expected[std::size_t(l)])));
+        }
+        const QString image = m_dir.path() + "/canvas.png";
+        const RgbImage rgb = canvasImage(probe, 0);
+        QVERIFY(QImage(rgb.pixels.data(), rgb.width, rgb.height, rgb.width * 3, QImage::Format_RGB888)
+                    .save(image));
+        const Run r = runApp({"inspect", "--model", whole + "/final", "--image", image});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
     }
 
     void causalLmRunsEndToEnd()

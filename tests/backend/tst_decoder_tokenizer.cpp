@@ -347,6 +347,8 @@ private Q_SLOTS:
         QTest::newRow("negative id") << QByteArray("{\"a\": 0, \"b\": -1}") << "'b'";
         QTest::newRow("huge id") << QByteArray("{\"a\": 0, \"b\": 99999999999}") << "'b'";
         QTest::newRow("empty") << QByteArray("") << "vocab.json";
+        // Issue #41.6: ids that two tokens share (an all-zeros vocab.json tokenized "ab" to [0, 0]).
+        QTest::newRow("shared id") << QByteArray("{\"a\": 0, \"b\": 0}") << "have the same id 0";
     }
     void malformedVocab()
     {
@@ -368,6 +370,11 @@ private Q_SLOTS:
         QTest::newRow("three symbols") << QByteArray("#version: 0.2\nĠ t\nh e x\n") << "merges.txt:3";
         QTest::newRow("one symbol") << QByteArray("#version: 0.2\nĠt\n") << "merges.txt:2";
         QTest::newRow("invalid UTF-8") << QByteArray("#version: 0.2\nĠ t\n\xC3\x28 e\n") << "merges.txt:3";
+        // Issue #41.5: a size limit that names the file (a 200 MB merges.txt took 2.5 GB, then
+        // "std::bad_alloc").
+        QTest::newRow("too large")
+            << QByteArray("#version: 0.2\n") + QByteArray((64 << 20) + 16, 'a')
+            << "merges file of 67108894 bytes is larger than the limit of 67108864 bytes";
     }
     void malformedMerges()
     {
