@@ -504,7 +504,12 @@ std::vector<std::int64_t> tokenizeFileStart(const std::string& path, const Decod
             const auto cut = text.rfind('\n');
             if (cut != std::string::npos && cut > 0) text.resize(cut + 1);
         }
-        std::vector<std::int64_t> ids = tokenizer.encode(text, std::nullopt, 0, false).inputIds;
+        std::vector<std::int64_t> ids;
+        try {
+            ids = tokenizer.encode(text, std::nullopt, 0, false).inputIds;
+        } catch (const Error& e) {
+            throw Error(path + ": " + e.what()); // which file holds the bad byte (its offset is the file's)
+        }
         if (ids.size() >= wanted || bytes >= size) return ids;
         bytes = std::min(size, bytes * 2);
     }

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace outlierlens {
@@ -98,6 +99,10 @@ void writeTextFileAtomically(const std::string& path, const std::string& text)
 
 void checkCanWrite(const std::string& finalPath)
 {
+    struct stat st = {};
+    // A folder there would only be found at the final rename, after all the work.
+    if (::stat(finalPath.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        throw Error(finalPath + ": is a folder; give a file name");
     const AtomicFile probe(finalPath);
     const int fd = ::open(probe.tempPath().c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) throw Error(finalPath + ": cannot write here: " + std::strerror(errno));

@@ -509,6 +509,24 @@ private Q_SLOTS:
                     "/tmp/never.h5"});
         QCOMPARE(r.exitCode, 1);
         QVERIFY2(r.err.contains("is larger than any data set"), qPrintable(r.err));
+
+        // Issue #41.6: --out naming a folder is said before the passes (it failed at the final rename).
+        QTemporaryDir dir;
+        r = runApp({"stats", "--model", fx("bert/hf"), "--data", pairs, "--out", dir.path()});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains(dir.path() + ": is a folder") && !r.err.contains(" pairs ("),
+                 qPrintable(r.err));
+        // Text data that is not UTF-8: the message names the file, not only "tokenizer".
+        QFile latin1(dir.path() + "/latin1.txt");
+        QVERIFY(latin1.open(QIODevice::WriteOnly));
+        latin1.write("caf\xe9 au lait\n");
+        latin1.close();
+        r = runApp({"stats", "--model",
+                    QStringLiteral(OUTLIERLENS_SOURCE_DIR "/sample_data/models/backcopy-vanilla"), "--data",
+                    "text:" + latin1.fileName(), "--out", dir.path() + "/s.h5"});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains(latin1.fileName() + ": ") && r.err.contains("not valid UTF-8"),
+                 qPrintable(r.err));
     }
 
     void usageErrors_data()

@@ -526,9 +526,13 @@ private Q_SLOTS:
         const QString whole = m_dir.path() + "/canvas", parts = m_dir.path() + "/canvas-parts";
         const Run a = runApp(config(whole, 6));
         QVERIFY2(a.exitCode == 0, qPrintable(a.err));
-        const Run b = runApp(config(parts, 3));
+        // The same run, as if killed after its step-3 checkpoint: its final model removed.
+        const Run b = runApp(config(parts, 6));
         QVERIFY2(b.exitCode == 0, qPrintable(b.err));
-        const Run c = runApp(QStringList{"train", "--resume", "--output", parts, "--steps", "6"});
+        QVERIFY(fs::remove_all((parts + "/final").toStdString()) > 0);
+        QVERIFY(fs::exists(
+            (parts + "/checkpoints/step-000000003/reconstruction_head.safetensors").toStdString()));
+        const Run c = runApp(QStringList{"train", "--resume", "--output", parts});
         QVERIFY2(c.exitCode == 0, qPrintable(c.err));
         QCOMPARE(losses(parts).size(), std::size_t(6));
         QVERIFY(losses(parts) == losses(whole));
