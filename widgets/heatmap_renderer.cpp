@@ -485,7 +485,9 @@ QString HeatmapRenderer::csv() const
         for (int c = 0; c < m_data.cols; ++c)
             csv += QString::number(r) + QLatin1Char(',') + QString::number(c) + QLatin1Char(',') +
                    csvField(rowLabel(r)) + QLatin1Char(',') + csvField(columnLabel(c)) + QLatin1Char(',') +
-                   csvNumber(m_data.at(r, c)) + QLatin1Char('\n');
+                   // A masked cell (a causal key after its query) has no value: empty, never the 0 of
+                   // clipped softmax's exact zeros.
+                   (m_data.isMasked(r, c) ? QString() : csvNumber(m_data.at(r, c))) + QLatin1Char('\n');
     return csv;
 }
 

@@ -11,9 +11,9 @@
 #include "train/sweep_summary.h"
 
 #include <QDir>
-#include <QFileInfo>
 #include <QDirIterator>
 #include <QFile>
+#include <QFileInfo>
 #include <QImage>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -172,8 +172,11 @@ private Q_SLOTS:
             const QStringList cells = line.split(QLatin1Char(','));
             if (cells.size() < 7) continue;
             const std::pair<int, int> rc{cells[2].toInt(), cells[3].toInt()};
-            if (cells[1] == QLatin1String("probabilities"))
+            if (cells[1] == QLatin1String("probabilities")) {
                 probabilities[cells[0]][rc] = cells.last().toDouble();
+                // Issue #40.5: a masked key (after its query) is empty, not the 0 of an exact zero.
+                QVERIFY2((rc.second > rc.first) == cells.last().isEmpty(), qPrintable(line));
+            }
             if (cells[1] == QLatin1String("distribution") && rc.second == 0)
                 zeroShare[cells[0]][{rc.first, 0}] = cells.last().toDouble();
         }

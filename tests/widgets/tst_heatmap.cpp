@@ -339,6 +339,19 @@ void TestHeatmap::csvIsLongFormat()
         QStringLiteral("1,2,\"a,\"\"b\"\"\",k2,%1").arg(QString::asprintf("%.9g", double(data.at(1, 2)))));
     // Values read back exactly.
     QCOMPARE(lines.last().section(QLatin1Char(','), -1).toFloat(), data.at(2, 3));
+
+    // Issue #40.5: a causal matrix's masked cells (key after query) are empty, its exact zeros are 0.
+    MatrixData causal = labelledRamp(3, 3);
+    causal.causal = true;
+    causal.values[1 * 3 + 0] = 0.0f; // an exact zero the model computed
+    view.setData(causal, ColorScale::Sequential);
+    const QStringList rows = view.figureCsv().split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+    for (int r = 0; r < 3; ++r)
+        for (int c = 0; c < 3; ++c) {
+            const QString value = rows[1 + r * 3 + c].section(QLatin1Char(','), -1);
+            QVERIFY2(c > r ? value.isEmpty() : !value.isEmpty(), qPrintable(rows[1 + r * 3 + c]));
+        }
+    QCOMPARE(rows[1 + 1 * 3 + 0].section(QLatin1Char(','), -1), QStringLiteral("0"));
 }
 
 QTEST_MAIN(TestHeatmap)
