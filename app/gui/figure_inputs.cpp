@@ -1,6 +1,7 @@
 #include "figure_inputs.h"
 
 #include "inspection_worker.h"
+#include "model_catalog.h"
 
 #include "analysis/showcase.h"
 #include "analysis/stats_runner.h"
@@ -122,7 +123,11 @@ QVector<FigureInput> figureInputs(const ModelInfo& model, const QString& dataSpe
     const std::optional<DataSpec> spec =
         dataSpec.isEmpty() ? std::nullopt : std::optional<DataSpec>(DataSpec::parse(dataSpec.toStdString()));
     if (model.family == ModelInfo::Family::Vit) {
-        const std::string dir = spec ? spec->path : sampleDataDir() + "/images";
+        // The model's own images (sample_images/) when it has them: a canvas model's figures show canvases.
+        const std::string dir =
+            spec ? spec->path
+                 : ModelCatalog::imageGallery(model, QString::fromStdString(sampleDataDir() + "/images"))
+                       .toStdString();
         for (const LabelledImage& image :
              listImageDataset(dir, std::size_t(count), [](const std::string&) { return -1; }))
             inputs << FigureInput{

@@ -212,6 +212,7 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
         resize(std::min(width(), available.width()), std::min(height(), available.height()));
 
     m_input->loadGallery(galleryDir);
+    m_shownGallery = galleryDir;
     m_input->loadPairs(pairsFile);
     openModel(modelDir.isEmpty() ? ModelCatalog::defaultModel() : modelDir);
 }
@@ -379,9 +380,15 @@ void MainWindow::modelLoaded(const ModelInfo& info)
     if (!start.ignored.isEmpty()) statusBar()->showMessage(tr("Ignored: %1").arg(start.ignored), 15000);
     setSelection(start.layer, start.head);
     // Rerun the last input if it fits this model, else show a first one.
+    // A model with images of its own (sample_images/) shows them in the gallery; others the bundled photos.
+    const QString gallery = ModelCatalog::imageGallery(info, m_galleryDir);
+    if (gallery != m_shownGallery) {
+        m_input->loadGallery(gallery);
+        m_shownGallery = gallery;
+    }
     const FirstInput first =
         ModelCatalog::firstInput(info, start, m_lastInput, m_lastInput.text == m_sampleShown,
-                                 m_input->pairsModel()->rowCount() > 0, m_galleryDir);
+                                 m_input->pairsModel()->rowCount() > 0, gallery);
     m_sampleShown = first.isSample ? first.input.text : QString();
     switch (first.action) {
     case FirstInput::Action::None:

@@ -132,6 +132,7 @@ private:
     QLabel* m_precisionLabel = nullptr;
     QAction* m_fastMode = nullptr;
     bool m_precisionNoticeShown = false; // the bf16 fallback is said once
+    QString m_shownGallery;              // the folder the input panel's gallery shows
     QProgressBar* m_busy = nullptr;
     QLabel* m_pairProgress = nullptr; ///< "Predicting pairs: N of M" while the table fills
     QToolButton* m_stopPredictions = nullptr;

@@ -171,6 +171,12 @@ QString ModelCatalog::compareKind(const ModelInfo& model)
     return {};
 }
 
+QString ModelCatalog::imageGallery(const ModelInfo& model, const QString& galleryDir)
+{
+    const QString own = model.dir + QStringLiteral("/sample_images");
+    return !model.dir.isEmpty() && QFileInfo(own).isDir() ? own : galleryDir;
+}
+
 QString ModelCatalog::statisticsData(const ModelInfo& model, const QString& galleryDir)
 {
     const auto file = [](const char* path) { return QString::fromStdString(sampleDataFile(path)); };
@@ -180,7 +186,7 @@ QString ModelCatalog::statisticsData(const ModelInfo& model, const QString& gall
     case ModelInfo::Family::Bert:
         return QStringLiteral("mnli:") + file("mnli/mnli_dev_matched.jsonl") + QStringLiteral(":1000");
     case ModelInfo::Family::Vit:
-        return QStringLiteral("images:") + galleryDir;
+        return QStringLiteral("images:") + imageGallery(model, galleryDir);
     case ModelInfo::Family::Gpt2:
     case ModelInfo::Family::Opt:
     case ModelInfo::Family::Llama:

@@ -64,7 +64,12 @@ public:
                                  bool lastWasSample, bool havePairs, const QString& galleryDir);
     /// The demo kind compared with `model`: its own, or for a model of one's own that of its family.
     static QString compareKind(const ModelInfo& model);
-    /// The data set offered for statistics of `model` ("text:", "mnli:" or "images:" source).
+    /// The images `model` is shown with: its own <dir>/sample_images (written by `train` for tasks whose
+    /// images the bundled gallery cannot stand for, such as the canvas task) if it has them, else
+    /// `galleryDir`.
+    static QString imageGallery(const ModelInfo& model, const QString& galleryDir);
+    /// The data set offered for statistics of `model` ("text:", "mnli:" or "images:" source; images: its
+    /// imageGallery()).
     static QString statisticsData(const ModelInfo& model, const QString& galleryDir);
     static void addRecent(const QString& dir);
     static QString modelsDir();

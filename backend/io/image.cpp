@@ -1,6 +1,8 @@
 // Decoding: header probing (format, size, completeness) before OpenCV decodes the pixels.
 #include "io/image.h"
+#include "io/image_writer.h"
 
+#include "common/atomic_file.h"
 #include "common/error.h"
 
 #include <opencv2/core.hpp>
@@ -291,6 +293,22 @@ RgbImage decodeImageData(const std::uint8_t* data, std::size_t size, const std::
                     std::to_string(decoded.rows) + ", expected the header's " + std::to_string(header.width) +
                     "x" + std::to_string(header.height));
     return toRgb(decoded, name);
+}
+
+void writePngFile(const std::string& path, const RgbImage& image)
+{
+    if (image.width <= 0 || image.height <= 0 ||
+        image.pixels.size() != std::size_t(image.width) * std::size_t(image.height) * 3)
+        throw Error(path + ": not a complete RGB image to write");
+    cv::Mat bgr(image.height, image.width, CV_8UC3); // OpenCV's channel order
+    for (std::size_t i = 0; i < std::size_t(image.width) * std::size_t(image.height); ++i)
+        for (int c = 0; c < 3; ++c)
+            bgr.data[3 * i + std::size_t(c)] = image.pixels[3 * i + std::size_t(2 - c)];
+    std::vector<std::uint8_t> png;
+    if (!cv::imencode(".png", bgr, png)) throw Error(path + ": cannot encode the image as PNG");
+    AtomicFile file(path);
+    writeFileBytes(file.tempPath(), png.data(), png.size(), path);
+    file.commit();
 }
 
 RgbImage decodeImageFile(const std::string& path)

@@ -3,6 +3,7 @@
 // reconstruction head that only training needs is kept beside it in reconstruction_head.safetensors.
 
 #include "common/error.h"
+#include "io/image_writer.h"
 #include "io/safetensors.h"
 #include "io/state_dict.h"
 #include "model/bert.h" // layerNormOf
@@ -15,6 +16,8 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include <cctype>
+#include <cstdio>
 #include <filesystem>
 
 namespace outlierlens {
@@ -174,6 +177,7 @@ public:
         for (const auto& item : m_model->reconstruction->named_parameters())
             head[item.key()] = item.value().detach().to(torch::kFloat).contiguous();
         writeSafetensors((fs::path(dir) / kHeadFile).string(), head);
+        writeSampleImages(dir);
         writeModelCard(dir, card);
     }
 
@@ -190,6 +194,28 @@ public:
     }
 
 private:
+    /// The model's own inputs (issue #37): kSampleImages held-out canvases, unmasked, placed by the
+    /// evaluation generator, as sample_images/NN-<class>.png; the app, `figures` and `stats` default to them.
+    void writeSampleImages(const std::string& dir) const
+    {
+        at::Generator gen = evaluationGenerator(m_config);
+        std::vector<std::int64_t> indices;
+        for (std::int64_t i = 0; i < kSampleImages; ++i)
+            indices.push_back(i);
+        const CanvasBatch b = canvasBatch(m_eval, indices, m_options, false, gen);
+        const fs::path folder = fs::path(dir) / "sample_images";
+        fs::create_directories(folder);
+        for (std::int64_t i = 0; i < kSampleImages; ++i) {
+            std::string name = m_eval.classNames()[std::size_t(b.labels[i].item<std::int64_t>())];
+            for (char& ch : name)
+                if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '-'; // "T-shirt/top" -> "T-shirt-top"
+            char number[8];
+            std::snprintf(number, sizeof number, "%02lld", static_cast<long long>(i + 1));
+            writePngFile((folder / (std::string(number) + "-" + name + ".png")).string(), canvasImage(b, i));
+        }
+    }
+
+    static constexpr std::int64_t kSampleImages = 16;
     TrainConfig m_config;
     CanvasOptions m_options;
     ImageDataset m_train, m_eval;

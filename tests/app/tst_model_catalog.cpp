@@ -5,6 +5,7 @@
 #include "input_request.h"
 #include "model_catalog.h"
 
+#include <QDir>
 #include <QFile>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -149,6 +150,23 @@ private Q_SLOTS:
         QVERIFY(!brokenStart.ignored.isEmpty());
         QCOMPARE(brokenStart.layer, 1);
         QCOMPARE(brokenStart.head, 0);
+    }
+
+    /// Issue #37/#39.8: a ViT with images of its own (sample_images/, written by `train` for the canvas task)
+    /// is shown, counted and drawn with them; one without, with the bundled gallery.
+    void ownImagesBeforeTheGallery()
+    {
+        QTemporaryDir model;
+        ModelInfo vit;
+        vit.dir = model.path();
+        vit.family = ModelInfo::Family::Vit;
+        const QString gallery = QStringLiteral("/somewhere/images");
+        QCOMPARE(ModelCatalog::imageGallery(vit, gallery), gallery);
+        QCOMPARE(ModelCatalog::statisticsData(vit, gallery), QStringLiteral("images:") + gallery);
+        QVERIFY(QDir(model.path()).mkdir(QStringLiteral("sample_images")));
+        QCOMPARE(ModelCatalog::imageGallery(vit, gallery), model.path() + QStringLiteral("/sample_images"));
+        QCOMPARE(ModelCatalog::statisticsData(vit, gallery),
+                 QStringLiteral("images:") + model.path() + QStringLiteral("/sample_images"));
     }
 };
 

@@ -8,6 +8,7 @@
 #include "analysis/metrics.h"
 #include "analysis/recording_sink.h"
 #include "common/json_util.h"
+#include "io/image.h"
 #include "model/bert_network.h"
 #include "model/decoder_network.h"
 #include "model/precision.h"
@@ -567,11 +568,20 @@ private Q_SLOTS:
                 std::abs(mean - expected[std::size_t(l)]) < 1e-5 * std::max(1.0, mean),
                 qPrintable(QString("layer %1: %2 vs %3").arg(l).arg(mean).arg(expected[std::size_t(l)])));
         }
-        const QString image = m_dir.path() + "/canvas.png";
-        const RgbImage rgb = canvasImage(probe, 0);
-        QVERIFY(QImage(rgb.pixels.data(), rgb.width, rgb.height, rgb.width * 3, QImage::Format_RGB888)
-                    .save(image));
-        const Run r = runApp({"inspect", "--model", whole + "/final", "--image", image});
+        // The model's own inputs (sample_images/): 16 held-out canvases, the first eight the probe's, read
+        // back exactly (PNG is lossless); inspect runs one.
+        const QStringList samples =
+            QDir(whole + "/final/sample_images").entryList({"*.png"}, QDir::Files, QDir::Name);
+        QCOMPARE(samples.size(), 16);
+        QVERIFY2(samples.first().startsWith(QStringLiteral("01-")), qPrintable(samples.first()));
+        for (int i = 0; i < 8; ++i) {
+            const RgbImage expected = canvasImage(probe, i);
+            const RgbImage read =
+                decodeImageFile((whole + "/final/sample_images/" + samples[i]).toStdString());
+            QVERIFY(read.width == 56 && read.pixels == expected.pixels);
+        }
+        const Run r = runApp({"inspect", "--model", whole + "/final", "--image",
+                              whole + "/final/sample_images/" + samples.first()});
         QVERIFY2(r.exitCode == 0, qPrintable(r.err));
     }
 
