@@ -1,6 +1,7 @@
 #include "input_panel.h"
 
 #include "inspection_snapshot.h"
+#include "last_folder.h"
 #include "mnli_table_model.h"
 #include "text/mnli.h"
 
@@ -253,8 +254,10 @@ void InputPanel::runText(const QString& text)
 
 void InputPanel::chooseTextFile()
 {
-    const QString path = QFileDialog::getOpenFileName(
-        this, tr("Open a text file"), QString(), tr("Text (*.txt *.md *.json *.jsonl *.csv);;All files (*)"));
+    const QString path =
+        QFileDialog::getOpenFileName(this, tr("Open a text file"), lastFolder(QStringLiteral("input")),
+                                     tr("Text (*.txt *.md *.json *.jsonl *.csv);;All files (*)"));
+    rememberFolder(QStringLiteral("input"), path);
     if (!path.isEmpty()) openTextFile(path);
 }
 
@@ -306,8 +309,10 @@ void InputPanel::pairActivated(const QModelIndex& proxyIndex)
 
 void InputPanel::openImage()
 {
-    const QString path = QFileDialog::getOpenFileName(this, tr("Open image"), QString(),
-                                                      tr("Images (*.png *.jpg *.jpeg *.bmp *.webp)"));
+    const QString path =
+        QFileDialog::getOpenFileName(this, tr("Open image"), lastFolder(QStringLiteral("input")),
+                                     tr("Images (*.png *.jpg *.jpeg *.bmp *.webp)"));
+    rememberFolder(QStringLiteral("input"), path);
     if (!path.isEmpty()) Q_EMIT imageRequested(path, QString());
 }
 

@@ -375,8 +375,10 @@ void JobsPage::startTraining()
             if (path->rfind("sample_data/", 0) == 0) *path = sampleDataFile(path->substr(12));
         if (c.task == TrainTask::MaskedLm && c.vocab.empty()) c.vocab = sampleDataFile("bert/vocab.txt");
         validateTrainConfig(c);
-        QString title =
-            tr("%1, %2, %3").arg(tr(choice.label), m_size->currentText(), m_variant->currentText());
+        // The run's name first: the folder it writes into (the Name field, or the one made up for it).
+        QString title = tr("%1: %2, %3, %4")
+                            .arg(QFileInfo(folder).fileName(), tr(choice.label), m_size->currentText(),
+                                 m_variant->currentText());
         if (c.worldSize > 1) title += tr(", %1 processes").arg(c.worldSize);
         selectJob(
             m_jobs->queueTraining(title, QString::fromStdString(trainConfigToJson(c)), folder, c.worldSize));

@@ -12,6 +12,7 @@
 #include "inspection_controller.h"
 #include "job_manager.h"
 #include "jobs_page.h"
+#include "last_folder.h"
 #include "layer_page.h"
 #include "mnli_table_model.h"
 #include "model_catalog.h"
@@ -214,7 +215,7 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
     m_input->loadGallery(galleryDir);
     m_shownGallery = galleryDir;
     m_input->loadPairs(pairsFile);
-    openModel(modelDir.isEmpty() ? ModelCatalog::defaultModel() : modelDir);
+    openModel(modelDir.isEmpty() ? ModelCatalog::startModel() : modelDir);
 }
 
 MainWindow::~MainWindow() = default;
@@ -235,8 +236,9 @@ void MainWindow::buildActions()
     auto* open = new QAction(tr("&Open model folder…"), this);
     open->setShortcut(QKeySequence::Open);
     connect(open, &QAction::triggered, this, [this] {
-        const QString dir =
-            QFileDialog::getExistingDirectory(this, tr("Open a model folder (config.json + weights)"));
+        const QString dir = QFileDialog::getExistingDirectory(
+            this, tr("Open a model folder (config.json + weights)"), lastFolder(QStringLiteral("model")));
+        rememberFolder(QStringLiteral("model"), dir);
         if (!dir.isEmpty()) openModel(dir);
     });
     toolbar->addAction(open);
@@ -304,8 +306,10 @@ void MainWindow::buildActions()
     file->addAction(exportAction);
     auto* openStats = new QAction(tr("Open &statistics file…"), this);
     connect(openStats, &QAction::triggered, this, [this] {
-        const QString path = QFileDialog::getOpenFileName(this, tr("Open statistics file"), QString(),
-                                                          tr("Statistics (*.h5)"));
+        const QString path =
+            QFileDialog::getOpenFileName(this, tr("Open statistics file"),
+                                         lastFolder(QStringLiteral("statistics")), tr("Statistics (*.h5)"));
+        rememberFolder(QStringLiteral("statistics"), path);
         if (!path.isEmpty()) m_controller->loadStatistics(path);
     });
     file->addAction(openStats);
@@ -679,6 +683,24 @@ void MainWindow::exportDialog()
 
 void MainWindow::closeEvent(QCloseEvent* event)
 {
+    // Running jobs are separate processes and go on; queued ones start only while the app runs.
+    int queued = 0;
+    if (m_jobManager)
+        for (const JobInfo& j : m_jobManager->jobs())
+            queued += j.state == QLatin1String("queued") ? 1 : 0;
+    if (queued > 0) {
+        QMessageBox ask(QMessageBox::Question, tr("Quit OutlierLens"),
+                        tr("%n job(s) are queued: they start only while OutlierLens runs (running jobs go on "
+                           "by themselves). Quit anyway?",
+                           nullptr, queued),
+                        QMessageBox::Yes | QMessageBox::No, this);
+        ask.setObjectName(QStringLiteral("quitWithQueuedJobs"));
+        ask.setDefaultButton(QMessageBox::No);
+        if (ask.exec() != QMessageBox::Yes) {
+            event->ignore();
+            return;
+        }
+    }
     QSettings settings;
     settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
     settings.setValue(QStringLiteral("window/state"), saveState());

@@ -68,6 +68,13 @@ QString ModelCatalog::defaultModel()
     return all.isEmpty() ? QString() : all.first().dir;
 }
 
+QString ModelCatalog::startModel()
+{
+    for (const QString& dir : QSettings().value(QStringLiteral("models/recent")).toStringList())
+        if (isModelFolder(dir)) return dir;
+    return defaultModel();
+}
+
 QVector<ModelEntry> ModelCatalog::demoTrio(const QString& kind)
 {
     QVector<ModelEntry> out;

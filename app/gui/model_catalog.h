@@ -46,6 +46,9 @@ public:
     /// The model the app opens by default: the BERT MNLI demo (vanilla) if shipped, else the
     /// placeholder random-weight model, else empty.
     static QString defaultModel();
+    /// The model the app opens when none is given: the last one opened (the first of the recent models that
+    /// is still a model folder), else defaultModel().
+    static QString startModel();
     /// The vanilla / clipped / gated demo models of a kind ("bert-mnli", "vit-fmnist",
     /// "synthetic", "backcopy"), those that exist.
     static QVector<ModelEntry> demoTrio(const QString& kind);

@@ -1,6 +1,7 @@
 #include "statistics_source.h"
 
 #include "inspection_controller.h"
+#include "last_folder.h"
 
 #include <QComboBox>
 #include <QCoreApplication>
@@ -31,8 +32,10 @@ QPushButton* makeOpenStatisticsButton(InspectionController* controller, QWidget*
     auto* open = new QPushButton(QCoreApplication::translate("StatisticsSource", "Open statistics file…"));
     QObject::connect(open, &QPushButton::clicked, dialogParent, [controller, dialogParent] {
         const QString path = QFileDialog::getOpenFileName(
-            dialogParent, QCoreApplication::translate("StatisticsSource", "Open statistics file"), QString(),
+            dialogParent, QCoreApplication::translate("StatisticsSource", "Open statistics file"),
+            lastFolder(QStringLiteral("statistics")),
             QCoreApplication::translate("StatisticsSource", "Statistics (*.h5 *.hdf5)"));
+        rememberFolder(QStringLiteral("statistics"), path);
         if (!path.isEmpty()) controller->loadStatistics(path);
     });
     return open;

@@ -1,5 +1,6 @@
 #include "sweeps_page.h"
 
+#include "last_folder.h"
 #include "sweep_view.h"
 #include "train/sweep_summary.h"
 
@@ -51,8 +52,10 @@ SweepsPage::SweepsPage(QWidget* parent)
     layout->addLayout(controls);
     layout->addWidget(m_view, 1);
     connect(open, &QPushButton::clicked, this, [this] {
-        const QString path = QFileDialog::getOpenFileName(this, tr("Open sweep summary"), QString(),
-                                                          tr("Sweep summary (summary.json)"));
+        const QString path =
+            QFileDialog::getOpenFileName(this, tr("Open sweep summary"), lastFolder(QStringLiteral("sweep")),
+                                         tr("Sweep summary (summary.json)"));
+        rememberFolder(QStringLiteral("sweep"), path);
         if (!path.isEmpty()) openSummary(path);
     });
     connect(&m_watcher, &QFutureWatcher<Loaded>::finished, this, [this] {

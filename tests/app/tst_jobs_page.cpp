@@ -9,6 +9,7 @@
 #include "variant_comparison.h"
 
 #include <QComboBox>
+#include <QFileInfo>
 #include <QPushButton>
 #include <QSettings>
 #include <QSpinBox>
@@ -71,6 +72,10 @@ private Q_SLOTS:
         QTest::mouseClick(page.startButton(), Qt::LeftButton);
         QTRY_COMPARE_WITH_TIMEOUT(jobs.jobs().size(), 1, 5000);
         const QString id = jobs.jobs().first().id;
+        // Issue #40.14: the job list names the run (its folder) first.
+        QVERIFY2(
+            jobs.job(id)->title.startsWith(QFileInfo(jobs.job(id)->folder).fileName() + QStringLiteral(": ")),
+            qPrintable(jobs.job(id)->title));
         QVERIFY(jobs.job(id)->arguments.join(QLatin1Char(' ')).endsWith(QLatin1String("--nproc-per-node 2")));
         QTRY_VERIFY_WITH_TIMEOUT(jobs.job(id)->state == QLatin1String("finished"), 120000);
         std::ifstream run((jobs.job(id)->folder + QStringLiteral("/final/config.json")).toStdString());

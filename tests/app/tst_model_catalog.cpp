@@ -9,6 +9,8 @@
 #include <QFile>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QSettings>
+#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -150,6 +152,22 @@ private Q_SLOTS:
         QVERIFY(!brokenStart.ignored.isEmpty());
         QCOMPARE(brokenStart.layer, 1);
         QCOMPARE(brokenStart.head, 0);
+    }
+
+    /// Issue #40.14: the app reopens the last model used (the first recent one still there), else the
+    /// default.
+    void startModelIsTheLastOneUsed()
+    {
+        QStandardPaths::setTestModeEnabled(true);
+        QCoreApplication::setOrganizationName(QStringLiteral("OutlierLensTest"));
+        QCoreApplication::setApplicationName(QStringLiteral("tst_model_catalog"));
+        QSettings().remove(QStringLiteral("models/recent"));
+        QCOMPARE(ModelCatalog::startModel(), ModelCatalog::defaultModel());
+        const QString gated = QStringLiteral(OUTLIERLENS_SOURCE_DIR "/sample_data/models/backcopy-gated");
+        ModelCatalog::addRecent(gated);
+        ModelCatalog::addRecent(QStringLiteral("/no/such/model")); // the newest, but gone
+        QCOMPARE(ModelCatalog::startModel(), gated);
+        QSettings().remove(QStringLiteral("models/recent"));
     }
 
     /// Issue #37/#39.8: a ViT with images of its own (sample_images/, written by `train` for the canvas task)

@@ -16,6 +16,7 @@
 #include "inspection_controller.h"
 #include "io/safetensors.h"
 #include "job_manager.h"
+#include "last_folder.h"
 #include "layer_page.h"
 #include "main_window.h"
 #include "model/decoder_network.h"
@@ -34,12 +35,14 @@
 #include <QDockWidget>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QFileDialog>
 #include <QInputDialog>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
 #include <QListWidget>
 #include <QMenuBar>
+#include <QMessageBox>
 #include <QProcess>
 #include <QRegularExpression>
 #include <QSettings>
@@ -619,18 +622,20 @@ private Q_SLOTS:
             QVERIFY(panel->isVisible());
             QCOMPARE(panel->data().rows, 512);
             const QRect inView(panel->mapTo(view, QPoint(0, 0)), panel->size());
-            QVERIFY2(view->rect().contains(inView),
-                     qPrintable(QStringLiteral("model %1: panel at %2,%3 %4x%5 in a view of %6x%7, window %8x%9, dock %10")
-                                    .arg(i)
-                                    .arg(inView.x())
-                                    .arg(inView.y())
-                                    .arg(inView.width())
-                                    .arg(inView.height())
-                                    .arg(view->width())
-                                    .arg(view->height())
-                                    .arg(m_window->width())
-                                    .arg(m_window->height())
-                                    .arg(dock->width())));
+            QVERIFY2(
+                view->rect().contains(inView),
+                qPrintable(QStringLiteral(
+                               "model %1: panel at %2,%3 %4x%5 in a view of %6x%7, window %8x%9, dock %10")
+                               .arg(i)
+                               .arg(inView.x())
+                               .arg(inView.y())
+                               .arg(inView.width())
+                               .arg(inView.height())
+                               .arg(view->width())
+                               .arg(view->height())
+                               .arg(m_window->width())
+                               .arg(m_window->height())
+                               .arg(dock->width())));
         }
         QCOMPARE(dock->width(), dockWidth);
         distribution->click();
@@ -670,6 +675,54 @@ private Q_SLOTS:
         f10->trigger();
         QTRY_VERIFY(m_window->menuBar()->activeAction() == m_window->menuBar()->actions().value(0));
         QTest::keyClick(m_window->menuBar(), Qt::Key_Escape);
+    }
+
+    /// Issue #40.14: a file dialog starts in the folder of its last choice (here File > Open statistics file,
+    /// after a statistics file was chosen from a folder), and quitting with queued jobs asks first.
+    void fileDialogsAndQuitting()
+    {
+        QTemporaryDir folder;
+        rememberFolder(QStringLiteral("statistics"), folder.path() + QStringLiteral("/stats.h5"));
+        QAction* open = nullptr;
+        for (QAction* a : m_window->findChildren<QAction*>())
+            if (a->text() == QStringLiteral("Open &statistics file…")) open = a;
+        QVERIFY(open);
+        QString shown;
+        QTimer::singleShot(0, this, [&] {
+            for (QWidget* w : QApplication::topLevelWidgets())
+                if (auto* dialog = qobject_cast<QFileDialog*>(w); dialog && dialog->isVisible()) {
+                    shown = dialog->directory().absolutePath();
+                    dialog->reject();
+                }
+        });
+        open->trigger();
+        QCOMPARE(shown, QDir(folder.path()).absolutePath());
+
+        // Two statistics jobs: the second waits for the first. Closing the window asks; No keeps it open.
+        const QString data =
+            QStringLiteral("text:" OUTLIERLENS_SOURCE_DIR "/sample_data/text/wiki_en_valid.txt:2");
+        const QString a =
+            m_jobs->queueStatistics(QStringLiteral("first"), {"--model", kModel, "--data", data},
+                                    folder.path() + QStringLiteral("/a.h5"));
+        const QString b =
+            m_jobs->queueStatistics(QStringLiteral("second"), {"--model", kModel, "--data", data},
+                                    folder.path() + QStringLiteral("/b.h5"));
+        QCOMPARE(m_jobs->job(b)->state, QStringLiteral("queued"));
+        bool asked = false;
+        QTimer::singleShot(0, this, [&] {
+            for (QWidget* w : QApplication::topLevelWidgets())
+                if (auto* box = qobject_cast<QMessageBox*>(w);
+                    box && box->objectName() == QLatin1String("quitWithQueuedJobs")) {
+                    asked = box->text().contains(QStringLiteral("queued"));
+                    box->button(QMessageBox::No)->click();
+                }
+        });
+        QVERIFY(!m_window->close());
+        QVERIFY(asked);
+        QVERIFY(m_window->isVisible());
+        m_jobs->cancel(b);
+        m_jobs->cancel(a);
+        QTRY_VERIFY_WITH_TIMEOUT(m_jobs->job(a)->state != QLatin1String("running"), 60000);
     }
 
     void cleanupTestCase() { m_window.reset(); }
