@@ -64,7 +64,27 @@ int createDecoder(Command& cmd, const std::string& preset, const std::string& ou
     std::printf("creating %s (%d layers, hidden %d, vocabulary %d) ...\n", preset.c_str(), config.numLayers,
                 config.hiddenSize, config.vocabSize);
     std::fflush(stdout);
-    const DecoderNetwork network = DecoderNetwork::create(config, std::uint64_t(seed));
+    // The whole model is built in float32 before it is stored: a 7B preset needs ~28 GB. Say so, with the
+    // folder and the shape, instead of "std::bad_alloc" or LibTorch's allocator message.
+    const auto outOfMemory = [&](const std::string& detail) {
+        return Error(out + ": not enough memory to build " + preset + " (" +
+                     std::to_string(config.numLayers) + " layers, hidden " +
+                     std::to_string(config.hiddenSize) + ", FFN " + std::to_string(config.intermediateSize) +
+                     ", vocabulary " + std::to_string(config.vocabSize) +
+                     ") in float32 before it is stored as " + dtypeName + detail);
+    };
+    const DecoderNetwork network = [&] {
+        try {
+            return DecoderNetwork::create(config, std::uint64_t(seed));
+        } catch (const std::bad_alloc&) {
+            throw outOfMemory("");
+        } catch (const c10::Error& e) {
+            const std::string what = e.what_without_backtrace();
+            if (what.find("allocate") == std::string::npos)
+                throw; // ours: "cannot allocate", LibTorch's: "can't allocate"
+            throw outOfMemory(": " + what.substr(0, what.find('\n')));
+        }
+    }();
     AtomicFolder folder(out); // removed again if anything below fails (a full disk)
     const fs::path tempDir(folder.path());
     network.save(tempDir.string(), dtypes.at(dtypeName).first);

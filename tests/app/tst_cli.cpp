@@ -672,6 +672,26 @@ private Q_SLOTS:
                  qPrintable(QDir(dir.path()).entryList(QDir::NoDotAndDotDot | QDir::AllEntries).join(", ")));
     }
 
+    /// Issue #41.6: create-model out of memory (here a 4 GB address-space limit; a 7B preset is built in
+    /// float32 first) names the folder and the model's shape, exit 1, and leaves nothing.
+    void createModelOutOfMemorySaysWhat()
+    {
+        if (!QFileInfo::exists(QStringLiteral("/usr/bin/prlimit"))) QSKIP("needs prlimit (util-linux)");
+        QTemporaryDir dir;
+        const QString out = dir.path() + "/llama";
+        QProcess p;
+        p.start(QStringLiteral("/usr/bin/prlimit"),
+                {"--as=4000000000", "--", QStringLiteral(OUTLIERLENS_BINARY_DIR "/app/outlierlens"),
+                 "create-model", "--preset", "llama-7b", "--dtype", "bf16", "--out", out});
+        QVERIFY(p.waitForFinished(120000));
+        const QString err = QString::fromUtf8(p.readAllStandardError());
+        QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(p.exitCode(), 1);
+        QVERIFY2(err.contains(out + ": not enough memory to build llama-7b (32 layers, hidden 4096"),
+                 qPrintable(err));
+        QVERIFY(QDir(dir.path()).entryList(QDir::NoDotAndDotDot | QDir::AllEntries).isEmpty());
+    }
+
     void createdModelLoads()
     {
         QTemporaryDir dir;
