@@ -13,7 +13,6 @@
 #include "tasks/training_task.h"
 
 #include <ATen/CPUGeneratorImpl.h>
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include <cctype>
@@ -56,19 +55,14 @@ public:
         , m_train(ImageDataset::fashionMnist(kDebianFashionMnistDir, true))
         , m_eval(ImageDataset::fashionMnist(kDebianFashionMnistDir, false))
     {
-        VitConfig c = VitConfig::preset(t.preset.empty() ? "vit-canvas" : t.preset);
-        if (t.imageSize > 0) c.imageSize = t.imageSize;
-        if (t.patchSize > 0) c.patchSize = t.patchSize;
-        if (t.hiddenSize > 0) c.hiddenSize = t.hiddenSize;
-        if (t.numLayers > 0) c.numLayers = t.numLayers;
-        if (t.numHeads > 0) c.numHeads = t.numHeads;
-        if (t.intermediateSize > 0) c.intermediateSize = t.intermediateSize;
+        TrainConfig sized = t;
+        if (sized.preset.empty()) sized.preset = "vit-canvas"; // the image task's default is 28 px
+        VitConfig c = trainVitConfig(sized);                   // the preset with the run's size overrides
         m_options.canvasSize = c.imageSize;
         m_options.patchSize = c.patchSize;
         m_options.validate(m_train.imageSize());
         c.numClasses = m_train.numClasses();
         c.id2label = m_train.classNames();
-        c.variant = t.variant.withAlphaResolved(c.numTokens());
         c.architecture = "vit_custom";
         c.validate("training config");
         m_net = std::make_unique<VitNetwork>(VitNetwork::create(c, t.seed));
@@ -165,14 +159,7 @@ public:
     void saveModel(const std::string& dir, const std::string& card) const override
     {
         const VitConfig& c = m_net->config();
-        const auto mean = m_train.mean(), sd = m_train.std();
-        const nlohmann::json cfg = {{"input_size", {3, c.imageSize, c.imageSize}},
-                                    {"interpolation", "bilinear"},
-                                    {"crop_pct", 1.0},
-                                    {"crop_mode", "center"},
-                                    {"mean", {mean[0], mean[1], mean[2]}},
-                                    {"std", {sd[0], sd[1], sd[2]}}};
-        m_net->save(dir, cfg.dump());
+        m_net->save(dir, m_train.pretrainedCfgJson(c.imageSize));
         StateDict head;
         for (const auto& item : m_model->reconstruction->named_parameters())
             head[item.key()] = item.value().detach().to(torch::kFloat).contiguous();

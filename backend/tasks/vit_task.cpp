@@ -7,7 +7,6 @@
 #include "tasks/task_common.h"
 #include "tasks/training_task.h"
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include <filesystem>
@@ -133,14 +132,7 @@ public:
     void saveModel(const std::string& dir, const std::string& card) const override
     {
         const VitConfig& c = m_net->config();
-        const auto mean = m_train->mean(), std = m_train->std();
-        const nlohmann::json cfg = {{"input_size", {3, c.imageSize, c.imageSize}},
-                                    {"interpolation", "bilinear"},
-                                    {"crop_pct", 1.0},
-                                    {"crop_mode", "center"},
-                                    {"mean", {mean[0], mean[1], mean[2]}},
-                                    {"std", {std[0], std[1], std[2]}}};
-        m_net->save(dir, cfg.dump());
+        m_net->save(dir, m_train->pretrainedCfgJson(c.imageSize));
         writeModelCard(dir, card);
     }
 

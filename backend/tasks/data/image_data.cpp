@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 
+#include <nlohmann/json.hpp>
 #include <zlib.h>
 
 #include <algorithm>
@@ -15,6 +16,18 @@
 
 namespace outlierlens {
 namespace fs = std::filesystem;
+
+std::string ImageDataset::pretrainedCfgJson(int imageSize) const
+{
+    const auto mu = mean(), sigma = std();
+    return nlohmann::json{{"input_size", {3, imageSize, imageSize}},
+                          {"interpolation", "bilinear"},
+                          {"crop_pct", 1.0},
+                          {"crop_mode", "center"},
+                          {"mean", {mu[0], mu[1], mu[2]}},
+                          {"std", {sigma[0], sigma[1], sigma[2]}}}
+        .dump();
+}
 
 namespace {
 

@@ -72,6 +72,9 @@ public:
     /// The uint8 image i (0-based) as RGB, S x S (gray replicated), e.g. for sample PNGs in the gallery.
     RgbImage image(std::int64_t i) const;
 
+    /// The timm pretrained_cfg (JSON text) of a model trained on this data's batch() at `imageSize` pixels:
+    /// 3-channel input, bilinear resize without crop, this normalisation; what the app preprocesses with.
+    std::string pretrainedCfgJson(int imageSize) const;
     /// Normalisation used by batch(), per channel R, G, B (0.5 and 0.5: pixels map to [-1, 1]).
     std::array<double, 3> mean() const { return {0.5, 0.5, 0.5}; }
     std::array<double, 3> std() const { return {0.5, 0.5, 0.5}; }
