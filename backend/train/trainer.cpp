@@ -1,6 +1,7 @@
 #include "train/trainer.h"
 #include "tasks/probe_metrics.h"
 
+#include "analysis/metrics.h"
 #include "common/error.h"
 #include "common/json_util.h"
 #include "io/safetensors.h"
@@ -216,6 +217,11 @@ TrainResult train(const TrainConfig& config, bool resume, const std::atomic<bool
         // which the new start writes again).
         run.truncateMetricsAfter(-1);
     }
+    // A model to continue (--init, a checkpoint) with NaN or Inf weights is refused by name, as quantize
+    // refuses it, instead of an evaluation of NaN and a 'diverged' at the first step.
+    if (leader)
+        if (const std::string notice = nonFiniteWeightsNotice(task->module()); !notice.empty())
+            throw Error((config.init.empty() ? config.output : config.init) + ": " + notice);
     if (group) {
         // Rank 0's weights (fresh or resumed) and optimizer state become everyone's: the other ranks need
         // neither the run folder nor a shared file system.

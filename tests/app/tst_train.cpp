@@ -9,6 +9,7 @@
 #include "analysis/recording_sink.h"
 #include "common/json_util.h"
 #include "io/image.h"
+#include "io/safetensors.h"
 #include "model/bert_network.h"
 #include "model/decoder_network.h"
 #include "model/precision.h"
@@ -396,6 +397,27 @@ private Q_SLOTS:
         // Issue #41.4: a missing input is found before the run folder is made (no run.json and lock left).
         if (mustMention.contains(QStringLiteral("nonexistent")))
             QVERIFY(!QFileInfo::exists(m_dir.path() + "/bad-" + key));
+    }
+
+    /// Issue #41.2: a model to continue whose weights hold NaN is refused by name (it was evaluated, NaN,
+    /// then stopped as 'diverged' at the first step).
+    void nanInitIsRefusedByName()
+    {
+        QTemporaryDir model;
+        for (const auto& entry : fs::directory_iterator(OUTLIERLENS_TEST_DATA "/decoders/gpt2-seed0/hf"))
+            if (entry.path().filename() != "pytorch_model.bin")
+                fs::copy_file(entry.path(), fs::path(model.path().toStdString()) / entry.path().filename());
+        StateDict weights =
+            readSafetensors(OUTLIERLENS_TEST_DATA "/decoders/gpt2-seed0/hf/model.safetensors");
+        weights.at("transformer.ln_f.weight").fill_(std::nan(""));
+        writeSafetensors((model.path() + "/model.safetensors").toStdString(), weights);
+        const Run r =
+            runApp({"train", "--task", "clm", "--init", model.path(), "--corpus",
+                    QString::fromStdString(kTrain), "--output", m_dir.path() + "/nan-init", "--steps", "2",
+                    "--warmup-steps", "0", "--batch-size", "2", "--seq-length", "32", "--threads", "1"});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains(model.path() + ": the model's tensor 'transformer.ln_f.weight' holds 64 NaN"),
+                 qPrintable(r.err));
     }
 
     /// Issue #41.6: `train --output` naming a model folder is refused before anything is written into it.
