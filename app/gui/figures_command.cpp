@@ -9,6 +9,7 @@
 #include "model/runtime.h"
 
 #include <QDir>
+#include <QFileInfo>
 
 #include <cstdio>
 #include <map>
@@ -88,8 +89,11 @@ int runFigures(const QStringList& args)
 
         std::unique_ptr<ProgressPrinter> printer;
         QString stage;
-        const FigureSetResult r =
-            renderFigureSet(o, interruptFlag(), [&](const QString& name, int done, int total) {
+        // An --out this command creates is removed again if it fails before anything is in it (a full disk).
+        const bool outExisted = QFileInfo::exists(o.outDir);
+        FigureSetResult r;
+        try {
+            r = renderFigureSet(o, interruptFlag(), [&](const QString& name, int done, int total) {
                 if (name == QLatin1String("loading")) return;
                 if (name != stage) {
                     stage = name;
@@ -99,6 +103,10 @@ int runFigures(const QStringList& args)
                 }
                 if (total > 0) printer->update(done, total);
             });
+        } catch (...) {
+            if (!outExisted) QDir().rmdir(o.outDir); // only if empty
+            throw;
+        }
         int drawn = 0;
         for (const FigureOutcome& f : r.figures) {
             if (f.reason.isEmpty()) {

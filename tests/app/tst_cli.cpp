@@ -648,6 +648,9 @@ private Q_SLOTS:
         QTest::newRow("create-model --out") << QStringList{
             "create-model", "--preset", "bert-tiny", "--vocab", fx("bert/hf/vocab.txt"), "--out"};
         QTest::newRow("convert --out") << QStringList{"convert", "--model", fx("bert/hf"), "--out"};
+        QTest::newRow("figures --out") << QStringList{
+            "figures", "--model",
+            QStringLiteral(OUTLIERLENS_SOURCE_DIR "/sample_data/models/backcopy-vanilla"), "--out"};
     }
     void fullDiskIsOneLineAndLeavesNothing()
     {

@@ -399,6 +399,24 @@ private Q_SLOTS:
             QVERIFY(!QFileInfo::exists(m_dir.path() + "/bad-" + key));
     }
 
+    /// Issue #41.4: a checkpoint that cannot be written (here a file-size limit, as a full disk) is one line
+    /// naming the file and the reason, and leaves no half-written checkpoints/step-....tmp/ behind.
+    void checkpointOnAFullDiskLeavesNoTemporaryFolder()
+    {
+        if (!QFileInfo::exists(QStringLiteral("/usr/bin/prlimit"))) QSKIP("needs prlimit (util-linux)");
+        const QString run = m_dir.path() + "/full-disk";
+        QProcess p;
+        p.start(QStringLiteral("/usr/bin/prlimit"),
+                {"--fsize=65536", "--", kApp, "train", "--config",
+                 writeConfig(m_dir.path() + "/full-disk.json", tinyMlm(run, 20))});
+        QVERIFY(p.waitForFinished(120000));
+        const QString err = QString::fromUtf8(p.readAllStandardError());
+        QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(p.exitCode(), 1);
+        QVERIFY2(err.contains(QStringLiteral("cannot write: File too large")), qPrintable(err));
+        QVERIFY(QDir(run + "/checkpoints").entryList({QStringLiteral("*.tmp")}, QDir::Dirs).isEmpty());
+    }
+
     /// Issue #41.2: a model to continue whose weights hold NaN is refused by name (it was evaluated, NaN,
     /// then stopped as 'diverged' at the first step).
     void nanInitIsRefusedByName()
