@@ -15,9 +15,11 @@ namespace outlierlens {
 
 class AtomicFile;
 
-/// Writes an HDF5 file atomically: everything goes to a temporary file that commit() renames into
-/// place; without commit() (error, cancel) no file is left behind. Dataset paths such as
-/// "layer0/attn_probs" create their groups as needed.
+/// Writes an HDF5 file atomically: the file is built in memory (HDF5's core driver) and commit() writes it
+/// to a temporary file with our own writes and renames it into place, so a full disk is an Error naming
+/// the file and HDF5 never meets it; without commit() (error, cancel) no file is left behind. Memory: the
+/// file's size, twice during commit() (a bert-base dump of every capture is tens of MB). Dataset paths such
+/// as "layer0/attn_probs" create their groups as needed.
 class Hdf5Writer
 {
 public:
