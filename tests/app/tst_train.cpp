@@ -121,6 +121,20 @@ private:
     QTemporaryDir m_dir;
     QString m_reference; // an uninterrupted run, shared by several tests
 
+    /// A run stopped by a signal: state "stopped", a checkpoint with its optimizer state, and --resume
+    /// continues it onto exactly the reference run's losses.
+    void checkStoppedRunResumes(const QString& run)
+    {
+        const nlohmann::json s = status(run);
+        QCOMPARE(s["state"].get<std::string>(), std::string("stopped"));
+        QVERIFY(fs::exists((run + "/" + QString::fromStdString(s["last_checkpoint"].get<std::string>()) +
+                            "/optimizer.safetensors")
+                               .toStdString()));
+        const Run r = runApp({"train", "--resume", "--output", run});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QVERIFY(losses(run) == losses(m_reference));
+    }
+
 private Q_SLOTS:
     void initTestCase()
     {
@@ -259,14 +273,7 @@ private Q_SLOTS:
         QVERIFY(p.waitForFinished(60000));
         QCOMPARE(p.exitCode(), 128 + SIGTERM);                        // as shells report it, not Ctrl-C's 130
         QCOMPARE(runFolderOwner(run.toStdString()), std::int64_t(0)); // released with the process
-        const nlohmann::json s = status(run);
-        QCOMPARE(s["state"].get<std::string>(), std::string("stopped"));
-        QVERIFY(fs::exists((run + "/" + QString::fromStdString(s["last_checkpoint"].get<std::string>()) +
-                            "/optimizer.safetensors")
-                               .toStdString()));
-        const Run r = runApp({"train", "--resume", "--output", run});
-        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
-        QVERIFY(losses(run) == losses(m_reference));
+        checkStoppedRunResumes(run);
     }
 
     /// Issue #41.3: two SIGTERMs ~50 ms apart (what timeout(1) and a cgroup stop send: to the process and to
@@ -289,14 +296,7 @@ private Q_SLOTS:
         QCOMPARE(p.exitStatus(), QProcess::NormalExit);
         QCOMPARE(p.exitCode(), 128 + SIGTERM);
         QVERIFY2(err.contains(QStringLiteral("stopped at step")), qPrintable(err));
-        const nlohmann::json s = status(run);
-        QCOMPARE(s["state"].get<std::string>(), std::string("stopped"));
-        QVERIFY(fs::exists((run + "/" + QString::fromStdString(s["last_checkpoint"].get<std::string>()) +
-                            "/optimizer.safetensors")
-                               .toStdString()));
-        const Run r = runApp({"train", "--resume", "--output", run});
-        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
-        QVERIFY(losses(run) == losses(m_reference));
+        checkStoppedRunResumes(run);
     }
 
     /// Issue #41.3: a run killed before its first checkpoint starts over on --resume, and its metrics hold

@@ -1,15 +1,15 @@
 #pragma once
 // Any thread (pure functions; canvasBatch() mutates only the generator it is given).
 //
-// The ViT "canvas" task (../shared/notes/vit-canvas-probe.md): a gray 28 x 28 item (Fashion-MNIST) pasted at
+// The ViT "canvas" task (its runs: docs/demo-models.md): a gray 28 x 28 item (Fashion-MNIST) pasted at
 // a random place on a black S x S canvas (S = 56, patch 7: 8 x 8 patches + CLS). A share of the patches is
 // masked (their pixels replaced by a checkerboard that never occurs in the data). The loss: CLS classifies
 // the item, and every patch that holds part of the item or is masked predicts its own pixels through a small
 // reconstruction head: identity for visible item patches (a "no-op": any attention update there only costs),
 // reconstruction for masked ones (attention needed). Visible background patches are never scored: free
-// places, as [SEP] is in BERT, where a head with nothing to do can park its attention. Measured in the probe
-// (PyTorch, same shape, one core): by 5,000 steps the block output of layer 2 had max |x| 34 x its median and
-// kurtosis 60, the largest value on a visible background patch in 64 of 64 images.
+// places, as [SEP] is in BERT, where a head with nothing to do can park its attention. Measured in a PyTorch
+// probe of this task (same shape, one core): by 5,000 steps the block output of layer 2 had max |x| 34 x its
+// median and kurtosis 60, the largest value on a visible background patch in 64 of 64 images.
 
 #include "io/image.h"
 #include "tasks/data/image_data.h"
