@@ -24,6 +24,7 @@
 #include <QLineEdit>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QStandardItemModel>
@@ -174,6 +175,10 @@ JobsPage::JobsPage(JobManager* jobs, QWidget* parent)
         area->setWidget(content);
         area->setWidgetResizable(true);
         area->setFrameShape(QFrame::NoFrame);
+        // Only vertically: the content keeps its width (a form cut on the right is no form).
+        area->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+        area->setMinimumWidth(content->minimumSizeHint().width() +
+                              area->verticalScrollBar()->sizeHint().width());
         return area;
     };
     auto* top = new QSplitter(Qt::Horizontal);
