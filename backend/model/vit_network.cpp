@@ -8,6 +8,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -158,6 +159,13 @@ void VitNetwork::save(const std::string& dir, const std::string& pretrainedCfgJs
 VitOutputs VitNetwork::forward(const torch::Tensor& pixels, ActivationSink* sink)
 {
     return m_module->forward(pixels, sink);
+}
+
+void VitNetwork::setClipStrength(double strength)
+{
+    const AttentionVariant faded = m_config.variant.clipFadedIn(std::clamp(strength, 0.0, 1.0));
+    for (const auto& block : *m_module->blocks)
+        block->as<VitBlockImpl>()->spec.variant = faded;
 }
 
 } // namespace outlierlens

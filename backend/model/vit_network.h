@@ -25,6 +25,9 @@ public:
 
     /// pixels [B, C, H, W] -> outputs; runs under the caller's grad mode.
     VitOutputs forward(const torch::Tensor& pixels, ActivationSink* sink = nullptr);
+    /// Clipped softmax faded in (training's clip_warmup_steps): every block computes with the config's
+    /// variant at `strength` in [0, 1] (AttentionVariant::clipFadedIn); 1, the default, is the config's.
+    void setClipStrength(double strength);
 
     const VitConfig& config() const { return m_config; }
     VisionTransformer module() const { return m_module; }

@@ -66,6 +66,7 @@ public:
         c.architecture = "vit_custom";
         c.validate("training config");
         m_net = std::make_unique<VitNetwork>(VitNetwork::create(c, t.seed));
+        if (t.clipWarmupSteps > 0) m_net->setClipStrength(0.0); // step 0's evaluation: not yet clipped
         m_model = CanvasModel(m_net->module(), c.hiddenSize, c.patchSize * c.patchSize, t.seed);
     }
 
@@ -73,6 +74,9 @@ public:
 
     torch::Tensor trainLoss(std::int64_t step, at::Generator& gen) override
     {
+        // clip_warmup_steps: the clipping grows with the step; evaluations see the last step's strength.
+        if (m_config.clipWarmupSteps > 0)
+            m_net->setClipStrength(double(step + 1) / double(m_config.clipWarmupSteps));
         const std::vector<std::int64_t> indices =
             batchIndices(m_train.size(), m_config.batchSize, step, m_config.seed);
         // The whole batch is drawn on every rank, so a shard's canvases are exactly a one-process run's.

@@ -65,12 +65,16 @@ public:
         c.architecture = "vit_custom";
         c.validate("training config");
         m_net = std::make_unique<VitNetwork>(VitNetwork::create(c, t.seed));
+        if (t.clipWarmupSteps > 0) m_net->setClipStrength(0.0); // step 0's evaluation: not yet clipped
     }
 
     torch::nn::Module& module() override { return *m_net->module(); }
 
     torch::Tensor trainLoss(std::int64_t step, at::Generator& gen) override
     {
+        // clip_warmup_steps: the clipping grows with the step; evaluations see the last step's strength.
+        if (m_config.clipWarmupSteps > 0)
+            m_net->setClipStrength(double(step + 1) / double(m_config.clipWarmupSteps));
         std::vector<std::int64_t> indices;
         for (std::int64_t i :
              batchIndices(std::int64_t(m_trainIndices.size()), m_config.batchSize, step, m_config.seed))

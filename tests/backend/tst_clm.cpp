@@ -403,7 +403,7 @@ private Q_SLOTS:
         c.task = TrainTask::MaskedLm;
         c.tokenizer.clear();
         e = QString::fromStdString(expectError([&] { validateTrainConfig(c); }));
-        QVERIFY2(e.startsWith("clip_warmup_steps: only used by task clm"), qPrintable(e));
+        QVERIFY2(e.startsWith("clip_warmup_steps: only used by tasks clm and image"), qPrintable(e));
     }
 
     void quantizeMeasuresTheFloatPerplexityOfEvaluate()

@@ -130,6 +130,32 @@ private Q_SLOTS:
         QVERIFY(std::abs(sink.at("layer0/attn_gate").mean().item<double>() - 0.25) < 0.05);
     }
 
+    void clipStrengthFadesTheClippedSoftmaxIn()
+    {
+        // Training's clipped-softmax warm-up: strength s computes clip((1 - s gamma) p + s gamma, 0, 1) of the
+        // plain softmax p (zeta 1), so 0 is the plain softmax and 1 the configured clipping.
+        VitConfig c = VitConfig::preset("vit-fmnist");
+        c.variant.softmax = SoftmaxKind::Clipped;
+        c.variant.gamma = -0.05;
+        VitNetwork clipped = VitNetwork::create(c, 4);
+        c.variant = AttentionVariant{};
+        VitNetwork plain = VitNetwork::create(c, 4);
+        const torch::Tensor pixels = torch::randn({2, 3, 28, 28});
+        c10::InferenceMode guard;
+        const auto probs = [&](VitNetwork& net) {
+            RecordingSink sink;
+            net.forward(pixels, &sink);
+            return sink.at("layer0/attn_probs");
+        };
+        const torch::Tensor p = probs(plain);
+        for (double s : {1.0, 0.5, 0.0}) {
+            clipped.setClipStrength(s);
+            const double gamma = -0.05 * s;
+            const torch::Tensor expected = ((1.0 - gamma) * p + gamma).clamp(0.0, 1.0);
+            QVERIFY2(torch::allclose(probs(clipped), expected, 0.0, 1e-6), qPrintable(QString::number(s)));
+        }
+    }
+
     void wrongInputShapeIsAnError()
     {
         VitNetwork net = VitNetwork::create(VitConfig::preset("vit-fmnist"), 1);

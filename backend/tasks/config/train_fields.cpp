@@ -88,7 +88,7 @@ const std::vector<FieldDef>& fieldTable()
         }
         const std::vector<FieldDef> rest = {
             {"clip_warmup_steps", kAttention,
-             "clm, clipped softmax: fade the clipping in over this many steps (gamma and zeta - 1 grow "
+             "clm and image, clipped softmax: fade the clipping in over this many steps (gamma and zeta - 1 grow "
              "linearly from 0, so no probability is clipped at the start; 0: clipped from the first step)",
              OL_MEMBER(clipWarmupSteps)},
 

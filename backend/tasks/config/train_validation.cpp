@@ -359,17 +359,18 @@ void validateTrainConfig(const TrainConfig& c)
         break;
     }
     atLeast(c.nliTrainPairs, 1, "nli_train_pairs");
+    if (c.clipWarmupSteps != 0 && t != TrainTask::CausalLm && t != TrainTask::Image)
+        fail("clip_warmup_steps", "only used by tasks clm and image");
+    if (c.clipWarmupSteps < 0 || c.clipWarmupSteps > c.steps)
+        fail("clip_warmup_steps", "must be in [0, steps = " + std::to_string(c.steps) + "], found " +
+                                      std::to_string(c.clipWarmupSteps));
+    if (c.clipWarmupSteps > 0 && c.variant.softmax != SoftmaxKind::Clipped)
+        fail("clip_warmup_steps", "only used with softmax clipped");
     if (t != TrainTask::CausalLm) {
         if (c.clmData != ClmData::Text) fail("clm_data", "only used by task clm");
         if (c.initScheme != InitScheme::HuggingFace) fail("init_scheme", "only used by task clm");
         if (!c.tieWordEmbeddings) fail("tie_word_embeddings", "only used by task clm");
-        if (c.clipWarmupSteps != 0) fail("clip_warmup_steps", "only used by task clm");
     } else {
-        if (c.clipWarmupSteps < 0 || c.clipWarmupSteps > c.steps)
-            fail("clip_warmup_steps", "must be in [0, steps = " + std::to_string(c.steps) + "], found " +
-                                          std::to_string(c.clipWarmupSteps));
-        if (c.clipWarmupSteps > 0 && c.variant.softmax != SoftmaxKind::Clipped)
-            fail("clip_warmup_steps", "only used with softmax clipped");
         if (c.clmData == ClmData::BigramBackcopy && !c.validCorpus.empty())
             fail("valid_corpus", "clm_data bigram-backcopy generates its held-out sequences; leave it empty");
         if (!c.init.empty() && (c.initScheme != InitScheme::HuggingFace || !c.tieWordEmbeddings))
