@@ -86,6 +86,24 @@ void setNiceRange(QValueAxis* axis, double min, double max)
     axis->setTickCount(int(std::lround((high - low) / step)) + 1);
 }
 
+void setCountRange(QValueAxis* axis, double max)
+{
+    if (!std::isfinite(max) || max < 1) max = 1;
+    const double raw = max / 5;
+    double power = std::pow(10.0, std::floor(std::log10(raw)));
+    double step = 10 * power;
+    for (double m : {1.0, 2.0, 5.0})
+        if (m * power >= raw) {
+            step = m * power;
+            break;
+        }
+    step = std::max(1.0, std::round(step));
+    const double high = std::ceil(max / step - 1e-9) * step;
+    axis->setRange(0, high);
+    axis->setTickCount(int(std::lround(high / step)) + 1);
+    axis->setLabelFormat(QStringLiteral("%.0f"));
+}
+
 void renderChart(std::unique_ptr<QChart> chart, QPainter& painter, const QRectF& target)
 {
     if (target.width() < 1 || target.height() < 1) return;

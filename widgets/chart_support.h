@@ -31,6 +31,9 @@ void setAxisTitle(QAbstractAxis* axis, const QString& title);
 /// Sets [min, max] widened to round numbers; a degenerate or empty range becomes a small one
 /// around the value (or [0, 1]).
 void setNiceRange(QValueAxis* axis, double min, double max);
+/// A count axis: [0, max] widened to a whole number, with ticks at whole numbers only (steps of 1, 2 or 5
+/// times a power of ten), labelled without decimals.
+void setCountRange(QValueAxis* axis, double max);
 /// Draws `chart` into `target` of `painter` through a private QGraphicsScene, so the result
 /// depends only on the chart and the target size, never on a window. Deletes the chart.
 void renderChart(std::unique_ptr<QChart> chart, QPainter& painter, const QRectF& target);

@@ -11,17 +11,20 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QScreen>
 #include <QSettings>
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 
 namespace outlierlens {
 namespace {
 constexpr char kLastFolderKey[] = "export/lastFolder";
-}
+constexpr char kCsvKey[] = "export/alsoCsv";
+} // namespace
 
 ExportDialog::ExportDialog(const Figure& figure, QWidget* parent)
     : QDialog(parent)
@@ -75,6 +78,7 @@ ExportDialog::ExportDialog(const Figure& figure, QWidget* parent)
     form->addRow(QString(), m_physical);
 
     m_csv = new QCheckBox(tr("Also write the numbers as &CSV"), this);
+    m_csv->setChecked(QSettings().value(QLatin1String(kCsvKey), false).toBool()); // as last exported
     layout->addWidget(m_csv);
     m_error = new QLabel(this);
     m_error->setWordWrap(true);
@@ -112,6 +116,10 @@ ExportDialog::ExportDialog(const Figure& figure, QWidget* parent)
 void ExportDialog::setPath(const QString& path)
 {
     m_path->setText(path);
+    // Wide enough for the whole path (up to a screen's width), so that the folder shows, not only its end.
+    const int wanted = m_path->fontMetrics().horizontalAdvance(path) + 24;
+    const int room = screen() ? screen()->availableGeometry().width() / 2 : 800;
+    m_path->setMinimumWidth(std::min(std::max(wanted, 320), room));
     onPathEdited();
 }
 
@@ -226,6 +234,7 @@ bool ExportDialog::exportNow()
     if (path().isEmpty()) error = tr("Choose a file name.");
     if (ok) {
         QSettings().setValue(QLatin1String(kLastFolderKey), QFileInfo(path()).absolutePath());
+        QSettings().setValue(QLatin1String(kCsvKey), writesCsv());
         return true;
     }
     m_error->setText(error);

@@ -29,6 +29,8 @@ constexpr double kMaxFitRowHeight = 48.0;
 // columns no narrower than kMinValueColumn (nor wider than rows).
 constexpr double kValuePanelShare = 1.0 / 3.0;
 constexpr double kMinValueColumn = 2.0;
+// Fit to a narrow window: columns may narrow to this share of the row height before rows shrink.
+constexpr double kMinColumnShare = 0.25;
 // The distribution panel's bins are legible columns whatever the row height.
 constexpr double kMinDistributionColumn = 6.0;
 constexpr double kMaxDistributionColumn = 16.0;
@@ -309,25 +311,34 @@ double HeadView::valueColumnWidth(double rowHeight) const
     return std::min(rowHeight, std::max(kMinValueColumn, ratio * rowHeight));
 }
 
-QSizeF HeadView::panelCell(int panel, double rowHeight) const
+QSizeF HeadView::panelCell(int panel, double rowHeight, double columnShare) const
 {
+    // Narrowed columns stay at least kMinValueColumn wide (or as wide as they were, if narrower).
+    const auto narrowed = [&](double width) {
+        return std::max(std::min(width, kMinValueColumn), width * columnShare);
+    };
     if (panel == ValuesPanel || panel == ProductPanel || panel == GatedProductPanel)
-        return QSizeF(valueColumnWidth(rowHeight), rowHeight);
+        return QSizeF(narrowed(valueColumnWidth(rowHeight)), rowHeight);
     if (panel == GatePanel) return QSizeF(std::max(rowHeight, kMinGateWidth), rowHeight);
     if (panel == DistributionPanel)
         return QSizeF(std::clamp(rowHeight, kMinDistributionColumn, kMaxDistributionColumn), rowHeight);
-    return QSizeF(rowHeight, rowHeight);
+    return QSizeF(narrowed(rowHeight), rowHeight);
 }
 
-double HeadView::cellsWidth(double rowHeight) const
+double HeadView::cellsWidth(double rowHeight, double columnShare) const
 {
     double width = 0;
     for (int i = 0; i < kPanelCount; ++i)
-        if (panelShown(i)) width += m_panels[i]->data().cols * panelCell(i, rowHeight).width();
+        if (panelShown(i)) width += m_panels[i]->data().cols * panelCell(i, rowHeight, columnShare).width();
     return width;
 }
 
 double HeadView::fitCellSize() const
+{
+    return fitCells().first;
+}
+
+std::pair<double, double> HeadView::fitCells() const
 {
     const QVector<HeatmapView*> panels = visiblePanels();
     double fixed = kPanelSpacing * (panels.size() - 1) + panels.size(); // + a pixel each for rounding
@@ -339,11 +350,20 @@ double HeadView::fitCellSize() const
     }
     const QSize available = m_scroll->viewport()->size();
     const int rows = std::max(m_data.probabilities.rows, 1);
-    // The rows fit the height; then the largest row height whose panels fit the width.
-    const double byHeight = std::min(double(available.height() - top) / rows, kMaxFitRowHeight);
+    // The rows fit the height. When the panels are then too wide (many of them: a gated head has five),
+    // the columns narrow first, down to kMinColumnShare of the rows, so that rows keep their token
+    // labels and the page its height; only then do the rows shrink too.
+    const double byHeight =
+        std::clamp(double(available.height() - top) / rows, HeatmapRenderer::kMinCellSize, kMaxFitRowHeight);
+    const auto fits = [&](double h, double share) {
+        return fixed + cellsWidth(h, share) <= available.width();
+    };
+    if (fits(byHeight, 1.0)) return {byHeight, 1.0};
+    if (fits(byHeight, kMinColumnShare))
+        return {byHeight, largestFitting(kMinColumnShare, 1.0, [&](double c) { return fits(byHeight, c); })};
     const double s = largestFitting(HeatmapRenderer::kMinCellSize, byHeight,
-                                    [&](double h) { return fixed + cellsWidth(h) <= available.width(); });
-    return std::clamp(s, HeatmapRenderer::kMinCellSize, kMaxFitRowHeight);
+                                    [&](double h) { return fits(h, kMinColumnShare); });
+    return {std::clamp(s, HeatmapRenderer::kMinCellSize, kMaxFitRowHeight), kMinColumnShare};
 }
 
 void HeadView::applyCellSize(double cellSize, int scroll)
@@ -352,7 +372,7 @@ void HeadView::applyCellSize(double cellSize, int scroll)
     m_syncing = true;
     for (int i = 0; i < kPanelCount; ++i) {
         if (!panelShown(i)) continue;
-        const QSizeF cell = panelCell(i, cellSize);
+        const QSizeF cell = panelCell(i, cellSize, m_columnShare);
         m_panels[i]->setCellDimensions(cell);
         m_panels[i]->setFixedWidth(m_panels[i]->sizeForCellDimensions(cell).width());
     }
@@ -364,7 +384,10 @@ void HeadView::applyCellSize(double cellSize, int scroll)
 
 void HeadView::refit()
 {
-    if (m_fit && !m_syncing) applyCellSize(fitCellSize(), 0);
+    if (!m_fit || m_syncing) return;
+    const auto [rowHeight, columnShare] = fitCells();
+    m_columnShare = columnShare;
+    applyCellSize(rowHeight, 0);
 }
 
 void HeadView::updateScrollRange()
@@ -381,6 +404,7 @@ void HeadView::updateScrollRange()
 void HeadView::setCellSize(double pixels)
 {
     m_fit = false;
+    m_columnShare = 1.0; // square cells when zoomed by hand
     applyCellSize(pixels, verticalScroll());
 }
 
@@ -410,6 +434,7 @@ void HeadView::onPanelZoomed(HeatmapView* source)
     }
     // The source kept the point under the mouse in place; the others follow its scroll position.
     m_fit = false;
+    m_columnShare = 1.0;
     applyCellSize(source->cellHeight(), source->verticalScrollBar()->value());
     Q_EMIT userZoomed(m_cell, false);
 }

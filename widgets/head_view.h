@@ -10,6 +10,7 @@
 #include <QWidget>
 
 #include <array>
+#include <utility>
 
 class QLabel;
 class QScrollArea;
@@ -121,10 +122,13 @@ private:
     void syncTopMargins();
     void refit();
     void applyCellSize(double cellSize, int scroll);
-    /// Width x height of one cell of a panel at a row height.
-    QSizeF panelCell(int panel, double rowHeight) const;
+    /// Width x height of one cell of a panel at a row height, its width times `columnShare` (fit to a
+    /// narrow window: columns narrower than rows), at least kMinValueColumn wide.
+    QSizeF panelCell(int panel, double rowHeight, double columnShare = 1.0) const;
     /// The summed cell widths of the visible panels at a row height.
-    double cellsWidth(double rowHeight) const;
+    double cellsWidth(double rowHeight, double columnShare = 1.0) const;
+    /// Fit to the window: the row height and the columns' share of it (1: square cells).
+    std::pair<double, double> fitCells() const;
     void updateScrollRange();
     int figureTitleHeight() const;
 
@@ -134,6 +138,7 @@ private:
     QScrollBar* m_vbar = nullptr;    // drives every panel's rows
     std::array<HeatmapView*, kPanelCount> m_panels{};
     double m_cell = 12;
+    double m_columnShare = 1.0; ///< column width / row height of the attention matrix (fit to window)
     bool m_fit = true;
     bool m_titleVisible = true;
     bool m_valuePanelsVisible = true;

@@ -237,9 +237,13 @@ void DashboardCharts::fillTokens(const OutlierDashboardData& data, int rows)
     // The largest keeps the plain label; a horizontal bar chart draws its first category lowest.
     tokenLabels = uniqueLabels(labels);
     std::reverse(tokenLabels.begin(), tokenLabels.end());
-    tokens->setTitle(data.perToken.title.isEmpty()
-                         ? QStringLiteral("Tokens with the most outliers (top %1)").arg(std::max(shown, 1))
-                         : data.perToken.title);
+    tokens->setTitle((data.perToken.title.isEmpty()
+                          ? QStringLiteral("Tokens with the most outliers (top %1)").arg(std::max(shown, 1))
+                          : data.perToken.title) +
+                     (shown == 0 ? QStringLiteral(": none here") : QString()));
+    // Qt Charts keeps the label items of a category axis that becomes empty on screen (the previous
+    // model's or layer's tokens): without tokens the labels are hidden.
+    tokenAxis->setLabelsVisible(shown > 0);
     if (tokenSet->count() > 0) tokenSet->remove(0, tokenSet->count());
     tokenAxis->clear();
     QStringList axisLabels; // the axis draws its labels as rich text: OPT's BOS "</s>" would vanish
@@ -249,13 +253,29 @@ void DashboardCharts::fillTokens(const OutlierDashboardData& data, int rows)
     tokenSet->append(values);
     charts::setAxisTitle(tokenCountAxis, data.perToken.axisTitle.isEmpty() ? QStringLiteral("outliers")
                                                                            : data.perToken.axisTitle);
-    charts::setNiceRange(tokenCountAxis, 0, maxToken);
+    charts::setCountRange(tokenCountAxis, maxToken);
 }
 
 int DashboardCharts::tokenRowsFor(double chartHeight)
 {
     // Title, value axis and margins take about 100 px; a label needs about 17 px.
     return std::clamp(int((chartHeight - 100) / kTokenRowHeight), 3, OutlierDashboard::kTopTokens);
+}
+
+/// The dimension chart's title when this layer has no outliers: which layers do, if the data says.
+static QString noOutliersNote(const OutlierDashboardData& data)
+{
+    const QVector<double>& perLayer = data.outliersPerLayer;
+    if (perLayer.isEmpty())
+        return QStringLiteral(": none here (the line chart shows max |x| and kurtosis per layer)");
+    QStringList layers;
+    for (int l = 0; l < perLayer.size(); ++l)
+        if (perLayer[l] > 0) layers << QString::number(l + 1);
+    if (layers.isEmpty()) return QStringLiteral(": no layer has outliers under this rule");
+    if (layers.size() > 6) layers = layers.mid(0, 5) << QStringLiteral("...");
+    return QStringLiteral(": none here; layer%1 %2 %3 them")
+        .arg(layers.size() > 1 ? QStringLiteral("s") : QString(), layers.join(QStringLiteral(", ")),
+             layers.size() > 1 ? QStringLiteral("have") : QStringLiteral("has"));
 }
 
 void DashboardCharts::fill(const OutlierDashboardData& data, int rows)
@@ -265,9 +285,7 @@ void DashboardCharts::fill(const OutlierDashboardData& data, int rows)
     const bool none = std::all_of(dims.values.begin(), dims.values.end(), [](double v) { return v <= 0; });
     dimensions->setTitle(
         (dims.title.isEmpty() ? QStringLiteral("Outliers per hidden dimension") : dims.title) +
-        (none && !dims.values.isEmpty()
-             ? QStringLiteral(": none here (the line chart shows which layers have them)")
-             : QString()));
+        (none && !dims.values.isEmpty() ? noOutliersNote(data) : QString()));
     charts::setAxisTitle(dimensionCountAxis,
                          dims.axisTitle.isEmpty() ? QStringLiteral("outliers") : dims.axisTitle);
     dimensionSet->deselectAllBars();
@@ -300,7 +318,7 @@ void DashboardCharts::fill(const OutlierDashboardData& data, int rows)
         compact ? QStringLiteral("hidden dimension (0-based): the %1 with outliers, of %2").arg(n).arg(d)
                 : QStringLiteral("hidden dimension (0-based)"));
     const double maxCount = d > 0 ? *std::max_element(dims.values.begin(), dims.values.end()) : 1.0;
-    charts::setNiceRange(dimensionCountAxis, 0, std::max(maxCount * 1.06, 1.0)); // room for the numbers
+    charts::setCountRange(dimensionCountAxis, std::max(maxCount * 1.06, 1.0)); // room for the numbers
     QVector<int> byCount(d);
     std::iota(byCount.begin(), byCount.end(), 0);
     std::stable_sort(byCount.begin(), byCount.end(),

@@ -161,11 +161,8 @@ QChart* makeBarChart(const QString& title, const QStringList& categories, const 
     bottom->setGridLineVisible(false);
     charts::setAxisTitle(bottom, categoryTitle);
     auto* left = new QValueAxis;
-    left->setLabelFormat(QStringLiteral("%.4g"));
     charts::setAxisTitle(left, valueTitle);
-    const double step = std::max(1.0, niceStep(maximum * 1.12 / 5)); // whole numbers, room for labels
-    left->setRange(0, std::ceil(maximum * 1.12 / step) * step);
-    left->setTickCount(int(std::lround(left->max() / step)) + 1);
+    charts::setCountRange(left, maximum * 1.12); // whole numbers, room for labels
     chart->addAxis(bottom, Qt::AlignBottom);
     chart->addAxis(left, Qt::AlignLeft);
     series->attachAxis(bottom);

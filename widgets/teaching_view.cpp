@@ -113,6 +113,11 @@ QString TeachingView::caption() const
         return state + tr("; %1.").arg(largest) + QLatin1Char('\n') + outlierSentence();
     }
     case Kind::Clipped:
+        if (d.visibleKeys > 0 && d.exactZeros == d.visibleKeys)
+            return tr("Clipped softmax: all %1 of this query's probabilities are exactly 0: the head is "
+                      "switched off here and adds nothing.")
+                       .arg(d.visibleKeys) +
+                   QLatin1Char('\n') + outlierSentence();
         return tr("Clipped softmax: %1 of this query's %2 probabilities are exactly 0; %3.")
                    .arg(d.exactZeros)
                    .arg(d.visibleKeys)
@@ -121,13 +126,26 @@ QString TeachingView::caption() const
     case Kind::Vanilla:
         break;
     }
-    if (d.largestProbability < kSink)
-        return tr("Here the head spreads its attention (%1 < %2): it is not doing nothing.")
-                   .arg(largest, displayNumber(kSink)) +
+    // One definition of a sink (docs/metrics.md, "Sink tokens"): a head does nothing when it parks at
+    // least kSink of this query's attention on sink tokens; much attention on another token is reading it.
+    const QString sinks = d.sinkTokens.isEmpty() ? tr("sink tokens") : d.sinkTokens;
+    if (d.sinkProbability >= kSink) {
+        const QString top = d.largestKeyIsSink
+                                ? tr("p = %1 on %2").arg(displayNumber(d.largestProbability), key)
+                                : tr("largest p = %1 on %2").arg(displayNumber(d.largestProbability), key);
+        return tr("To do nothing, the head puts %1 of its attention on sink tokens (%2; at least %3: a "
+                  "sink; %4) and adds |P\u00b7V| = %5.")
+                   .arg(displayNumber(d.sinkProbability), sinks, displayNumber(kSink), top,
+                        displayNumber(d.contextNorm)) +
                QLatin1Char('\n') + outlierSentence();
-    return tr("To do nothing, the head puts p = %1 on %2 (at least %3: a sink) and adds |P\u00b7V| = %4.")
-               .arg(displayNumber(d.largestProbability), key, displayNumber(kSink),
-                    displayNumber(d.contextNorm)) +
+    }
+    if (d.largestProbability >= kSink)
+        return tr("The head puts p = %1 on %2, which is no sink token (%3): it reads that token rather "
+                  "than doing nothing (%4 on sinks).")
+                   .arg(displayNumber(d.largestProbability), key, sinks, displayNumber(d.sinkProbability)) +
+               QLatin1Char('\n') + outlierSentence();
+    return tr("Here the head spreads its attention (%1 < %2; %3 on sink tokens): it is not doing nothing.")
+               .arg(largest, displayNumber(kSink), displayNumber(d.sinkProbability)) +
            QLatin1Char('\n') + outlierSentence();
 }
 
@@ -164,7 +182,7 @@ QVector<TeachingView::Box> TeachingView::boxes() const
                 {live(range(d.softmaxInputMin, d.softmaxInputMax)),
                  live(displayNumber(d.largestProbability) + QStringLiteral(" \u2192 ") +
                       quoted(d.largestProbabilityKey))},
-                vanilla && d.largestProbability >= kSink ? 1 : (k == Kind::Clipped ? 2 : 0)});
+                vanilla && d.sinkProbability >= kSink ? 1 : (k == Kind::Clipped ? 2 : 0)});
     out.append({tr("P \u00b7 V"), tr("|P\u00b7V| of this token"), {live(displayNumber(d.contextNorm))}, 0});
     if (k == Kind::Gated)
         out.append({tr("gate \u03c0"),
@@ -379,6 +397,8 @@ QString TeachingView::figureCsv() const
     number("softmax_input_max", d.softmaxInputMax);
     number("largest_probability", d.largestProbability);
     text("largest_probability_key", d.largestProbabilityKey);
+    number("largest_key_is_sink", d.largestKeyIsSink ? 1 : 0);
+    number("sink_probability", d.sinkProbability);
     number("context_norm", d.contextNorm);
     if (d.gated) number("gate", d.gate);
     if (d.keyOutliers >= 0) {

@@ -27,7 +27,8 @@ public:
     const TeachingData& data() const { return m_data; }
     /// Gated if data().gated, else clipped if data().clipped, else vanilla.
     Kind kind() const;
-    /// Thresholds the caption states: a key with at least kSink of the attention is a sink; a gate
+    /// Thresholds the caption states: a query that puts at least kSink of its attention on sink tokens
+    /// (TeachingData::sinkProbability) is doing nothing; a gate
     /// below kGateClosed is closed, above kGateOpen open.
     static constexpr double kSink = 0.5;
     static constexpr double kGateClosed = 0.1;

@@ -258,6 +258,10 @@ TrainingCharts::TrainingCharts(QWidget* parent)
     m_kurtosisView = charts::makeChartView(m_charts->kurtosis.chart, QStringLiteral("kurtosisChart"), this);
     m_firstTokenView =
         charts::makeChartView(m_charts->firstToken.chart, QStringLiteral("firstTokenChart"), this);
+    // Tall enough for readable axes (a short chart elides every label to "..."); a small window scrolls.
+    m_lossView->setMinimumHeight(260);
+    for (QWidget* view : {m_infNormView, m_kurtosisView, m_firstTokenView})
+        view->setMinimumHeight(220);
     auto* layout = new QGridLayout(this);
     layout->addWidget(m_title, 0, 0, 1, 3);
     layout->addWidget(m_lossView, 1, 0, 1, 3);

@@ -98,7 +98,8 @@ struct OutlierDashboardData
     BarData perToken;                   ///< the tokens (or patches) carrying the most outliers
     QVector<double> maxInfNormPerLayer; ///< index = layer (0-based)
     QVector<double> kurtosisPerLayer;
-    QString criterion; ///< e.g. "|x - mean| > 6 std"
+    QVector<double> outliersPerLayer; ///< outlier values of `tensor` per layer; empty if unknown
+    QString criterion;                ///< e.g. "|x - mean| > 6 std"
     Provenance provenance;
 };
 
@@ -199,8 +200,11 @@ struct TeachingData
     double softmaxInputMax = 0;
     double largestProbability = 0; ///< and the key that receives it
     QString largestProbabilityKey;
-    double contextNorm = 0; ///< |P.V| of this head at this token (L2)
-    double gate = -1;       ///< pi at this token; < 0 for ungated models
+    bool largestKeyIsSink = false; ///< that key is a sink token (docs/metrics.md, "Sink tokens")
+    double sinkProbability = 0;    ///< this query's attention on all the sink tokens
+    QString sinkTokens;            ///< which tokens are sinks for this model, in words
+    double contextNorm = 0;        ///< |P.V| of this head at this token (L2)
+    double gate = -1;              ///< pi at this token; < 0 for ungated models
     /// What the head reads from the previous layer (`outlierTensor` of layer `layer`, 1-based: the
     /// layer before this one), judged by `outlierRule`: outlier values at the key that receives the
     /// largest probability and at this token; -1 when the layer reads the embeddings.

@@ -252,6 +252,19 @@ void InputPanel::runText(const QString& text)
     Q_EMIT textRequested(text, QString());
 }
 
+QWidget* InputPanel::currentTab() const
+{
+    return m_tabs->currentWidget();
+}
+
+void InputPanel::showText(const QString& premise, const QString& hypothesis)
+{
+    m_premise->setPlainText(premise);
+    m_hypothesis->setPlainText(hypothesis);
+    m_table->clearSelection();
+    m_tabs->setCurrentWidget(m_textTab);
+}
+
 void InputPanel::chooseTextFile()
 {
     const QString path =

@@ -39,6 +39,9 @@ public:
     /// Puts `text` into the text box (a decoder's whole input, or BERT's premise with no
     /// hypothesis) and requests it.
     void runText(const QString& text);
+    /// Shows a text input that is already requested: the text tab with `premise` and `hypothesis` in its
+    /// boxes, no pair row selected (a BERT model opened while the user's own text was shown).
+    void showText(const QString& premise, const QString& hypothesis);
     /// Reads a UTF-8 text file (at most maxTextFileBytes) into the text box and requests it;
     /// emits failed() for a file that cannot be read or is not UTF-8 text.
     void openTextFile(const QString& path);
@@ -46,6 +49,9 @@ public:
 
     MnliTableModel* pairsModel() const { return m_pairs; }
     QTableView* pairsView() const { return m_table; }
+    /// The tab shown: the pairs, the text, the images or the synthetic inputs (for tests).
+    QWidget* currentTab() const;
+    QWidget* textTab() const { return m_textTab; }
     /// Selects row `row` of the (unfiltered) pair table and requests it.
     void selectPair(int row);
     QPlainTextEdit* premiseEdit() const { return m_premise; }

@@ -83,8 +83,9 @@ struct InspectionSnapshot
 {
     quint64 generation = 0;
     ModelInfo model;
-    QString input;      ///< "premise ||| hypothesis", image path, or generated example
-    QStringList tokens; ///< T labels ("[CLS]", "patch 3,7", ...)
+    QString input;           ///< "premise ||| hypothesis", image path, or generated example
+    QStringList tokens;      ///< T labels ("[CLS]", "patch 3,7", ...)
+    QVector<bool> sinkToken; ///< [T]: a sink token (docs/metrics.md, "Sink tokens"; sinkTokens())
     int T = 0;
     QImage image; ///< ViT: the model's input as a picture
     QString imageCredit;

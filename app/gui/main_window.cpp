@@ -18,6 +18,7 @@
 #include "model_catalog.h"
 #include "outliers_page.h"
 #include "overview_page.h"
+#include "statistics_dialog.h"
 #include "sweeps_page.h"
 #include "systematic_page.h"
 #include "teaching_page.h"
@@ -398,6 +399,9 @@ void MainWindow::modelLoaded(const ModelInfo& info)
     case FirstInput::Action::None:
         break;
     case FirstInput::Action::Run:
+        // The user's text carries over to a BERT model: its tab shows it, not the pair table's row.
+        if (first.input.kind == InputRequest::Kind::Text)
+            m_input->showText(first.input.text, first.input.pair);
         request(first.input);
         break;
     case FirstInput::Action::RunAsText:
@@ -485,8 +489,11 @@ void MainWindow::openFigureView(const FigureView& view)
     if (view.input.kind != InputRequest::Kind::None) request(view.input);
     if (view.layer >= 0) setSelection(view.layer, view.head >= 0 ? view.head : m_state.head);
     for (int tab = 0; tab < m_pages->count(); ++tab)
-        if (m_pages->isTabVisible(tab) && m_pages->tabText(tab).remove(QLatin1Char('&')) == view.page)
+        if (m_pages->isTabVisible(tab) && m_pages->tabText(tab).remove(QLatin1Char('&')) == view.page) {
             m_pages->setCurrentIndex(tab);
+            if (auto* page = dynamic_cast<Page*>(m_pages->widget(tab)))
+                page->showSource(!view.statisticsFile.isEmpty());
+        }
 }
 
 void MainWindow::forEachPage(const std::function<void(Page&, int)>& f)
@@ -593,16 +600,12 @@ void MainWindow::requestStatistics()
 {
     const ModelInfo& m = m_controller->model();
     if (m.dir.isEmpty()) return;
-    bool ok = false;
     const OutlierCriterion rule = m_controller->outlierRule();
-    const QString chosen =
-        QInputDialog::getText(this, tr("Statistics over a data set"),
-                              tr("Data (mnli:FILE[:N], images:DIR[:N] or text:FILE[:N] chunks):\n"
-                                 "Outliers are counted by View > Outlier rule: %1.")
-                                  .arg(QString::fromStdString(rule.describe())),
-                              QLineEdit::Normal, ModelCatalog::statisticsData(m, m_galleryDir), &ok);
-    if (ok && !chosen.isEmpty()) {
-        m_jobs->queueStatistics(m.dir, chosen, rule);
+    StatisticsDialog dialog(ModelCatalog::statisticsData(m, m_galleryDir),
+                            QString::fromStdString(rule.describe()), this);
+    dialog.setObjectName(QStringLiteral("statisticsDialog"));
+    if (dialog.exec() == QDialog::Accepted && !dialog.data().isEmpty()) {
+        m_jobs->queueStatistics(m.dir, dialog.data(), rule);
         m_pages->setCurrentWidget(m_jobs);
     }
 }

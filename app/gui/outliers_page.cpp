@@ -31,6 +31,7 @@ OutliersPage::OutliersPage(InspectionController* controller, QWidget* parent)
     QPushButton* open = makeOpenStatisticsButton(m_controller, this);
     auto* compute = new QPushButton(tr("Compute over a data set…"));
     m_note = new QLabel;
+    m_note->setObjectName(QStringLiteral("note"));
     m_note->setWordWrap(true);
     m_dashboard = new OutlierDashboard;
 
@@ -77,6 +78,12 @@ QString OutliersPage::note() const
     return m_note->text();
 }
 
+void OutliersPage::showSource(bool statisticsFile)
+{
+    // A file still loading switches the page itself when it is ready (statisticsReady).
+    if (!statisticsFile || m_source->count() > 1) m_source->setCurrentIndex(statisticsFile ? 1 : 0);
+}
+
 const Figure* OutliersPage::figure() const
 {
     return m_dashboard;
@@ -87,14 +94,10 @@ void OutliersPage::refresh(const SnapshotPtr& snapshot, int layer)
     m_snapshot = snapshot;
     m_layer = layer;
     const OutlierTensorRef shown = resolveOutlierTensor(tensor(), layer);
-    if (shown.layer < 0) {
-        m_note->setText(tr("Layer %1 reads the embeddings, which this page does not analyse: pick a later "
-                           "layer or another tensor.")
-                            .arg(layer + 1));
-        m_dashboard->setData({});
-        return;
-    }
-    const QString readBy = shown.layer != layer
+    const QString readBy = shown.insteadOfEmbeddings ? tr("Layer 1 reads the embeddings, which this page "
+                                                          "does not analyse; shown: layer 1's out, which "
+                                                          "the heads of layer 2 read.")
+                           : shown.layer != layer
                                ? tr("Shown: layer %1's out, which the heads of layer %2 read.")
                                      .arg(shown.layer + 1)
                                      .arg(layer + 1)

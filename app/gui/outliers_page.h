@@ -32,6 +32,7 @@ public:
     /// The tensor choice: a per-layer tensor's name or `in` (resolveOutlierTensor).
     QString tensor() const;
     OutlierDashboard* dashboard() const { return m_dashboard; }
+    void showSource(bool statisticsFile) override;
     const Figure* figure() const override;
     /// The source list ("Current input", and the statistics file of this model if any) and the note
     /// above the dashboard (for tests).

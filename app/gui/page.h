@@ -43,6 +43,9 @@ public:
     virtual void setOutlierRule(const OutlierCriterion& /*rule*/) {}
     /// Redraws from `state`: called on the visible page when it is shown and whenever the state changes.
     virtual void refresh(const PageState& /*state*/) {}
+    /// A figure opened from the Figures page was drawn from the current input (false) or from a statistics
+    /// file (true): pages that can show either switch to that source (the file's, once it is loaded).
+    virtual void showSource(bool /*statisticsFile*/) {}
     /// What File > Export saves from this page, or null.
     virtual const Figure* figure() const = 0;
 };

@@ -60,6 +60,12 @@ QString SystematicPage::note() const
     return m_note->text();
 }
 
+void SystematicPage::showSource(bool statisticsFile)
+{
+    // A file still loading switches the page itself when it is ready (statisticsReady).
+    if (!statisticsFile || m_source->count() > 1) m_source->setCurrentIndex(statisticsFile ? 1 : 0);
+}
+
 const Figure* SystematicPage::figure() const
 {
     return m_view;

@@ -25,6 +25,7 @@ public:
 
     bool showsModel(const ModelInfo& model) const override { return model.family != ModelInfo::Family::None; }
     void refresh(const PageState& state) override;
+    void showSource(bool statisticsFile) override;
     const Figure* figure() const override;
     SystematicView* view() const { return m_view; }
     /// "Current input", and the open model's statistics file when there is one (for tests).

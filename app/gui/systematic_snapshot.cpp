@@ -75,6 +75,14 @@ std::set<std::string> systematicCaptureNames(int layers)
 void fillSystematic(InspectionSnapshot& s, const RecordingSink& sink, torch::nn::Module& network, bool conv1d,
                     const std::vector<TokenCategory>& categories, SystematicWeightsPtr& weights)
 {
+    // The sink tokens: the same categories, with the ViT's background patches when it has an image.
+    std::vector<bool> background;
+    if (!s.image.isNull() && s.model.gridSize > 0)
+        background = backgroundPatchTokens(s.image.constBits(), s.image.width(), s.image.height(),
+                                           int(s.image.bytesPerLine()), s.image.width() / s.model.gridSize);
+    s.sinkToken.clear();
+    for (bool sink : sinkTokens(categories, background))
+        s.sinkToken << sink;
     const int L = s.model.layers;
     SystematicOptions options;
     for (int l = 0; l < L; ++l)

@@ -73,32 +73,19 @@ BarData topTokens(const QStringList& names, const QVector<double>& counts, int t
 
 } // namespace
 
-bool isNoInformationToken(const QString& token)
+QString sinkTokensDescription(const ModelInfo& model)
 {
-    return token == QLatin1String("[SEP]") || token == QLatin1String("[CLS]") ||
-           token == QLatin1String(".") || token == QLatin1String(",");
+    if (model.isDecoder()) return QStringLiteral("the first token, punctuation and newlines");
+    if (model.family == ModelInfo::Family::Vit) return QStringLiteral("[CLS] and background patches");
+    return QStringLiteral("[CLS], [SEP] and punctuation");
 }
 
-bool isStrongDelimiterLabel(const QString& label)
+double sinkShare(const InspectionSnapshot& s, const float* probabilities, int keys)
 {
-    // An et al. 2025's "strong delimiter" punctuation (their pos_* scripts), after the token is
-    // decoded and stripped; a newline counts too (LLaMA's <0x0A>).
-    static const QStringList kDelimiters = {
-        QStringLiteral("."),   QStringLiteral(","),     QStringLiteral(";"),  QStringLiteral(":"),
-        QStringLiteral("!"),   QStringLiteral("?"),     QStringLiteral("-"),  QStringLiteral("--"),
-        QStringLiteral("---"), QStringLiteral("'"),     QStringLiteral("\""), QStringLiteral("("),
-        QStringLiteral(")"),   QStringLiteral("["),     QStringLiteral("]"),  QStringLiteral("{"),
-        QStringLiteral("}"),   QStringLiteral("/"),     QStringLiteral("\\"), QStringLiteral("|"),
-        QStringLiteral("*"),   QStringLiteral("&"),     QStringLiteral("^"),  QStringLiteral("%"),
-        QStringLiteral("$"),   QStringLiteral("#"),     QStringLiteral("@"),  QStringLiteral("~"),
-        QStringLiteral("`"),   QStringLiteral("<0x0A>")};
-    QString t = label;
-    t.remove(QChar(0x00B7)); // the visible space of decoder token labels
-    const bool newline = t.contains(QLatin1String("\\n"));
-    t.remove(QLatin1String("\\n")).remove(QLatin1String("\\r")).remove(QLatin1String("\\t"));
-    t = t.trimmed();
-    if (t.isEmpty()) return newline;
-    return kDelimiters.contains(t);
+    double mass = 0;
+    for (int j = 0; j < std::min(keys, int(s.sinkToken.size())); ++j)
+        if (s.sinkToken[j]) mass += probabilities[j];
+    return mass;
 }
 
 const QStringList& systematicCategoryNames()
@@ -305,12 +292,23 @@ QStringList compareCaptionLines(const InspectionSnapshot& s, int layer, int head
             best = k;
         }
     }
-    if (s.T > 0)
+    if (s.T > 0 && bestMean <= 0)
+        lines << QStringLiteral("head %1: switched off (every probability exactly 0)").arg(head + 1);
+    else if (s.T > 0)
         lines << QStringLiteral("head %1: %2 of its attention on token %3 ‘%4’ (mean over queries)")
                      .arg(head + 1)
                      .arg(bestMean, 0, 'f', 2)
                      .arg(best)
                      .arg(s.tokens.value(best));
+    if (s.T > 0 && bestMean > 0) {
+        double sink = 0; // the no-op score of the Overview, with the same sink tokens
+        for (int q = 0; q < s.T; ++q)
+            sink += sinkShare(s, p + std::size_t(q) * s.T, s.T);
+        lines << QStringLiteral("head %1: %2 on sink tokens (%3)")
+                     .arg(head + 1)
+                     .arg(sink / s.T, 0, 'f', 2)
+                     .arg(sinkTokensDescription(s.model));
+    }
     if (!s.prediction.isEmpty()) lines << QStringLiteral("prediction: ") + s.prediction.first();
     return lines;
 }
@@ -347,13 +345,9 @@ OverviewData buildOverview(const InspectionSnapshot& s)
     OverviewData o;
     o.layers = s.L(), o.heads = s.H();
     o.tokens = s.tokens;
-    const bool text = s.model.family == ModelInfo::Family::Bert;
     const bool decoder = s.model.isDecoder();
     o.scoreDescription =
-        decoder ? QStringLiteral("share of attention on the first token and on strong delimiters "
-                                 "(punctuation, newlines)")
-        : text ? QStringLiteral("share of attention on [CLS], [SEP], \".\" and \",\" (no-information tokens)")
-               : QStringLiteral("share of attention on keys whose mean |V| is below half the head's median");
+        QStringLiteral("share of attention on the sink tokens: ") + sinkTokensDescription(s.model);
     for (int l = 0; l < s.L(); ++l)
         for (int h = 0; h < s.H(); ++h) {
             const float* p = s.probsOf(l, h);
@@ -361,27 +355,9 @@ OverviewData buildOverview(const InspectionSnapshot& s)
                                       QStringLiteral("query token"), QStringLiteral("key token"),
                                       QStringLiteral("attention probability"));
             o.probabilities.last().causal = decoder;
-            std::vector<bool> sink(std::size_t(s.T), false);
-            if (decoder) {
-                for (int j = 0; j < s.T; ++j)
-                    sink[std::size_t(j)] = j == 0 || isStrongDelimiterLabel(s.tokens[j]);
-            } else if (text) {
-                for (int j = 0; j < s.T; ++j)
-                    sink[std::size_t(j)] = isNoInformationToken(s.tokens[j]);
-            } else {
-                std::vector<double> magnitude(std::size_t(s.T));
-                for (int j = 0; j < s.T; ++j)
-                    magnitude[std::size_t(j)] = meanAbs(s.valuesOf(l, h) + std::size_t(j) * s.dh(), s.dh());
-                std::vector<double> sorted = magnitude;
-                std::nth_element(sorted.begin(), sorted.begin() + long(sorted.size() / 2), sorted.end());
-                const double median = sorted[sorted.size() / 2];
-                for (int j = 0; j < s.T; ++j)
-                    sink[std::size_t(j)] = magnitude[std::size_t(j)] < 0.5 * median;
-            }
-            double mass = 0;
+            double mass = 0; // masked (future) keys hold no mass
             for (int i = 0; i < s.T; ++i)
-                for (int j = 0; j < s.T; ++j)
-                    if (sink[std::size_t(j)]) mass += p[std::size_t(i) * s.T + j];
+                mass += sinkShare(s, p + std::size_t(i) * s.T, s.T);
             o.noopScore << float(mass / s.T);
         }
     o.provenance = provenanceOf(s, QStringLiteral("all layers and heads"));
@@ -416,6 +392,8 @@ OutlierDashboardData buildDashboard(const InspectionSnapshot& s, int layer, cons
     for (int l = 0; l < s.L(); ++l) {
         d.maxInfNormPerLayer << s.outliersOf(tensor, l).maxInfNorm;
         d.kurtosisPerLayer << s.outliersOf(tensor, l).kurtosis;
+        const QVector<int>& perDimension = s.outliersOf(tensor, l).perDimension;
+        d.outliersPerLayer << double(std::accumulate(perDimension.begin(), perDimension.end(), 0LL));
     }
     d.provenance = provenanceOf(s, QStringLiteral("layer %1, %2").arg(layer + 1).arg(tensor));
     return d;
@@ -459,11 +437,17 @@ OutlierDashboardData buildDashboard(const StatisticsFile& stats, const QString& 
     // Per-layer summary: every analysed layer, NaN-free gaps for layers not analysed.
     d.maxInfNormPerLayer = QVector<double>(stats.numLayers, 0.0);
     d.kurtosisPerLayer = QVector<double>(stats.numLayers, 0.0);
+    // Layers not analysed count as unknown: the per-layer outlier totals are only given when all are.
+    QVector<double> outliers(stats.numLayers, -1.0);
     for (const LayerStatisticsData& l : stats.layers)
         if (l.tensors.count(tensor.toStdString()) && l.layer < stats.numLayers) {
-            d.maxInfNormPerLayer[l.layer] = l.tensors.at(tensor.toStdString()).meanMaxInfNorm;
-            d.kurtosisPerLayer[l.layer] = l.tensors.at(tensor.toStdString()).meanKurtosis;
+            const auto& t = l.tensors.at(tensor.toStdString());
+            d.maxInfNormPerLayer[l.layer] = t.meanMaxInfNorm;
+            d.kurtosisPerLayer[l.layer] = t.meanKurtosis;
+            outliers[l.layer] =
+                double(std::accumulate(t.outliersPerDim.begin(), t.outliersPerDim.end(), 0.0));
         }
+    if (!outliers.contains(-1.0)) d.outliersPerLayer = outliers;
     const auto model = stats.provenance.find("model");
     d.provenance = Provenance{
         model == stats.provenance.end() ? QString() : QString::fromStdString(model->second),
@@ -550,7 +534,9 @@ QString outlierTensorRead(const ModelInfo& model)
 
 OutlierTensorRef resolveOutlierTensor(const QString& choice, int layer)
 {
-    if (choice == QLatin1String(kLayerInputChoice)) return {QStringLiteral("out"), layer - 1};
+    if (choice == QLatin1String(kLayerInputChoice))
+        return layer > 0 ? OutlierTensorRef{QStringLiteral("out"), layer - 1}
+                         : OutlierTensorRef{QStringLiteral("out"), 0, true};
     return {choice, layer};
 }
 
@@ -596,6 +582,9 @@ TeachingData buildTeaching(const InspectionSnapshot& s, int token, int layer, in
     const int best = int(std::max_element(probs, probs + keys) - probs);
     t.largestProbability = probs[best];
     t.largestProbabilityKey = s.tokens.value(best);
+    t.largestKeyIsSink = s.sinkToken.value(best);
+    t.sinkProbability = sinkShare(s, probs, keys);
+    t.sinkTokens = sinkTokensDescription(s.model);
     const float* context = s.contextOf(layer, head) + std::size_t(token) * s.dh();
     double squares = 0;
     for (int j = 0; j < s.dh(); ++j)

@@ -9,16 +9,16 @@ namespace outlierlens {
 
 struct StatisticsFile;
 
-/// Tokens that carry no information: their share of a head's attention is its "no-op" score.
-bool isNoInformationToken(const QString& token);
-/// Decoders: a token label that is one of An et al. 2025's "strong delimiters" (punctuation from
-/// their list, or a newline) once decoded and stripped.
-bool isStrongDelimiterLabel(const QString& label);
+/// The sink tokens of the model's kind in words (docs/metrics.md, "Sink tokens"); which tokens of an
+/// input they are is InspectionSnapshot::sinkToken.
+QString sinkTokensDescription(const ModelInfo& model);
+/// The attention mass of one query's row `probabilities` (its first `keys` keys) on the sink tokens.
+double sinkShare(const InspectionSnapshot& s, const float* probabilities, int keys);
 
 HeadViewData buildHeadView(const InspectionSnapshot& s, int layer, int head);
 
-/// Every head's attention, with its no-op score: for text the share of attention on [CLS], [SEP],
-/// "." and "," keys; for images the share on keys whose mean |V| is below half the head's median.
+/// Every head's attention, with its no-op score: the share of its attention on the sink tokens, averaged
+/// over the queries.
 OverviewData buildOverview(const InspectionSnapshot& s);
 
 /// Outliers of one input: counts per hidden dimension and per token of `tensor` in `layer`
@@ -47,12 +47,13 @@ QString outlierTensorRead(const ModelInfo& model);
 /// read. The other choices are per-layer tensors of the layer itself.
 inline constexpr char kLayerInputChoice[] = "in";
 
-/// A tensor of one layer, as the snapshot and statistics files name them; layer -1: none (layer 1's
-/// input is the embeddings, which the page does not analyse).
+/// A tensor of one layer, as the snapshot and statistics files name them.
 struct OutlierTensorRef
 {
     QString tensor;
-    int layer = -1; ///< 0-based
+    int layer = -1;                   ///< 0-based
+    bool insteadOfEmbeddings = false; ///< `in` at layer 1, whose input (the embeddings) is not analysed:
+                                      ///< layer 1's `out` is shown instead
 };
 /// What the Outliers page's `choice` shows when `layer` (0-based) is selected.
 OutlierTensorRef resolveOutlierTensor(const QString& choice, int layer);

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstring>
 
 namespace outlierlens {
@@ -198,6 +199,40 @@ std::vector<TokenCategory> wordPieceCategories(const std::vector<std::string>& t
     for (std::size_t t = 0; t < tokens.size(); ++t)
         categories.push_back(wordPieceCategory(tokens[t], std::int64_t(t)));
     return categories;
+}
+
+std::vector<bool> sinkTokens(const std::vector<TokenCategory>& categories,
+                             const std::vector<bool>& background)
+{
+    std::vector<bool> sink(categories.size(), false);
+    for (std::size_t t = 0; t < categories.size(); ++t)
+        sink[t] = categories[t] == TokenCategory::Initial ||
+                  categories[t] == TokenCategory::StrongDelimiter || (t < background.size() && background[t]);
+    return sink;
+}
+
+std::vector<bool> backgroundPatchTokens(const std::uint8_t* rgb, int width, int height, int stride, int patch)
+{
+    if (patch <= 0 || width % patch != 0 || height % patch != 0)
+        throw Error("background patches: a " + std::to_string(width) + " x " + std::to_string(height) +
+                    " image is no grid of " + std::to_string(patch) + " px patches");
+    std::vector<bool> background{false}; // [CLS]
+    for (int row = 0; row < height / patch; ++row)
+        for (int col = 0; col < width / patch; ++col) {
+            double sum = 0, squares = 0;
+            for (int y = row * patch; y < (row + 1) * patch; ++y) {
+                const std::uint8_t* line =
+                    rgb + std::size_t(y) * std::size_t(stride) + std::size_t(col) * patch * 3;
+                for (int i = 0; i < patch * 3; ++i) {
+                    sum += line[i];
+                    squares += double(line[i]) * line[i];
+                }
+            }
+            const double n = double(patch) * patch * 3;
+            const double variance = std::max(0.0, squares / n - (sum / n) * (sum / n));
+            background.push_back(std::sqrt(variance) < kBackgroundPatchStd);
+        }
+    return background;
 }
 
 SystematicStatistics::SystematicStatistics(SystematicOptions options)

@@ -40,6 +40,21 @@ TokenCategory wordPieceCategory(const std::string& token, std::int64_t position)
 std::vector<TokenCategory> tokenCategories(const std::vector<std::string>& decoded);
 std::vector<TokenCategory> wordPieceCategories(const std::vector<std::string>& tokens);
 
+/// Sink tokens, the one definition every view, figure and score uses (docs/metrics.md, "Sink tokens"):
+/// where a head that does nothing parks its attention. The initial token and the strong delimiters of
+/// `categories` (decoders: the first token and An et al.'s punctuation and newlines; BERT: [CLS], [SEP]
+/// and punctuation), and the tokens `background` marks (ViT: backgroundPatchTokens(); empty: none).
+std::vector<bool> sinkTokens(const std::vector<TokenCategory>& categories,
+                             const std::vector<bool>& background = {});
+/// The pixel standard deviation (0-255 scale) under which a patch is background.
+inline constexpr double kBackgroundPatchStd = 6.0;
+/// ViT, per token ([CLS] first, then the patches row by row): whether a patch is background, i.e. the
+/// standard deviation of its pixel values (every pixel and channel of the `patch` x `patch` square of the
+/// resized uint8 RGB image the model saw, rows `stride` bytes apart) is below kBackgroundPatchStd: a
+/// uniform region with nothing to read. [CLS] is not a patch (false).
+std::vector<bool> backgroundPatchTokens(const std::uint8_t* rgb, int width, int height, int stride,
+                                        int patch);
+
 struct SystematicOptions
 {
     std::vector<int> layers; ///< 0-based layers, any order (stored sorted, no duplicates)

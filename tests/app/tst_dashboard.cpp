@@ -165,7 +165,10 @@ private Q_SLOTS:
                              qPrintable(where + QStringLiteral(", ") + label));
                     if (b > 0) QVERIFY(dash.perToken.values[b] <= dash.perToken.values[b - 1]);
                 }
-                // The same tensor in every layer.
+                // The same tensor in every layer; outlier values per layer as the plain loops count them.
+                QCOMPARE(dash.outliersPerLayer.size(), s->L());
+                for (int k = 0; k < s->L(); ++k)
+                    QCOMPARE(dash.outliersPerLayer[k], double(expected[std::size_t(k)].total));
                 QCOMPARE(dash.maxInfNormPerLayer.size(), s->L());
                 QCOMPARE(dash.kurtosisPerLayer.size(), s->L());
                 for (int k = 0; k < s->L(); ++k) {
@@ -204,6 +207,46 @@ private Q_SLOTS:
             }
         }
         if (outliers) QVERIFY2(total > 0, qPrintable(model + QStringLiteral(": no outliers in any tensor")));
+
+        // Sink tokens (docs/metrics.md): [CLS]/first token, [SEP] and punctuation; a ViT's uniform patches
+        // (pixel std < 6 of 255, recomputed here from the image). The no-op score is their attention share.
+        QCOMPARE(s->sinkToken.size(), T);
+        const QString punctuation = QStringLiteral(".,;:!?");
+        for (int t = 0; t < T; ++t) {
+            const QString label = s->tokens[t].trimmed().remove(QChar(0x00B7));
+            bool expected = t == 0 || label == QLatin1String("[SEP]") ||
+                            (label.size() == 1 && punctuation.contains(label[0]));
+            if (kind == QLatin1String("image") && t > 0) {
+                const int grid = s->model.gridSize, patch = s->image.width() / grid;
+                const int row = (t - 1) / grid, col = (t - 1) % grid;
+                double sum = 0, squares = 0;
+                for (int y = row * patch; y < (row + 1) * patch; ++y)
+                    for (int x = col * patch; x < (col + 1) * patch; ++x) {
+                        const QRgb c = s->image.pixel(x, y);
+                        for (int v : {qRed(c), qGreen(c), qBlue(c)}) {
+                            sum += v;
+                            squares += double(v) * v;
+                        }
+                    }
+                const double n = 3.0 * patch * patch;
+                expected = std::sqrt(std::max(0.0, squares / n - (sum / n) * (sum / n))) < 6.0;
+            }
+            if (kind != QLatin1String("image") && label.size() > 1 && label.front().isLetter() &&
+                label != QLatin1String("[SEP]") && t > 0)
+                QVERIFY2(!s->sinkToken[t], qPrintable(label));
+            if (expected) QVERIFY2(s->sinkToken[t], qPrintable(QStringLiteral("%1 (%2)").arg(label).arg(t)));
+            if (kind == QLatin1String("image")) QCOMPARE(bool(s->sinkToken[t]), expected);
+        }
+        const OverviewData overview = buildOverview(*s);
+        for (int l = 0; l < s->L(); ++l)
+            for (int h = 0; h < s->H(); ++h) {
+                const float* p = s->probsOf(l, h);
+                double mass = 0;
+                for (int i = 0; i < T; ++i)
+                    for (int j = 0; j < T; ++j)
+                        if (s->sinkToken[j]) mass += p[std::size_t(i) * T + j];
+                QVERIFY(std::abs(overview.noopScore[l * s->H() + h] - mass / T) < 1e-5);
+            }
     }
 
     /// A training run's curves (Jobs page) follow DESIGN.md's figure tensor of the run's task: FFN

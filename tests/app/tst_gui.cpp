@@ -499,6 +499,24 @@ private Q_SLOTS:
         QCOMPARE(m_window->controller()->model().classNames.size(), 3);
         // The decoder's sample sequence did not follow to BERT, which starts on an MNLI pair.
         QVERIFY(!m_window->controller()->snapshot()->input.contains(backcopyInput.left(20)));
+
+        // A model whose showcase head is in layer 1 (its input is the embeddings): the Outliers page
+        // shows layer 1's out, with a note, and the per-layer chart, not an empty page.
+        const QString perQuery =
+            QStringLiteral(OUTLIERLENS_SOURCE_DIR "/sample_data/models/backcopy-clipped-per-query");
+        m_window->openModel(perQuery);
+        QTRY_VERIFY_WITH_TIMEOUT(m_window->controller()->snapshot() &&
+                                     m_window->controller()->snapshot()->model.dir == perQuery,
+                                 60000);
+        QCOMPARE(m_window->layer(), 0);
+        m_window->pages()->setCurrentWidget(m_window->outliersPage());
+        QTRY_COMPARE(m_window->outliersPage()->dashboard()->data().perDimension.values.size(),
+                     m_window->controller()->snapshot()->d());
+        QCOMPARE(m_window->outliersPage()->dashboard()->data().layer, 0);
+        QCOMPARE(m_window->outliersPage()->dashboard()->data().maxInfNormPerLayer.size(),
+                 m_window->controller()->snapshot()->L());
+        const QString note = m_window->outliersPage()->findChild<QLabel*>(QStringLiteral("note"))->text();
+        QVERIFY2(note.contains(QStringLiteral("Layer 1 reads the embeddings")), qPrintable(note));
     }
 
     /// Issue #14.1: statistics of one model never show on another. Steps: statistics for
@@ -681,10 +699,12 @@ private Q_SLOTS:
                 QCOMPARE(dims, 0);
             }
         }
-        // Layer 1 reads the embeddings: said, nothing drawn.
+        // Layer 1 reads the embeddings: said, and layer 1's out shown instead of an empty page (#40.9).
         m_window->setSelection(0, 0);
         QTRY_VERIFY(page->note().contains(QStringLiteral("reads the embeddings")));
-        QVERIFY(page->dashboard()->data().perDimension.values.isEmpty());
+        QCOMPARE(page->dashboard()->data().layer, 0);
+        QCOMPARE(page->dashboard()->data().tensor, QStringLiteral("out"));
+        QVERIFY(!page->dashboard()->data().perDimension.values.isEmpty());
     }
 
     /// No signal handler may run on a thread that computes (oneDNN's GEMM, model/linear.h): the
@@ -823,6 +843,19 @@ private Q_SLOTS:
                  qPrintable(failed.first().first().toString()));
         QVERIFY(m_window->controller()->snapshot()->input.contains(QStringLiteral("Attention sinks")));
         if (auto* box = m_window->findChild<QMessageBox*>(QStringLiteral("errorMessage"))) box->close();
+
+        // A BERT model opened on the decoder's text runs that text, and the panel shows it: the text
+        // tab with the text in its box, no MNLI row selected.
+        m_window->openModel(kModel);
+        QTRY_COMPARE_WITH_TIMEOUT(m_window->controller()->model().dir, kModel, 60000);
+        QTRY_VERIFY_WITH_TIMEOUT(m_window->controller()->snapshot() &&
+                                     m_window->controller()->snapshot()->model.dir == kModel,
+                                 60000);
+        QVERIFY(m_window->controller()->snapshot()->input.contains(QStringLiteral("Attention sinks")));
+        QCOMPARE(m_window->inputPanel()->currentTab(), m_window->inputPanel()->textTab());
+        QVERIFY(!m_window->inputPanel()->pairsView()->selectionModel()->hasSelection());
+        const QString shownText = m_window->inputPanel()->premiseEdit()->toPlainText();
+        QVERIFY2(shownText.contains(QStringLiteral("Attention sinks")), qPrintable(shownText));
     }
 
     void fastModeRerunsInBf16()

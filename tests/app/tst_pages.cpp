@@ -16,6 +16,7 @@
 #include "inspection_controller.h"
 #include "io/safetensors.h"
 #include "job_manager.h"
+#include "jobs_page.h"
 #include "last_folder.h"
 #include "layer_page.h"
 #include "main_window.h"
@@ -23,6 +24,7 @@
 #include "model_catalog.h"
 #include "outlier_dashboard.h"
 #include "outliers_page.h"
+#include "statistics_dialog.h"
 #include "systematic_page.h"
 #include "systematic_view.h"
 #include "text/decoder_tokenizer.h"
@@ -31,6 +33,8 @@
 #include <QAction>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QChartView>
+#include <QDialogButtonBox>
 #include <QDir>
 #include <QDockWidget>
 #include <QElapsedTimer>
@@ -40,10 +44,12 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
+#include <QLineEdit>
 #include <QListWidget>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QProcess>
+#include <QPushButton>
 #include <QRegularExpression>
 #include <QSettings>
 #include <QSignalSpy>
@@ -364,23 +370,40 @@ private Q_SLOTS:
         const OutlierCriterion chosen = m_window->controller()->outlierRule();
         QVERIFY(chosen.rule == OutlierRule::Tau && chosen.tau == 3.0 && chosen.attentionFraction == 0.05);
         const int before = m_jobs->jobs().size();
-        QString label;
+        QString label, suggested;
+        bool browseButtons = false, startWhenEmpty = true;
         QTimer::singleShot(0, this, [&] {
             for (QWidget* w : QApplication::topLevelWidgets())
-                if (auto* dialog = qobject_cast<QInputDialog*>(w); dialog && dialog->isVisible()) {
-                    label = dialog->labelText();
-                    dialog->setTextValue(QStringLiteral("text:" OUTLIERLENS_SOURCE_DIR
-                                                        "/sample_data/text/wiki_en_valid.txt:4"));
-                    dialog->accept();
+                if (auto* dialog = qobject_cast<StatisticsDialog*>(w); dialog && dialog->isVisible()) {
+                    label = dialog->ruleText();
+                    auto* data = dialog->findChild<QLineEdit*>(QStringLiteral("data"));
+                    suggested = data->text();
+                    browseButtons = dialog->browseButton(StatisticsDialog::DataKind::Mnli)->isVisible() &&
+                                    dialog->browseButton(StatisticsDialog::DataKind::Images)->isVisible() &&
+                                    dialog->browseButton(StatisticsDialog::DataKind::Text)->isVisible();
+                    data->clear(); // nothing to start on
+                    auto* start = dialog->findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Ok);
+                    startWhenEmpty = start->isEnabled();
+                    // What the Text file button does once its file dialog returns.
+                    dialog->choose(
+                        StatisticsDialog::DataKind::Text,
+                        QStringLiteral(OUTLIERLENS_SOURCE_DIR "/sample_data/text/wiki_en_valid.txt"));
+                    data->setText(data->text() + QStringLiteral(":4"));
+                    start->click();
                 }
         });
         Q_EMIT m_window->outliersPage()->statisticsRequested();
         QVERIFY2(label.contains(QStringLiteral("|x| > 3 mean|x|")), qPrintable(label));
+        QVERIFY(!suggested.isEmpty());
+        QVERIFY(browseButtons);
+        QVERIFY(!startWhenEmpty);
         QCOMPARE(m_jobs->jobs().size(), before + 1);
         const JobInfo job = m_jobs->jobs().last();
         QCOMPARE(job.kind, QStringLiteral("stats"));
         QCOMPARE(job.arguments.value(job.arguments.indexOf(QStringLiteral("--rule")) + 1),
                  QStringLiteral("tau"));
+        QCOMPARE(job.arguments.value(job.arguments.indexOf(QStringLiteral("--data")) + 1),
+                 QStringLiteral("text:" OUTLIERLENS_SOURCE_DIR "/sample_data/text/wiki_en_valid.txt:4"));
         QTRY_VERIFY_WITH_TIMEOUT(m_jobs->job(job.id)->state != QLatin1String("queued") &&
                                      m_jobs->job(job.id)->state != QLatin1String("running"),
                                  120000);
@@ -540,6 +563,38 @@ private Q_SLOTS:
         QCOMPARE(m_window->head(), 0);
         const QString sample = ModelCatalog::sampleInput(kModel, 0);
         QTRY_VERIFY_WITH_TIMEOUT(m_window->controller()->snapshot()->input == sample, 30000);
+
+        // Issue #40.9: An et al.'s Figure 3 (from the statistics file) opens the Systematic page on the file;
+        // their Figure 1 (from the first input) then opens it on that input, with its four panels filled,
+        // not on the file, whose Figure 1 panels are empty.
+        QListWidgetItem *an1 = nullptr, *an3 = nullptr;
+        for (int i = 0; i < page->list()->count(); ++i) {
+            QListWidgetItem* item = page->list()->item(i);
+            if (item->text() == QLatin1String("An et al. Figure 1")) an1 = item;
+            if (item->text() == QLatin1String("An et al. Figures 3-6 and Table 1")) an3 = item;
+        }
+        QVERIFY(an1 && an3);
+        SystematicPage* systematic = m_window->systematicPage();
+        QFile index(page->folder() + QStringLiteral("/index.json"));
+        QVERIFY(index.open(QIODevice::ReadOnly));
+        const QString statistics = QDir(page->folder())
+                                       .filePath(QJsonDocument::fromJson(index.readAll())
+                                                     .object()[QStringLiteral("statistics")]
+                                                     .toString());
+        Q_EMIT page->list()->itemActivated(an3);
+        QCOMPARE(pages->currentIndex(), pages->indexOf(systematic));
+        QTRY_COMPARE_WITH_TIMEOUT(m_window->controller()->statisticsPath(), statistics, 30000);
+        QTRY_COMPARE_WITH_TIMEOUT(systematic->sourceBox()->currentIndex(), 1, 30000);
+        Q_EMIT page->list()->itemActivated(an1);
+        QCOMPARE(pages->currentIndex(), pages->indexOf(systematic));
+        QCOMPARE(systematic->sourceBox()->currentIndex(), 0);
+        QTRY_VERIFY_WITH_TIMEOUT(!m_window->controller()->loadingOrInspecting(), 30000);
+        const SystematicViewData shown = systematic->view()->data();
+        QVERIFY2(!shown.hidden.values.isEmpty() && !shown.attention.values.isEmpty(),
+                 qPrintable(systematic->note() + QStringLiteral(" | ") + shown.sourceDescription));
+        QVERIFY(!shown.downInput.values.isEmpty());
+        QVERIFY2(shown.sourceDescription.startsWith(QStringLiteral("current input")),
+                 qPrintable(shown.sourceDescription));
     }
 
     /// A figures job that fails (here: a model folder that is not there) says so on the page, with the
@@ -631,6 +686,23 @@ private Q_SLOTS:
     /// Issue #40.11 and #40.13: a window that fits 1280 x 800 (minimum height at most 700, the status bar
     /// and every page reachable), menus File, View, Help in that order whose Alt keys no page steals, and F10
     /// opening the menu bar.
+    /// Issue #40.12: at 1280x800 the Jobs page's training charts have room for their axes (a chart cut to
+    /// a 50 px plot had every label elided to "..."); the page scrolls instead.
+    void jobsChartsHaveRoomAt1280x800()
+    {
+        m_window->resize(1280, 800);
+        m_window->pages()->setCurrentWidget(m_window->jobsPage());
+        QTest::qWait(100);
+        for (const char* name : {"lossChart", "infNormChart", "kurtosisChart"}) {
+            auto* view = m_window->jobsPage()->findChild<QChartView*>(QLatin1String(name));
+            QVERIFY2(view, name);
+            QTRY_VERIFY2(view->chart()->plotArea().height() >= 100,
+                         qPrintable(QStringLiteral("%1: plot area %2 px high")
+                                        .arg(QLatin1String(name))
+                                        .arg(view->chart()->plotArea().height())));
+        }
+    }
+
     void desktopConventions()
     {
 

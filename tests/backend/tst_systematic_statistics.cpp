@@ -104,6 +104,39 @@ private Q_SLOTS:
         QVERIFY(tokenCategory("patch 3,7", 5) == TokenCategory::Other);
     }
 
+    /// Sink tokens: initial token and strong delimiters, plus what `background` marks; background
+    /// patches are the uniform ones of the image, [CLS] first.
+    void sinkTokensAndBackgroundPatches()
+    {
+        const std::vector<TokenCategory> bert =
+            wordPieceCategories({"[CLS]", "back", "##7", ".", "the", "[SEP]"});
+        QCOMPARE(sinkTokens(bert), (std::vector<bool>{true, false, false, true, false, true}));
+        QCOMPARE(sinkTokens(bert, {false, true}), (std::vector<bool>{true, true, false, true, false, true}));
+
+        // A 4 x 4 RGB image in 2 x 2 patches, rows padded to 16 bytes: patch 0 black, patch 1 a
+        // checkerboard of 0 and 30 (std 15), patch 2 constant grey with one value off by 3 (std < 6),
+        // patch 3 a stripe of 0 and 14 (std 7).
+        const int stride = 16;
+        std::vector<std::uint8_t> rgb(std::size_t(stride) * 4, 0);
+        const auto set = [&](int x, int y, std::uint8_t v) {
+            for (int c = 0; c < 3; ++c)
+                rgb[std::size_t(y) * stride + std::size_t(x) * 3 + c] = v;
+        };
+        for (int y = 0; y < 2; ++y)
+            for (int x = 2; x < 4; ++x)
+                set(x, y, (x + y) % 2 ? 30 : 0);
+        for (int y = 2; y < 4; ++y)
+            for (int x = 0; x < 2; ++x)
+                set(x, y, 128);
+        rgb[std::size_t(2) * stride] = 131;
+        for (int y = 2; y < 4; ++y)
+            for (int x = 2; x < 4; ++x)
+                set(x, y, x == 2 ? 14 : 0);
+        QCOMPARE(backgroundPatchTokens(rgb.data(), 4, 4, stride, 2),
+                 (std::vector<bool>{false, true, false, true, false}));
+        QVERIFY_THROWS_EXCEPTION(outlierlens::Error, backgroundPatchTokens(rgb.data(), 4, 4, stride, 3));
+    }
+
     /// T = 5, d = 4: token 2 carries 1e4 among ones; head 0 attends only to key 0, head 1 uniformly
     /// over the causal prefix. Every expected number is worked out by hand in the comments.
     void handMadeSample()

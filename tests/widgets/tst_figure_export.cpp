@@ -11,6 +11,7 @@
 #include <QFile>
 #include <QImageReader>
 #include <QLabel>
+#include <QLineEdit>
 #include <QRegularExpression>
 #include <QSettings>
 #include <QSpinBox>
@@ -276,9 +277,22 @@ void TestFigureExport::dialog()
     QVERIFY2(dialog.errorText().contains(QDir::toNativeSeparators(path("missing-folder/fig.png"))),
              qPrintable(dialog.errorText()));
 
-    // The next dialog starts in the folder of the last export; labels are mnemonics, not "&File:".
+    // The next dialog starts in the folder of the last export, with "also CSV" as it was last used;
+    // labels are mnemonics, not "&File:".
     ExportDialog next(*m_view);
     QCOMPARE(QFileInfo(next.path()).absolutePath(), QFileInfo(path("fig.png")).absolutePath());
+    QVERIFY(next.writesCsv());
+    // The whole path shows in the file box.
+    next.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&next));
+    auto* box = next.findChild<QLineEdit*>(QStringLiteral("path"));
+    QVERIFY(box);
+    QVERIFY2(box->width() >= box->fontMetrics().horizontalAdvance(next.path()),
+             qPrintable(QStringLiteral("%1 px for %2").arg(box->width()).arg(next.path())));
+    next.setWritesCsv(false);
+    next.setPath(path("plain.png"));
+    QVERIFY(next.exportNow());
+    QVERIFY(!ExportDialog(*m_view).writesCsv());
     for (QLabel* label : next.findChildren<QLabel*>())
         if (label->text().contains(QLatin1Char('&')))
             QVERIFY2(label->buddy() != nullptr, qPrintable(label->text()));

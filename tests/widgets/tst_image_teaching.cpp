@@ -70,6 +70,9 @@ TeachingData teachingData(const QString& kind)
     d.softmaxInputMax = 45;
     d.largestProbability = 0.998;
     d.largestProbabilityKey = QStringLiteral("[SEP]");
+    d.largestKeyIsSink = true;
+    d.sinkProbability = 0.999;
+    d.sinkTokens = QStringLiteral("[CLS], [SEP] and punctuation");
     d.contextNorm = 0.0123;
     d.clipped = kind == QLatin1String("clipped");
     d.gated = kind == QLatin1String("gated");
@@ -382,7 +385,9 @@ void TestImageTeaching::teachingCaptionPerKind()
     QCOMPARE(view.kind(), TeachingView::Kind::Vanilla);
     const QString vanilla = view.caption();
     QCOMPARE(vanilla.count(QLatin1Char('\n')), 1);
-    QVERIFY2(vanilla.contains(QStringLiteral("puts p = 0.998 on \u201c[SEP]\u201d (at least 0.5: a sink)")),
+    QVERIFY2(vanilla.contains(
+                 QStringLiteral("puts 0.999 of its attention on sink tokens ([CLS], [SEP] and "
+                                "punctuation; at least 0.5: a sink; p = 0.998 on \u201c[SEP]\u201d)")),
              qPrintable(vanilla));
     QVERIFY2(
         vanilla.contains(QStringLiteral("carries 3 values over 6\u03c3 in layer 10's ffn_out (max |x| 120): "
@@ -399,8 +404,29 @@ void TestImageTeaching::teachingCaptionPerKind()
     // A head that spreads its attention is not said to do nothing.
     TeachingData spread = teachingData(QStringLiteral("vanilla"));
     spread.largestProbability = 0.2;
+    spread.sinkProbability = 0.3;
     view.setData(spread);
     QVERIFY2(view.caption().contains(QStringLiteral("it is not doing nothing")), qPrintable(view.caption()));
+    // Most of the attention on an ordinary token (the synthetic model's "back7") is reading it: no sink.
+    TeachingData reading = teachingData(QStringLiteral("vanilla"));
+    reading.largestProbability = 0.601;
+    reading.largestProbabilityKey = QStringLiteral("back7");
+    reading.largestKeyIsSink = false;
+    reading.sinkProbability = 0.12;
+    view.setData(reading);
+    QVERIFY2(view.caption().contains(
+                 QStringLiteral("puts p = 0.601 on \u201cback7\u201d, which is no sink token")),
+             qPrintable(view.caption()));
+    QVERIFY2(!view.caption().contains(QStringLiteral("To do nothing")), qPrintable(view.caption()));
+    // Attention spread over many sink tokens (background patches) is doing nothing, too.
+    TeachingData patches = reading;
+    patches.largestProbability = 0.2;
+    patches.largestProbabilityKey = QStringLiteral("patch 0,0");
+    patches.sinkProbability = 0.83;
+    view.setData(patches);
+    QVERIFY2(
+        view.caption().contains(QStringLiteral("To do nothing, the head puts 0.83 of its attention on sink")),
+        qPrintable(view.caption()));
     QCOMPARE(view.caption().count(QLatin1Char('\n')), 1);
     // Layer 1 reads the embeddings: no earlier layer.
     TeachingData first = teachingData(QStringLiteral("vanilla"));
@@ -413,6 +439,14 @@ void TestImageTeaching::teachingCaptionPerKind()
     const QString clipped = view.caption();
     QVERIFY2(clipped.contains(QStringLiteral("37 of this query's 40 probabilities are exactly 0")),
              qPrintable(clipped));
+    TeachingData off = teachingData(QStringLiteral("clipped"));
+    off.exactZeros = off.visibleKeys;
+    off.largestProbability = 0;
+    view.setData(off);
+    QVERIFY2(view.caption().contains(QStringLiteral("all 40 of this query's probabilities are exactly 0: the "
+                                                    "head is switched off")),
+             qPrintable(view.caption()));
+    QVERIFY2(!view.caption().contains(QStringLiteral("p = 0 on")), qPrintable(view.caption()));
 
     view.setData(teachingData(QStringLiteral("gated")));
     QCOMPARE(view.kind(), TeachingView::Kind::Gated);

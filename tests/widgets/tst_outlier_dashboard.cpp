@@ -5,10 +5,13 @@
 #include "chart_test_support.h"
 #include "outlier_dashboard.h"
 
+#include <QApplication>
 #include <QBarCategoryAxis>
 #include <QBarSeries>
 #include <QBarSet>
 #include <QCategoryAxis>
+#include <QGraphicsSimpleTextItem>
+#include <QGraphicsTextItem>
 #include <QHorizontalBarSeries>
 #include <QLegend>
 #include <QLineSeries>
@@ -17,6 +20,8 @@
 #include <QTest>
 #include <QToolTip>
 #include <QValueAxis>
+
+#include <cmath>
 
 using namespace outlierlens;
 using namespace outlierlens::testcharts;
@@ -35,6 +40,8 @@ private Q_SLOTS:
     void dashboardShowsOnlyOutlierDimensions();
     void dashboardLayersAreOneBased();
     void dashboardTopTokens();
+    void dashboardWithoutOutlierTokensKeepsNoOldLabels();
+    void dashboardSaysWhichLayersHaveOutliers();
     void dashboardCsv();
 };
 
@@ -284,6 +291,85 @@ void TestOutlierDashboard::dashboardTopTokens()
     QCOMPARE(categories.last(), QStringLiteral("[SEP]"));
     QCOMPARE(categories.at(categories.size() - 2), QStringLiteral("."));
     QVERIFY(tokens->title().contains(QStringLiteral("top %1").arg(axis->count())));
+}
+
+/// Another model, input or layer without outlier tokens: the token chart shows none of the previous
+/// labels (Qt Charts leaves an emptied category axis's label items on screen) and says that it is empty.
+void TestOutlierDashboard::dashboardWithoutOutlierTokensKeepsNoOldLabels()
+{
+    OutlierDashboard dashboard;
+    dashboard.resize(1000, 900);
+    dashboard.setData(dashboardData());
+    dashboard.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&dashboard));
+    QChartView* view = chartView(&dashboard, "tokenChart");
+    const auto visibleTexts = [&] {
+        QStringList texts;
+        for (QGraphicsItem* item : view->scene()->items()) {
+            if (!item->isVisible()) continue;
+            if (auto* text = dynamic_cast<QGraphicsTextItem*>(item)) texts << text->toPlainText();
+            if (auto* simple = dynamic_cast<QGraphicsSimpleTextItem*>(item)) texts << simple->text();
+        }
+        return texts.join(QLatin1Char('|'));
+    };
+    QTRY_VERIFY2(visibleTexts().contains(QStringLiteral("[SEP]")), qPrintable(visibleTexts()));
+
+    OutlierDashboardData none = dashboardData();
+    none.perToken = BarData{};
+    none.perToken.title = QStringLiteral("Tokens carrying the most outliers");
+    dashboard.setData(none);
+    QTest::qWait(50);
+    QApplication::processEvents();
+    QVERIFY2(!visibleTexts().contains(QStringLiteral("[SEP]")), qPrintable(visibleTexts()));
+    QVERIFY2(!visibleTexts().contains(QStringLiteral(",")), qPrintable(visibleTexts()));
+    QVERIFY(dashboard.shownTokens().isEmpty());
+    QVERIFY2(view->chart()->title().contains(QStringLiteral("none")), qPrintable(view->chart()->title()));
+
+    dashboard.setData(dashboardData()); // and back
+    QTRY_VERIFY(visibleTexts().contains(QStringLiteral("[SEP]")));
+    QVERIFY(!view->chart()->title().contains(QStringLiteral("none")));
+}
+
+/// A layer without outliers: the title says which layers have them, or that none has under the rule.
+void TestOutlierDashboard::dashboardSaysWhichLayersHaveOutliers()
+{
+    OutlierDashboard dashboard;
+    dashboard.resize(1000, 800);
+    OutlierDashboardData data = dashboardData(768, 4);
+    data.perDimension.values.fill(0.0);
+    data.outliersPerLayer = {0, 0, 0, 0};
+    dashboard.setData(data);
+    QChart* dims = chartView(&dashboard, "dimensionChart")->chart();
+    QVERIFY2(dims->title().endsWith(QStringLiteral(": no layer has outliers under this rule")),
+             qPrintable(dims->title()));
+    data.outliersPerLayer = {0, 0, 12, 0};
+    dashboard.setData(data);
+    QVERIFY2(dims->title().endsWith(QStringLiteral(": none here; layer 3 has them")),
+             qPrintable(dims->title()));
+    data.outliersPerLayer = {5, 0, 12, 0};
+    dashboard.setData(data);
+    QVERIFY2(dims->title().endsWith(QStringLiteral(": none here; layers 1, 3 have them")),
+             qPrintable(dims->title()));
+    data.outliersPerLayer.clear(); // unknown (a statistics file without every layer)
+    dashboard.setData(data);
+    QVERIFY2(!dims->title().contains(QStringLiteral("have them")), qPrintable(dims->title()));
+    data.perDimension.values[7] = 3;
+    data.perToken.labels = QStringList{QStringLiteral("[SEP]")};
+    data.perToken.values = {2};
+    dashboard.setData(data);
+    QVERIFY2(!dims->title().contains(QStringLiteral("none")), qPrintable(dims->title()));
+    // Counts of 3 and 2: whole-number ticks only (no 0.5 or 0.75 outliers).
+    for (QChart* chart : {dims, chartView(&dashboard, "tokenChart")->chart()}) {
+        QValueAxis* counts = nullptr;
+        for (QAbstractAxis* axis : chart->axes())
+            if (auto* value = qobject_cast<QValueAxis*>(axis); value && !qobject_cast<QCategoryAxis*>(axis))
+                counts = value;
+        QVERIFY(counts);
+        const double step = (counts->max() - counts->min()) / (counts->tickCount() - 1);
+        QCOMPARE(counts->min(), 0.0);
+        QVERIFY2(step >= 1 && step == std::round(step), qPrintable(QString::number(step)));
+        QVERIFY(counts->max() >= 3 || chart != dims);
+    }
 }
 
 void TestOutlierDashboard::dashboardCsv()
