@@ -31,6 +31,7 @@ constexpr double kValuePanelShare = 1.0 / 3.0;
 constexpr double kMinValueColumn = 2.0;
 // Fit to a narrow window: columns may narrow to this share of the row height before rows shrink.
 constexpr double kMinColumnShare = 0.25;
+constexpr double kMinNarrowedColumn = 1.0;
 // The distribution panel's bins are legible columns whatever the row height.
 constexpr double kMinDistributionColumn = 6.0;
 constexpr double kMaxDistributionColumn = 16.0;
@@ -207,7 +208,7 @@ void HeadView::setData(const HeadViewData& data)
     probabilities->setMarkExactZeros(m_data.clippedSoftmax);
     probabilities->setData(withTokens(m_data.probabilities, m_data.tokens, true), ColorScale::Sequential);
     m_panels[ValuesPanel]->setData(withTokens(m_data.values, m_data.tokens, false), ColorScale::Diverging);
-    m_panels[ProductPanel]->setTitle(hasGatePanel() ? tr("P\u00b7V (before the gate)") : tr("P\u00b7V"));
+    m_panels[ProductPanel]->setTitle(hasGatePanel() ? tr("P\u00b7V (pre-gate)") : tr("P\u00b7V"));
     m_panels[ProductPanel]->setData(withTokens(m_data.product, m_data.tokens, false), ColorScale::Diverging);
     // After the gate: each token's row of P.V times its pi, what the head adds to the output (Figure 15).
     MatrixData gated;
@@ -218,7 +219,7 @@ void HeadView::setData(const HeadViewData& data)
                 gated.values[r * gated.cols + c] *= m_data.gate[r];
         gated.valueTitle = tr("π · (P·V)");
     }
-    m_panels[GatedProductPanel]->setTitle(tr("π·(P·V) (after the gate)"));
+    m_panels[GatedProductPanel]->setTitle(tr("π·(P·V) (gated)"));
     m_panels[GatedProductPanel]->setData(withTokens(gated, m_data.tokens, false), ColorScale::Diverging);
     m_panels[DistributionPanel]->setData(
         m_distributionPanelVisible
@@ -313,9 +314,10 @@ double HeadView::valueColumnWidth(double rowHeight) const
 
 QSizeF HeadView::panelCell(int panel, double rowHeight, double columnShare) const
 {
-    // Narrowed columns stay at least kMinValueColumn wide (or as wide as they were, if narrower).
+    // Narrowed columns stay at least kMinNarrowedColumn wide (or as wide as they were, if narrower).
     const auto narrowed = [&](double width) {
-        return std::max(std::min(width, kMinValueColumn), width * columnShare);
+        return columnShare >= 1.0 ? width
+                                  : std::max(std::min(width, kMinNarrowedColumn), width * columnShare);
     };
     if (panel == ValuesPanel || panel == ProductPanel || panel == GatedProductPanel)
         return QSizeF(narrowed(valueColumnWidth(rowHeight)), rowHeight);

@@ -230,8 +230,13 @@ void HeatmapRenderer::paint(QPainter& painter, const Frame& f) const
     const Metrics& m = f.metrics;
     // Title and subtitle, starting over the cells when there is room.
     double y = f.title.top();
-    const auto drawTitleLine = [&](const QFont& font, const QColor& color, const QString& text) {
+    const auto drawTitleLine = [&](const QFont& font, const QColor& color, QString text, bool subtitle) {
         const QFontMetricsF fm(font);
+        // A narrow panel's subtitle drops its note in parentheses ("(0-based)") before it elides anything.
+        const int note = text.lastIndexOf(QLatin1String(" ("));
+        if (subtitle && note > 0 && text.endsWith(QLatin1Char(')')) &&
+            fm.horizontalAdvance(text) > f.title.right() - f.title.left() - kGap)
+            text = text.left(note);
         const double width = fm.horizontalAdvance(text);
         const double x = width <= f.title.right() - f.cells.left() ? f.cells.left() : f.title.left() + kGap;
         painter.setFont(font);
@@ -241,8 +246,8 @@ void HeatmapRenderer::paint(QPainter& painter, const Frame& f) const
                          fm.elidedText(text, Qt::ElideRight, line.width()));
         y += std::ceil(fm.height()) + kGap;
     };
-    if (!m_title.isEmpty()) drawTitleLine(f.fonts.title, f.fonts.text, m_title);
-    if (!subtitle().isEmpty()) drawTitleLine(f.fonts.small, f.fonts.secondary, subtitle());
+    if (!m_title.isEmpty()) drawTitleLine(f.fonts.title, f.fonts.text, m_title, false);
+    if (!subtitle().isEmpty()) drawTitleLine(f.fonts.small, f.fonts.secondary, subtitle(), true);
 
     if (!m_data.isEmpty()) {
         paintCells(painter, f);

@@ -32,6 +32,11 @@ double maxOf(const QVector<float>& values)
 
 } // namespace
 
+double ImageFigure::cumulativeColorMax(const ImageViewData& data)
+{
+    return std::max(maxOf(data.cumulativeAttention), double(data.clsCumulativeAttention));
+}
+
 bool ImageFigure::validGrid(const QVector<float>& values, int rows, int cols)
 {
     return rows > 0 && cols > 0 && values.size() == rows * cols;
@@ -247,7 +252,7 @@ void ImageFigure::paint(QPainter& p, const QRect& area) const
                 drawNoData(p, l.cumulative, tr("no attention"), b);
                 break;
             }
-            const double maxAttention = maxOf(d.cumulativeAttention);
+            const double maxAttention = cumulativeColorMax(d);
             drawHeatGrid(p, l.cumulative, d.cumulativeAttention, rows, cols, maxAttention);
             // Outline the outlier patches: the head's attention should land on them.
             p.setPen(QPen(QColor(255, 255, 255), std::max(1.0, 0.09 * b), Qt::DotLine));

@@ -22,6 +22,9 @@ class ImageFigure
 
 public:
     enum class Panel { Image, Cumulative, Matrix, Bars, Dataset };
+    /// The top of the cumulative-attention colour bar: the largest of the patches' sums and the CLS
+    /// cell's, so that the bar covers every cell it colours.
+    static double cumulativeColorMax(const ImageViewData& data);
 
     /// Where everything goes in an area; all rects are in the area's coordinates.
     struct Layout

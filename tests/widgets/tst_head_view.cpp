@@ -43,6 +43,7 @@ private Q_SLOTS:
     void zoomAndScrollTogether();
     void signalsNameThePanel();
     void valueColumnsNarrowerForWideHeads();
+    void narrowWindowKeepsRowsReadable();
     void csvIsLongFormat_data();
     void csvIsLongFormat();
     void figureProvenance();
@@ -185,6 +186,32 @@ void TestHeadView::valueColumnsNarrowerForWideHeads()
     view.setData(testdata::head(60, 16, false, false));
     QVERIFY(qFuzzyCompare(view.panel(HeadView::ValuesPanel)->cellWidth(),
                           view.panel(HeadView::ValuesPanel)->cellHeight()));
+}
+
+/// Issue #40.12: a gated head (five panels) in a 1280x800 window's page fills the page's height with
+/// rows tall enough for token labels; the columns narrow instead (they had been squares of 1.7 px, the
+/// attention matrix 110 px high in the top third of the page).
+void TestHeadView::narrowWindowKeepsRowsReadable()
+{
+    HeadView view;
+    view.setData(testdata::head(64, 64, true, false));
+    view.resize(920, 680);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QVERIFY(view.isFitToWindow());
+    HeatmapView* probabilities = view.panel(HeadView::ProbabilitiesPanel);
+    QTRY_VERIFY2(probabilities->cellHeight() >= 7.5,
+                 qPrintable(QStringLiteral("rows of %1 px").arg(probabilities->cellHeight())));
+    QVERIFY(probabilities->cellWidth() < probabilities->cellHeight());
+    QVERIFY(64 * probabilities->cellHeight() >= 0.7 * 680);
+    // Everything fits the width: no panel is cut off.
+    int right = 0;
+    for (HeatmapView* panel : shownPanels(view))
+        right = std::max(right, panel->mapTo(&view, QPoint(panel->width(), 0)).x());
+    QVERIFY2(right <= view.width(), qPrintable(QStringLiteral("%1 of %2 px").arg(right).arg(view.width())));
+    // A zoom by hand gives square cells again.
+    view.setCellSize(6);
+    QCOMPARE(probabilities->cellWidth(), probabilities->cellHeight());
 }
 
 void TestHeadView::csvIsLongFormat_data()

@@ -112,6 +112,7 @@ private Q_SLOTS:
     void emptyViewIsSafe();
     void imageFigureIndependentOfWidgetSize();
     void imageCsv();
+    void cumulativeColourBarCoversCls();
     void teachingGateBoxOnlyWhenGated();
     void teachingCaptionPerKind();
     void teachingFigureIndependentOfWidgetSize();
@@ -347,6 +348,20 @@ void TestImageTeaching::imageCsv()
     QCOMPARE(count(QStringLiteral("dataset_patch_outliers,")), kGrid * kGrid);
     QVERIFY(lines.contains(QStringLiteral("dataset_patch_outliers,0,0,300")));
     QVERIFY(lines.contains(QStringLiteral("dataset_patch_outliers,5,6,42")));
+}
+
+/// Issue #40.8: the cumulative-attention colour bar reaches the CLS cell's value when CLS, a sink, takes
+/// more than any patch (the cell is not coloured beyond the bar).
+void TestImageTeaching::cumulativeColourBarCoversCls()
+{
+    ImageViewData d = imageData(false);
+    double patchMax = 0;
+    for (float v : d.cumulativeAttention)
+        patchMax = std::max(patchMax, double(v));
+    d.clsCumulativeAttention = float(3 * patchMax + 1);
+    QCOMPARE(outlierlens::ImageFigure::cumulativeColorMax(d), double(d.clsCumulativeAttention));
+    d.clsCumulativeAttention = 0;
+    QCOMPARE(outlierlens::ImageFigure::cumulativeColorMax(d), patchMax);
 }
 
 void TestImageTeaching::teachingGateBoxOnlyWhenGated()
