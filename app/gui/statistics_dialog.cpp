@@ -10,6 +10,8 @@
 #include <QPushButton>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 namespace outlierlens {
 
 StatisticsDialog::StatisticsDialog(const QString& data, const QString& rule, QWidget* parent)
@@ -23,7 +25,7 @@ StatisticsDialog::StatisticsDialog(const QString& data, const QString& rule, QWi
     label->setWordWrap(true);
     m_data = new QLineEdit(data, this);
     m_data->setObjectName(QStringLiteral("data"));
-    m_data->setMinimumWidth(std::max(480, m_data->fontMetrics().horizontalAdvance(data) + 24));
+    m_data->setMinimumWidth(std::clamp(m_data->fontMetrics().horizontalAdvance(data) + 24, 480, 900));
     label->setBuddy(m_data);
     layout->addWidget(label);
     layout->addWidget(m_data);
