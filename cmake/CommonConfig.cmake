@@ -44,11 +44,11 @@ if(OUTLIERLENS_FUZZ)
     target_link_options(outlierlens_config INTERFACE -fsanitize=address,undefined)
 endif()
 
-# Precompiled LibTorch headers (OUTLIERLENS_PCH, on by default). Parsing <torch/torch.h> costs ~15 s of
-# every translation unit that includes it, and about 100 of ours do. It is precompiled once, in
-# outlierlens_torch_pch, and each target names the sources that include torch with
-# outlierlens_use_torch_pch(): only those get it (a source that does not need torch would pay ~5 s to
-# load the 0.6 GB image). A torch source left off a list still builds, only slower. GCC refuses a
+# Precompiled LibTorch headers (OUTLIERLENS_PCH, on by default). Parsing <torch/torch.h> costs ~11 s of
+# every translation unit that includes it, and about 70 of ours do (docs/performance.md). It is
+# precompiled once, in outlierlens_torch_pch, and each target names the sources that include it with
+# outlierlens_use_torch_pch(): only those get it (a source that does not, or includes only ATen's headers,
+# would lose 1-5 s loading the 0.6 GB image). A torch source left off a list still builds, only slower. GCC refuses a
 # precompiled header built with other code-generation flags, so every translation unit of ours is
 # compiled with -fPIC, which Qt's targets need anyway. The clang fuzz build (OUTLIERLENS_FUZZ) does
 # without it.
