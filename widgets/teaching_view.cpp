@@ -129,16 +129,12 @@ QString TeachingView::caption() const
     // One definition of a sink (docs/metrics.md, "Sink tokens"): a head does nothing when it parks at
     // least kSink of this query's attention on sink tokens; much attention on another token is reading it.
     const QString sinks = d.sinkTokens.isEmpty() ? tr("sink tokens") : d.sinkTokens;
-    if (d.sinkProbability >= kSink) {
-        const QString top = d.largestKeyIsSink
-                                ? tr("p = %1 on %2").arg(displayNumber(d.largestProbability), key)
-                                : tr("largest p = %1 on %2").arg(displayNumber(d.largestProbability), key);
-        return tr("To do nothing, the head puts %1 of its attention on sink tokens (%2; at least %3: a "
-                  "sink; %4) and adds |P\u00b7V| = %5.")
-                   .arg(displayNumber(d.sinkProbability), sinks, displayNumber(kSink), top,
+    if (d.sinkProbability >= kSink)
+        return tr("To do nothing, the head puts %1 of its attention on sink tokens (%2; at least %3: a sink) "
+                  "and adds |P\u00b7V| = %4.")
+                   .arg(displayNumber(d.sinkProbability), sinks, displayNumber(kSink),
                         displayNumber(d.contextNorm)) +
                QLatin1Char('\n') + outlierSentence();
-    }
     if (d.largestProbability >= kSink)
         return tr("The head puts p = %1 on %2, which is no sink token (%3): it reads that token rather "
                   "than doing nothing (%4 on sinks).")
@@ -356,16 +352,25 @@ void TeachingView::paintFigure(QPainter& p, const QRect& areaRect) const
     p.drawRoundedRect(captionBox, 0.4 * b, 0.4 * b);
     const QStringList captionLines = caption().split(QLatin1Char('\n'));
     const QRectF text = captionBox.adjusted(0.7 * b, 0.3 * b, -0.7 * b, -0.3 * b);
-    // Both lines at one size, or a shrunk long line looks unrelated to its neighbour.
+    // Both lines at one size, or a shrunk long line looks unrelated to its neighbour. A long line wraps
+    // within its half of the box before the size shrinks (shrunk to one line, it had been ~7 px).
+    const auto fitsWrapped = [&](int px) {
+        for (int i = 0; i < captionLines.size() && i < 2; ++i) {
+            const QRectF need =
+                QFontMetricsF(pixelFont(px, i == 0))
+                    .boundingRect(QRectF(0, 0, text.width(), 1e6), Qt::TextWordWrap, captionLines[i]);
+            if (need.height() > text.height() / 2 || need.width() > text.width()) return false;
+        }
+        return true;
+    };
     int captionPx = pixelFont(0.95 * b).pixelSize();
-    for (int i = 0; i < captionLines.size() && i < 2; ++i)
-        captionPx = std::min(
-            captionPx, fitFont(p, pixelFont(0.95 * b, i == 0), captionLines[i], text.width()).pixelSize());
+    while (captionPx > 6 && !fitsWrapped(captionPx))
+        --captionPx;
     for (int i = 0; i < captionLines.size() && i < 2; ++i) {
         p.setPen(kText);
-        drawFitted(p,
-                   QRectF(text.left(), text.top() + i * text.height() / 2, text.width(), text.height() / 2),
-                   Qt::AlignLeft | Qt::AlignVCenter, captionLines[i], pixelFont(captionPx, i == 0));
+        p.setFont(pixelFont(captionPx, i == 0));
+        p.drawText(QRectF(text.left(), text.top() + i * text.height() / 2, text.width(), text.height() / 2),
+                   Qt::AlignLeft | Qt::AlignVCenter | Qt::TextWordWrap, captionLines[i]);
     }
 
     QStringList provenance;
