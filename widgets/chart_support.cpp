@@ -1,6 +1,7 @@
 #include "chart_support.h"
 
 #include "colormap.h"
+#include "nice_numbers.h"
 
 #include <QAbstractAxis>
 #include <QChart>
@@ -89,15 +90,7 @@ void setNiceRange(QValueAxis* axis, double min, double max)
 void setCountRange(QValueAxis* axis, double max)
 {
     if (!std::isfinite(max) || max < 1) max = 1;
-    const double raw = max / 5;
-    double power = std::pow(10.0, std::floor(std::log10(raw)));
-    double step = 10 * power;
-    for (double m : {1.0, 2.0, 5.0})
-        if (m * power >= raw) {
-            step = m * power;
-            break;
-        }
-    step = std::max(1.0, std::round(step));
+    const double step = std::max(1.0, niceStep(max / 5)); // 1, 2 or 5 times a power of ten
     const double high = std::ceil(max / step - 1e-9) * step;
     axis->setRange(0, high);
     axis->setTickCount(int(std::lround(high / step)) + 1);

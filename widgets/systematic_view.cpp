@@ -6,7 +6,6 @@
 #include "heatmap_renderer.h"
 #include "heatmap_view.h"
 #include "layer_series_chart.h"
-#include "nice_numbers.h"
 
 #include <QBarCategoryAxis>
 #include <QBarSeries>

@@ -27,6 +27,11 @@ void showStatisticsSource(QComboBox* source, const InspectionController& control
         source->setItemText(1, label);
 }
 
+void chooseStatisticsSource(QComboBox* source, bool statisticsFile)
+{
+    if (!statisticsFile || source->count() > 1) source->setCurrentIndex(statisticsFile ? 1 : 0);
+}
+
 QPushButton* makeOpenStatisticsButton(InspectionController* controller, QWidget* dialogParent)
 {
     auto* open = new QPushButton(QCoreApplication::translate("StatisticsSource", "Open statistics file…"));

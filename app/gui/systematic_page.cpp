@@ -62,8 +62,7 @@ QString SystematicPage::note() const
 
 void SystematicPage::showSource(bool statisticsFile)
 {
-    // A file still loading switches the page itself when it is ready (statisticsReady).
-    if (!statisticsFile || m_source->count() > 1) m_source->setCurrentIndex(statisticsFile ? 1 : 0);
+    chooseStatisticsSource(m_source, statisticsFile);
 }
 
 const Figure* SystematicPage::figure() const
