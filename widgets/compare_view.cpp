@@ -116,6 +116,13 @@ void CompareView::setDistributionPanelsVisible(bool visible)
     applyOrientation();
 }
 
+void CompareView::showEvent(QShowEvent* event)
+{
+    // A view resized before it was shown had its resize event while hidden, with no room to measure.
+    QWidget::showEvent(event);
+    if (m_arrangement == Arrangement::Automatic) applyOrientation();
+}
+
 void CompareView::resizeEvent(QResizeEvent* event)
 {
     QWidget::resizeEvent(event);
@@ -167,7 +174,10 @@ Qt::Orientation CompareView::orientation() const
                     o == Qt::Horizontal
                         ? QSizeF(columnWidth, rows - m_captions[i]->heightForWidth(int(columnWidth)) - 8.0)
                         : QSizeF(columnWidth - kSideCaptionWidth - 8.0, rows - 4.0);
-                smallest = std::min(smallest, m_heads[i]->figureCellSizeFor(room));
+                // As the head will fit itself: rows, then columns narrowed to a share of them; a cell
+                // counts by the geometric mean of its sides.
+                const auto [rowHeight, columnShare] = m_heads[i]->fitCellsFor(room.toSize());
+                smallest = std::min(smallest, rowHeight * std::sqrt(columnShare));
             }
             return smallest;
         };

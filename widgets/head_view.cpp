@@ -31,6 +31,7 @@ constexpr double kValuePanelShare = 1.0 / 3.0;
 constexpr double kMinValueColumn = 2.0;
 // Fit to a narrow window: columns may narrow to this share of the row height before rows shrink.
 constexpr double kMinColumnShare = 0.25;
+constexpr double kMaxColumnShare = 4.0;
 constexpr double kMinNarrowedColumn = 1.0;
 // The distribution panel's bins are legible columns whatever the row height.
 constexpr double kMinDistributionColumn = 6.0;
@@ -314,17 +315,19 @@ double HeadView::valueColumnWidth(double rowHeight) const
 
 QSizeF HeadView::panelCell(int panel, double rowHeight, double columnShare) const
 {
-    // Narrowed columns stay at least kMinNarrowedColumn wide (or as wide as they were, if narrower).
-    const auto narrowed = [&](double width) {
-        return columnShare >= 1.0 ? width
-                                  : std::max(std::min(width, kMinNarrowedColumn), width * columnShare);
-    };
-    if (panel == ValuesPanel || panel == ProductPanel || panel == GatedProductPanel)
-        return QSizeF(narrowed(valueColumnWidth(rowHeight)), rowHeight);
+    // Narrowed value columns stay at least kMinNarrowedColumn wide (or as wide as they were, if
+    // narrower). The attention matrix's columns may go below a pixel: its renderer shows a block's largest
+    // probability, so a sink column stays visible (512 keys in a third of a 1280 px window).
+    if (panel == ValuesPanel || panel == ProductPanel || panel == GatedProductPanel) {
+        const double width = valueColumnWidth(rowHeight);
+        return QSizeF(columnShare >= 1.0 ? width
+                                         : std::max(std::min(width, kMinNarrowedColumn), width * columnShare),
+                      rowHeight);
+    }
     if (panel == GatePanel) return QSizeF(std::max(rowHeight, kMinGateWidth), rowHeight);
     if (panel == DistributionPanel)
         return QSizeF(std::clamp(rowHeight, kMinDistributionColumn, kMaxDistributionColumn), rowHeight);
-    return QSizeF(narrowed(rowHeight), rowHeight);
+    return QSizeF(rowHeight * columnShare, rowHeight);
 }
 
 double HeadView::cellsWidth(double rowHeight, double columnShare) const
@@ -342,25 +345,37 @@ double HeadView::fitCellSize() const
 
 std::pair<double, double> HeadView::fitCells() const
 {
+    return fitCellsFor(m_scroll->viewport()->size());
+}
+
+std::pair<double, double> HeadView::fitCellsFor(const QSize& available) const
+{
     const QVector<HeatmapView*> panels = visiblePanels();
     double fixed = kPanelSpacing * (panels.size() - 1) + panels.size(); // + a pixel each for rounding
-    int top = 0;
+    int top = 0, bottom = 0;
     for (HeatmapView* view : panels) {
         const QMargins m = view->cellMargins();
         fixed += m.left() + m.right() + 2 * view->frameWidth();
-        top = std::max(top, m.top());
+        top = std::max(top, m.top() + 2 * view->frameWidth());
+        // The last row's label and the colour bar's lowest number reach below the cells.
+        bottom = std::max(bottom, view->figureMargins().bottom());
     }
-    const QSize available = m_scroll->viewport()->size();
     const int rows = std::max(m_data.probabilities.rows, 1);
     // The rows fit the height. When the panels are then too wide (many of them: a gated head has five),
     // the columns narrow first, down to kMinColumnShare of the rows, so that rows keep their token
     // labels and the page its height; only then do the rows shrink too.
-    const double byHeight =
-        std::clamp(double(available.height() - top) / rows, HeatmapRenderer::kMinCellSize, kMaxFitRowHeight);
+    const double byHeight = std::clamp(double(available.height() - top - bottom) / rows,
+                                       HeatmapRenderer::kMinCellSize, kMaxFitRowHeight);
     const auto fits = [&](double h, double share) {
         return fixed + cellsWidth(h, share) <= available.width();
     };
-    if (fits(byHeight, 1.0)) return {byHeight, 1.0};
+    // Rows thinner than a pixel (hundreds of tokens in a short box, as when Compare stacks three heads):
+    // the attention matrix's columns widen, up to kMaxColumnShare, into the width a square matrix would
+    // leave empty.
+    if (fits(byHeight, 1.0))
+        return {byHeight, byHeight >= 1.0 ? 1.0 : largestFitting(1.0, kMaxColumnShare, [&](double c) {
+                    return fits(byHeight, c);
+                })};
     if (fits(byHeight, kMinColumnShare))
         return {byHeight, largestFitting(kMinColumnShare, 1.0, [&](double c) { return fits(byHeight, c); })};
     const double s = largestFitting(HeatmapRenderer::kMinCellSize, byHeight,

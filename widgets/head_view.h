@@ -78,6 +78,9 @@ public:
     double cellSize() const { return m_cell; }
     /// The largest row height (up to 48 px) at which every panel fits the view's width and height.
     double fitCellSize() const;
+    /// Fit to the window for panels given `available` pixels (the scrolled area; CompareView asks for
+    /// the room an arrangement would give): the row height and the columns' share of it (1: square).
+    std::pair<double, double> fitCellsFor(const QSize& available) const;
     /// The column width of V and P.V at a row height: a share of it chosen from T and d_head so that a
     /// value panel is at most a third as wide as the attention matrix, but at least 2 px (nor above the
     /// row height).

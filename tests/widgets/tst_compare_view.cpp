@@ -41,6 +41,7 @@ private Q_SLOTS:
     void zoomIsShared();
     void csvAndProvenance();
     void distributionPanels();
+    void longInputWithDistribution();
 };
 
 void TestCompareView::columnsWithCaptions()
@@ -186,6 +187,38 @@ void TestCompareView::distributionPanels()
     QCOMPARE(view.headView(0)->panel(HeadView::DistributionPanel)->data().at(0, 0), 0.0f);
     QVERIFY(
         view.figureCsv().contains(QStringLiteral("\n\"clipped softmax, gamma -0.025\",distribution,0,0,")));
+}
+
+void TestCompareView::longInputWithDistribution()
+{
+    // Issue #40.12: three 512-token heads with the distribution panels on a 1280x800 window's page (about
+    // 770 x 650 px) were stacked as ~110 px squares with 40% of the width empty and every title cut. Now the
+    // arrangement is chosen by the cells each head really gets on screen, and rows thinner than a pixel
+    // let the attention matrix's columns widen into the width.
+    CompareView view;
+    view.setEntries(threeModels(512, 64));
+    view.setDistributionPanelsVisible(true);
+    view.resize(770, 650);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QTest::qWait(20);
+    QCOMPARE(view.orientation(), Qt::Vertical); // side by side, the panels' labels leave no room for cells
+    for (int i = 0; i < 3; ++i) {
+        HeadView* head = view.headView(i);
+        HeatmapView* probabilities = head->panel(HeadView::ProbabilitiesPanel);
+        HeatmapView* distribution = head->panel(HeadView::DistributionPanel);
+        // The panels use the head's width: nothing to scroll, at most a sixth left over.
+        const int right = distribution->mapTo(head, QPoint(distribution->width(), 0)).x();
+        QVERIFY2(right <= head->width() && right >= head->width() * 5 / 6,
+                 qPrintable(QStringLiteral("%1 of %2").arg(right).arg(head->width())));
+        // Rows fill the height they have; columns are wider than rows, not narrower.
+        QVERIFY2(512 * probabilities->cellHeight() >= 0.45 * head->height(),
+                 qPrintable(QString::number(512 * probabilities->cellHeight())));
+        QVERIFY(probabilities->cellWidth() > 2 * probabilities->cellHeight());
+        QVERIFY(probabilities->cellWidth() <= 4 * probabilities->cellHeight() + 1e-9);
+        // The whole matrix with its labels is inside the head (nothing cut at the bottom).
+        QVERIFY(probabilities->height() <= head->height());
+    }
 }
 
 QTEST_MAIN(TestCompareView)
