@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "model/bert_network.h"
 #include "model/decoder_network.h"
+#include "model/model_family.h"
 #include "model/runtime.h"
 
 #include <nlohmann/json.hpp>
@@ -160,7 +161,7 @@ int runBench(const QStringList& args)
         if (cmd.isSet("model") == cmd.isSet("config"))
             throw UsageException{"give exactly one of --model and --config"};
         const Precision precision = cmd.precision();
-        if (cmd.isSet("model") && isDecoderModelDir(cmd.value("model")))
+        if (cmd.isSet("model") && isModelDirOf(cmd.value("model"), FamilyEngine::Decoder))
             return benchDecoder(cmd, cmd.value("model"), cmd.isSet("seq") ? seq : 256, batch, runs, warmup,
                                 threads, precision);
         if (cmd.isSet("capture-layer")) throw UsageException{"--capture-layer is for decoder models"};

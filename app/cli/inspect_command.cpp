@@ -8,6 +8,7 @@
 #include "analysis/vit_inspection.h"
 #include "common/error.h"
 #include "model/config.h"
+#include "model/model_family.h"
 #include "model/runtime.h"
 #include "paths.h"
 #include "text/imagenet.h"
@@ -202,21 +203,24 @@ int runInspect(const QStringList& args)
         configureTorchThreads(cmd.intValue("threads", 0, 1, 1024));
         const std::string modelDir = cmd.required("model");
         const Precision precision = cmd.precision();
-        if (isDecoderModelDir(modelDir)) {
-            if (cmd.isSet("image"))
-                throw UsageException{"--image needs a ViT model; " + modelDir + " is a decoder"};
+        const ModelFamily& family = modelFamilyOfDir(modelDir);
+        if (cmd.isSet("image") && !family.takesImages())
+            throw UsageException{"--image needs a model that reads images; " + modelDir + " is a " +
+                                 family.name + " model (use --text)"};
+        if ((cmd.isSet("text") || cmd.isSet("pair")) && !family.takesText())
+            throw UsageException{"--text/--pair need a model that reads text; " + modelDir + " is a " +
+                                 family.name + " model (use --image)"};
+        switch (family.engine) {
+        case FamilyEngine::Decoder:
             return inspectDecoderModel(cmd, modelDir, precision);
-        }
-        const AutocastScope autocast(precision);
-        const ModelFamily family = detectModelFamily(modelDir);
-        if (family == ModelFamily::Bert) {
-            if (cmd.isSet("image"))
-                throw UsageException{"--image needs a ViT model; " + modelDir + " is a BERT model"};
+        case FamilyEngine::Bert: {
+            const AutocastScope autocast(precision);
             return inspectBertModel(cmd, modelDir);
         }
-        if (cmd.isSet("text") || cmd.isSet("pair"))
-            throw UsageException{"--text/--pair need a BERT model; " + modelDir +
-                                 " is a ViT model (use --image)"};
+        case FamilyEngine::Vit:
+            break;
+        }
+        const AutocastScope autocast(precision);
         return inspectVitModel(cmd, modelDir);
     });
 }

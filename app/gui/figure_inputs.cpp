@@ -122,7 +122,7 @@ QVector<FigureInput> figureInputs(const ModelInfo& model, const QString& dataSpe
     }
     const std::optional<DataSpec> spec =
         dataSpec.isEmpty() ? std::nullopt : std::optional<DataSpec>(DataSpec::parse(dataSpec.toStdString()));
-    if (model.family == ModelInfo::Family::Vit) {
+    if (model.takesImages()) {
         // The model's own images (sample_images/) when it has them: a canvas model's figures show canvases.
         const std::string dir =
             spec ? spec->path
@@ -138,7 +138,7 @@ QVector<FigureInput> figureInputs(const ModelInfo& model, const QString& dataSpe
                 QStringLiteral("image %1").arg(QFileInfo(QString::fromStdString(image.path)).fileName())};
         return inputs;
     }
-    if (model.family == ModelInfo::Family::Bert)
+    if (model.takesPairs())
         return pairInputs(spec && spec->kind == DataSpec::Kind::Mnli
                               ? spec->path
                               : sampleDataFile("mnli/mnli_dev_matched.jsonl"),

@@ -68,7 +68,7 @@ QString runFolderOf(const QString& dir)
 /// The model at the paper's scale: Bondarenko et al.'s figures name its layers and heads.
 bool isBertBaseSized(const ModelInfo& m)
 {
-    return m.family == ModelInfo::Family::Bert && m.layers == 12 && m.heads == 12 && m.hidden == 768;
+    return m.takesPairs() && m.layers == 12 && m.heads == 12 && m.hidden == 768;
 }
 
 /// Everything the figures are chosen from.
@@ -301,7 +301,7 @@ QVector<Planned> Planner::plan()
 {
     QVector<Planned> p;
     const QString rule = QString::fromStdString(o.rule.shortText());
-    const bool vit = m.family == ModelInfo::Family::Vit;
+    const bool vit = m.takesImages();
     // Figure 1: outlier counts per token and hidden dimension, over the data set.
     const QVector<std::pair<QString, int>> figure1 =
         la == lb ? QVector<std::pair<QString, int>>{{QStringLiteral("1"), lb}}

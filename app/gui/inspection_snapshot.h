@@ -4,6 +4,7 @@
 
 #include "analysis/outlier_rule.h"
 #include "analysis/systematic_data.h"
+#include "model/model_family.h"
 
 #include <QImage>
 #include <QString>
@@ -18,12 +19,11 @@ namespace outlierlens {
 /// What the app knows about the loaded model.
 struct ModelInfo
 {
-    /// The architecture family (None: no model open); decides the kind of input the model takes.
-    enum class Family { None, Bert, Vit, Gpt2, Opt, Llama };
+    /// The model's family, a row of the registry (backend/model/model_family.h); null: no model open.
+    const ModelFamily* family = nullptr;
 
     QString dir;
-    QString name; ///< folder name
-    Family family = Family::None;
+    QString name;    ///< folder name
     QString head;    ///< "BertForSequenceClassification", "vit_small_patch16_224", ...
     QString variant; ///< e.g. "clipped softmax (gamma -0.025, zeta 1)"
     QString sha256;
@@ -36,13 +36,14 @@ struct ModelInfo
     bool preLayerNorm = false;       ///< blocks normalise their input (ViT, GPT-2, pre-LN OPT, LLaMA)
     QString tokenizerKind;           ///< decoders: "byte-level BPE" or "SentencePiece"
 
+    bool isOpen() const { return family != nullptr; }
     /// A decoder LLM: causal attention, keys after the query are masked.
-    bool isDecoder() const
-    {
-        return family == Family::Gpt2 || family == Family::Opt || family == Family::Llama;
-    }
+    bool isDecoder() const { return family && family->causal; }
     /// Takes text as input (BERT: pairs; decoders: free text).
-    bool takesText() const { return family == Family::Bert || isDecoder(); }
+    bool takesText() const { return family && family->takesText(); }
+    /// Takes sentence pairs (BERT over MNLI).
+    bool takesPairs() const { return family && family->sentencePairs; }
+    bool takesImages() const { return family && family->takesImages(); }
 };
 
 /// Outliers of one [T x d] tensor of one layer and input, computed by the inspection worker with

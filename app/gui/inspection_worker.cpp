@@ -13,6 +13,7 @@
 #include "common/json_util.h"
 #include "model/bert_network.h"
 #include "model/decoder_network.h"
+#include "model/model_family.h"
 #include "model/runtime.h"
 #include "model/vit_network.h"
 #include "paths.h"
@@ -235,7 +236,9 @@ void InspectionWorker::loadModel(quint64 generation, const QString& dirText)
         info.dir = dirText;
         info.name = QFileInfo(dirText).fileName();
         info.card = readCard(dir);
-        if (isDecoderModelDir(dir)) {
+        const ModelFamily& family = modelFamilyOfDir(dir);
+        info.family = &family;
+        if (family.engine == FamilyEngine::Decoder) {
             model->decoder = std::make_unique<DecoderNetwork>(DecoderNetwork::load(dir));
             model->decoderTokenizer = DecoderTokenizer::fromModelDir(dir);
             const DecoderConfig& c = model->decoder->config();
@@ -243,25 +246,19 @@ void InspectionWorker::loadModel(quint64 generation, const QString& dirText)
                 throw Error(dir + ": the tokenizer has " +
                             std::to_string(model->decoderTokenizer->vocabSize()) +
                             " tokens but the model's vocab_size is " + std::to_string(c.vocabSize));
-            static const std::map<DecoderArch, ModelInfo::Family> kFamilies = {
-                {DecoderArch::Gpt2, ModelInfo::Family::Gpt2},
-                {DecoderArch::Opt, ModelInfo::Family::Opt},
-                {DecoderArch::Llama, ModelInfo::Family::Llama}};
-            info.family = kFamilies.at(c.arch);
             info.head =
                 QString::fromStdString(c.architectures.empty() ? toString(c.arch) : c.architectures.front());
             describeAttention(info, c.variant, c.numLayers, c.numHeads, c.hiddenSize, c.headDim(),
                               model->decoder->checkpointSha256());
-            info.preLayerNorm = c.arch != DecoderArch::Opt || c.doLayerNormBefore;
+            info.preLayerNorm = c.preLayerNorm();
             info.tokenizerKind = QString::fromStdString(model->decoderTokenizer->kind());
-        } else if (detectModelFamily(dir) == ModelFamily::Bert) {
+        } else if (family.engine == FamilyEngine::Bert) {
             model->bert = std::make_unique<BertNetwork>(BertNetwork::load(dir));
             model->tokenizer = std::make_unique<BertTokenizer>(BertTokenizer::fromModelDir(dir));
             const BertConfig& c = model->bert->config();
             if (model->tokenizer->vocabSize() != c.vocabSize)
                 throw Error(dir + "/vocab.txt has " + std::to_string(model->tokenizer->vocabSize()) +
                             " tokens but the model's vocab_size is " + std::to_string(c.vocabSize));
-            info.family = ModelInfo::Family::Bert;
             info.head = QString::fromStdString(toString(model->bert->head()));
             describeAttention(info, c.variant, c.numLayers, c.numHeads, c.hiddenSize, c.headDim(),
                               model->bert->checkpointSha256());
@@ -274,7 +271,6 @@ void InspectionWorker::loadModel(quint64 generation, const QString& dirText)
             model->preprocessing =
                 std::make_unique<ImagePreprocessing>(ImagePreprocessing::fromModelDir(dir));
             const VitConfig& c = model->vit->config();
-            info.family = ModelInfo::Family::Vit;
             info.head = QString::fromStdString(c.architecture);
             describeAttention(info, c.variant, c.numLayers, c.numHeads, c.hiddenSize, c.headDim(),
                               model->vit->checkpointSha256());
@@ -362,9 +358,8 @@ void InspectionWorker::inspectDecoderText(quint64 generation, const QString& tex
     std::vector<std::string> decoded; // as `stats` categorises a decoder's tokens
     for (std::int64_t id : r.encoding.inputIds)
         decoded.push_back(m_model->decoderTokenizer->displayToken(id));
-    fillSystematic(*s, r.activations, m_model->decoder->module(),
-                   m_model->decoder->config().arch == DecoderArch::Gpt2, tokenCategories(decoded),
-                   m_model->systematicWeights);
+    fillSystematic(*s, r.activations, m_model->decoder->module(), m_model->info.family->conv1dWeights,
+                   tokenCategories(decoded), m_model->systematicWeights);
     s->outputNotice = QString::fromStdString(r.outputNotice);
     for (const auto& [id, p] : r.nextTokens)
         s->prediction << QStringLiteral("%1 (%2)")

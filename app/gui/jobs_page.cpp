@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "job_manager.h"
+#include "model/model_family.h"
 #include "model/variant_fields.h"
 #include "model_catalog.h"
 #include "paths.h"
@@ -226,7 +227,7 @@ JobsPage::JobsPage(JobManager* jobs, QWidget* parent)
     });
     connect(compare, &QPushButton::clicked, this, [this] {
         ModelInfo decoder;
-        decoder.family = ModelInfo::Family::Gpt2; // any decoder: the sample text
+        decoder.family = &modelFamily("gpt2"); // the backcopy trio's family: the sample text
         auto* dialog = new VariantComparisonDialog(m_jobs, ModelCatalog::statisticsData(decoder, {}), this);
         dialog->setAttribute(Qt::WA_DeleteOnClose);
         dialog->show();

@@ -156,7 +156,7 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
     });
     connect(m_input, &InputPanel::pairsLoaded, this, [this] {
         const ModelInfo& m = m_controller->model();
-        const bool bert = m.family == ModelInfo::Family::Bert;
+        const bool bert = m.takesPairs();
         if (bert && !m.synthetic && m_lastInput.kind == InputRequest::Kind::None && // reads sentence pairs
             m_requested.kind == InputRequest::Kind::None)
             m_input->selectPair(0);

@@ -1,6 +1,7 @@
 #include "model_catalog.h"
 
 #include "analysis/showcase.h"
+#include "analysis/stats_runner.h"
 
 #include "paths.h"
 
@@ -163,19 +164,7 @@ QString ModelCatalog::compareKind(const ModelInfo& model)
 {
     const QString kind = demoKindOf(model.dir);
     if (!kind.isEmpty()) return kind;
-    switch (model.family) {
-    case ModelInfo::Family::None:
-        break;
-    case ModelInfo::Family::Bert:
-        return QStringLiteral("bert-mnli");
-    case ModelInfo::Family::Vit:
-        return QStringLiteral("vit-fmnist");
-    case ModelInfo::Family::Gpt2:
-    case ModelInfo::Family::Opt:
-    case ModelInfo::Family::Llama:
-        return QStringLiteral("backcopy");
-    }
-    return {};
+    return model.family ? QString::fromStdString(model.family->demoTrio) : QString();
 }
 
 QString ModelCatalog::imageGallery(const ModelInfo& model, const QString& galleryDir)
@@ -186,20 +175,14 @@ QString ModelCatalog::imageGallery(const ModelInfo& model, const QString& galler
 
 QString ModelCatalog::statisticsData(const ModelInfo& model, const QString& galleryDir)
 {
-    const auto file = [](const char* path) { return QString::fromStdString(sampleDataFile(path)); };
-    switch (model.family) {
-    case ModelInfo::Family::None:
-        break;
-    case ModelInfo::Family::Bert:
-        return QStringLiteral("mnli:") + file("mnli/mnli_dev_matched.jsonl") + QStringLiteral(":1000");
-    case ModelInfo::Family::Vit:
+    if (!model.family) return {};
+    // The family's default data (a path in sample_data/); images from the model's own gallery.
+    const DataSpec spec = DataSpec::parse(model.family->defaultData);
+    if (spec.kind == DataSpec::Kind::Images)
         return QStringLiteral("images:") + imageGallery(model, galleryDir);
-    case ModelInfo::Family::Gpt2:
-    case ModelInfo::Family::Opt:
-    case ModelInfo::Family::Llama:
-        return QStringLiteral("text:") + file("text/wiki_en_valid.txt") + QStringLiteral(":100");
-    }
-    return {};
+    DataSpec inSampleData = spec;
+    inSampleData.path = sampleDataFile(spec.path);
+    return QString::fromStdString(inSampleData.describe());
 }
 
 void ModelCatalog::addRecent(const QString& dir)

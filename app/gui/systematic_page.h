@@ -23,7 +23,7 @@ class SystematicPage : public QWidget, public Page
 public:
     explicit SystematicPage(InspectionController* controller, QWidget* parent = nullptr);
 
-    bool showsModel(const ModelInfo& model) const override { return model.family != ModelInfo::Family::None; }
+    bool showsModel(const ModelInfo& model) const override { return model.isOpen(); }
     void refresh(const PageState& state) override;
     void showSource(bool statisticsFile) override;
     const Figure* figure() const override;

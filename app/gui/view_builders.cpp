@@ -75,9 +75,7 @@ BarData topTokens(const QStringList& names, const QVector<double>& counts, int t
 
 QString sinkTokensDescription(const ModelInfo& model)
 {
-    if (model.isDecoder()) return QStringLiteral("the first token, punctuation and newlines");
-    if (model.family == ModelInfo::Family::Vit) return QStringLiteral("[CLS] and background patches");
-    return QStringLiteral("[CLS], [SEP] and punctuation");
+    return model.family ? QString::fromStdString(model.family->sinkTokens) : QString();
 }
 
 double sinkShare(const InspectionSnapshot& s, const float* probabilities, int keys)

@@ -50,6 +50,22 @@ std::string DataSpec::describe() const
     return prefix + path + (limit ? ":" + std::to_string(limit) : "");
 }
 
+DataSpec::Kind DataSpec::kindFor(const ModelFamily& family)
+{
+    if (family.takesImages()) return Kind::Images;
+    return family.sentencePairs ? Kind::Mnli : Kind::Text;
+}
+
+std::string DataSpec::describe(Kind kind)
+{
+    return kind == Kind::Mnli ? "sentence pairs" : kind == Kind::Images ? "images" : "text";
+}
+
+std::string DataSpec::usage(Kind kind)
+{
+    return kind == Kind::Mnli ? "mnli:FILE[:N]" : kind == Kind::Images ? "images:DIR[:N]" : "text:FILE[:N]";
+}
+
 std::vector<LabelledImage> listImageDataset(const std::string& dir, std::size_t limit,
                                             const std::function<int(const std::string&)>& wnidToIndex)
 {

@@ -2,13 +2,11 @@
 // Any thread; no torch. Which [T, d] tensor a model family's figures and model-level metrics use.
 
 #include "model/capture.h"
+#include "model/model_family.h"
 
 #include <vector>
 
 namespace outlierlens {
-
-/// What a model reads: token sequences (BERT, decoders) or images (ViT).
-enum class InputKind { Text, Image };
 
 /// The one home of "which tensor do a family's figures use" (DESIGN.md, Metrics): BERT's ffn_out (the
 /// FFN output before the residual add), the block output `out` for images (ViT) and decoders. Its

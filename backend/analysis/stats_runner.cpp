@@ -624,20 +624,20 @@ StatsRunResult runStatistics(const StatsRunOptions& options, const std::atomic<b
     std::string notice;
     o.precision = effectivePrecision(options.precision, &notice);
     if (!notice.empty()) warn(notice);
-    if (isDecoderModelDir(o.modelDir)) {
-        if (o.data.kind != DataSpec::Kind::Text)
-            throw Error(o.modelDir + " is a decoder: use --data text:FILE[:N]");
+    const ModelFamily& family = modelFamilyOfDir(o.modelDir);
+    const DataSpec::Kind wanted = DataSpec::kindFor(family);
+    if (o.data.kind != wanted)
+        throw Error(o.modelDir + " is a " + family.name + " model, which reads " +
+                    DataSpec::describe(wanted) + ": use --data " + DataSpec::usage(wanted));
+    switch (family.engine) {
+    case FamilyEngine::Decoder:
         return runDecoderText(o, cancel, progress);
+    case FamilyEngine::Bert:
+        return runText(o, cancel, progress);
+    case FamilyEngine::Vit:
+        break;
     }
-    if (o.data.kind == DataSpec::Kind::Text)
-        throw Error("--data text:FILE needs a decoder model (GPT-2, OPT, LLaMA); " + o.modelDir +
-                    " is not one");
-    const ModelFamily family = detectModelFamily(o.modelDir);
-    if (family == ModelFamily::Bert && o.data.kind != DataSpec::Kind::Mnli)
-        throw Error(o.modelDir + " is a BERT model: use --data mnli:FILE");
-    if (family == ModelFamily::Vit && o.data.kind != DataSpec::Kind::Images)
-        throw Error(o.modelDir + " is a ViT model: use --data images:DIR");
-    return family == ModelFamily::Bert ? runText(o, cancel, progress) : runImages(o, cancel, progress, warn);
+    return runImages(o, cancel, progress, warn);
 }
 
 } // namespace outlierlens

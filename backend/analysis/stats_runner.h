@@ -4,6 +4,7 @@
 
 #include "analysis/metrics.h"
 #include "model/config.h"
+#include "model/model_family.h"
 #include "model/precision.h"
 
 #include <atomic>
@@ -27,6 +28,12 @@ struct DataSpec
     /// Parses the command-line form; throws Error naming the problem.
     static DataSpec parse(const std::string& text);
     std::string describe() const;
+    /// The kind of data a model family reads (its registry row's input).
+    static Kind kindFor(const ModelFamily& family);
+    /// "sentence pairs", "text", "images".
+    static std::string describe(Kind kind);
+    /// The command-line form: "mnli:FILE[:N]", "text:FILE[:N]", "images:DIR[:N]".
+    static std::string usage(Kind kind);
 };
 
 /// One image of an image data set; label -1 when the folder layout gives none.

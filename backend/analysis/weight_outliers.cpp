@@ -6,6 +6,7 @@
 #include "io/safetensors.h"
 #include "io/state_dict.h"
 #include "io/torch_bin.h"
+#include "model/model_family.h"
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
@@ -364,7 +365,11 @@ WeightScan scanWeightOutliers(const std::string& modelDir, const WeightOutlierOp
         scan.modelType = jsonutil::getString(config, "model_type", configPath.string(), std::string());
         tied = jsonutil::getBool(config, "tie_word_embeddings", configPath.string(), true);
     }
-    const bool gpt2 = scan.modelType == "gpt2";
+    bool gpt2 = false; // Conv1D weights [I, O]; a family the registry does not know scans as nn.Linear
+    try {
+        gpt2 = modelFamilyOfDir(modelDir).conv1dWeights;
+    } catch (const Error&) {
+    }
 
     const bool mapped = isSafetensorsCheckpoint(scan.weightsFile);
     StateDict tensors = mapStateDict(scan.weightsFile);

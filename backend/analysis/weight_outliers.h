@@ -117,7 +117,7 @@ using WeightScanProgress = std::function<void(int done, int total)>;
 /// or the shards of either), one tensor at a time: weights of 1-D tensors (LayerNorm/RMSNorm, biases),
 /// embeddings (names with "embed", GPT-2's wte/wpe) and an output head tied to the token
 /// embeddings (config.json tie_word_embeddings, or the same values) are not linears and are
-/// skipped. GPT-2 (model_type "gpt2") stores Conv1D weights [I, O]; they are transposed. The
+/// skipped. A family whose registry row says conv1dWeights (GPT-2) stores [I, O]; they are transposed. The
 /// memory-mapped pages of a tensor are released once it is done, so resident memory stays near
 /// one tensor's piece, not the file. `cancel` is checked between tensors (throws Cancelled).
 /// Throws Error naming the folder or file. Sharded checkpoints are read shard by shard, mapped.

@@ -316,24 +316,4 @@ std::string BertConfig::toJson(const std::string& architecture) const
     return j.dump(2) + "\n";
 }
 
-ModelFamily detectModelFamily(const std::string& modelDir)
-{
-    const std::string path = (std::filesystem::path(modelDir) / "config.json").string();
-    if (!std::filesystem::exists(path))
-        throw Error(modelDir +
-                    ": no config.json in this folder (expected a Hugging Face or timm model folder)");
-    const nlohmann::json j = jsonutil::parseFile(path);
-    if (!j.is_object()) throw Error(path + ": expected a JSON object");
-    const std::string type = jsonutil::getString(j, "model_type", path, std::string());
-    if (type == "bert") return ModelFamily::Bert;
-    if (type == "vit" || j.contains("architecture")) return ModelFamily::Vit;
-    if (j.contains("architectures") && j["architectures"].is_array())
-        for (const auto& a : j["architectures"]) {
-            const std::string name = a.is_string() ? a.get<std::string>() : std::string();
-            if (name.rfind("Bert", 0) == 0) return ModelFamily::Bert;
-            if (name.rfind("ViT", 0) == 0) return ModelFamily::Vit;
-        }
-    throw Error(path + ": cannot tell the model type (model_type '" + type + "'; expected bert or vit)");
-}
-
 } // namespace outlierlens

@@ -120,9 +120,4 @@ struct BertConfig
     void validate(const std::string& where) const;
 };
 
-/// What a model folder's config.json describes.
-enum class ModelFamily { Bert, Vit };
-/// Looks at <dir>/config.json ("model_type", "architectures", or timm's "architecture").
-ModelFamily detectModelFamily(const std::string& modelDir);
-
 } // namespace outlierlens

@@ -32,7 +32,8 @@ int tokenId(const json& j, const char* key, const std::string& where)
 }
 
 /// The family from model_type, else from architectures; an Error naming both when neither is known.
-DecoderArch detectArch(const json& j, const std::string& path, std::vector<std::string>& architectures)
+DecoderArch detectArch(const json& j, const std::string& path, std::vector<std::string>& architectures,
+                       std::string& modelType)
 {
     if (j.contains("architectures") && !j["architectures"].is_null()) {
         if (!j["architectures"].is_array()) throw Error(path + ": field 'architectures' must be an array");
@@ -41,21 +42,28 @@ DecoderArch detectArch(const json& j, const std::string& path, std::vector<std::
             architectures.push_back(a.get<std::string>());
         }
     }
-    const std::string modelType = jsonutil::getString(j, "model_type", path, std::string());
-    if (modelType == "gpt2") return DecoderArch::Gpt2;
-    if (modelType == "opt") return DecoderArch::Opt;
-    if (modelType == "llama") return DecoderArch::Llama;
-    if (modelType.empty()) {
-        for (const auto& a : architectures) {
-            if (a == "GPT2LMHeadModel" || a == "GPT2Model") return DecoderArch::Gpt2;
-            if (a == "OPTForCausalLM" || a == "OPTModel") return DecoderArch::Opt;
-            if (a == "LlamaForCausalLM" || a == "LlamaModel") return DecoderArch::Llama;
-        }
-    }
-    throw Error(
-        path + ": unknown architecture (model_type '" + modelType + "', architectures [" +
-        joinedText(architectures) +
-        "]); supported decoders: gpt2 (GPT2LMHeadModel), opt (OPTForCausalLM), llama (LlamaForCausalLM)");
+    modelType = jsonutil::getString(j, "model_type", path, std::string());
+    // The decoder families and the layout each computes with; a family's own fields are read below.
+    static const std::pair<const char*, DecoderArch> kLayouts[] = {{"gpt2", DecoderArch::Gpt2},
+                                                                   {"opt", DecoderArch::Opt},
+                                                                   {"llama", DecoderArch::Llama},
+                                                                   {"qwen2", DecoderArch::Llama},
+                                                                   {"mistral", DecoderArch::Llama}};
+    static const std::pair<const char*, const char*> kArchitectures[] = {
+        {"GPT2LMHeadModel", "gpt2"},   {"GPT2Model", "gpt2"},
+        {"OPTForCausalLM", "opt"},     {"OPTModel", "opt"},
+        {"LlamaForCausalLM", "llama"}, {"LlamaModel", "llama"},
+        {"Qwen2ForCausalLM", "qwen2"}, {"MistralForCausalLM", "mistral"}};
+    if (modelType.empty())
+        for (const auto& a : architectures)
+            for (const auto& [name, type] : kArchitectures)
+                if (a == name && modelType.empty()) modelType = type;
+    for (const auto& [type, layout] : kLayouts)
+        if (modelType == type) return layout;
+    throw Error(path + ": unknown architecture (model_type '" + modelType + "', architectures [" +
+                joinedText(architectures) +
+                "]); supported decoders: gpt2 (GPT2LMHeadModel), opt (OPTForCausalLM), llama "
+                "(LlamaForCausalLM), qwen2 (Qwen2ForCausalLM), mistral (MistralForCausalLM)");
 }
 
 void readGpt2(const json& j, const std::string& path, DecoderConfig& c)
@@ -111,14 +119,30 @@ void readLlama(const json& j, const std::string& path, DecoderConfig& c)
     c.ropeTheta = isNull(j, "rope_theta") ? 10000.0 : getNumber(j, "rope_theta", path);
     if (!isNull(j, "rope_scaling")) {
         const json& s = j["rope_scaling"];
+        const std::string where = path + ": rope_scaling";
         if (!s.is_object()) throw Error(path + ": field 'rope_scaling' must be null or an object");
-        c.ropeScalingType = getString(s, "type", path + ": rope_scaling");
-        c.ropeScalingFactor = getNumber(s, "factor", path + ": rope_scaling");
+        // transformers >= 4.43 writes "rope_type" (and reads "type" as well).
+        c.ropeScalingType =
+            s.contains("rope_type") ? getString(s, "rope_type", where) : getString(s, "type", where);
+        c.ropeScalingFactor = getNumber(s, "factor", where);
+        if (c.ropeScalingType == "llama3") {
+            c.ropeLowFreqFactor = getNumber(s, "low_freq_factor", where);
+            c.ropeHighFreqFactor = getNumber(s, "high_freq_factor", where);
+            c.ropeOriginalMaxPositions = getInt32(s, "original_max_position_embeddings", where);
+        }
     }
     c.tieWordEmbeddings = getBool(j, "tie_word_embeddings", path, false);
-    if (getBool(j, "attention_bias", path, false))
-        throw Error(path +
-                    ": field 'attention_bias' true is not supported (transformers 4.31 LLaMA has no biases)");
+    if (!isNull(j, "head_dim")) c.headDimension = getInt32(j, "head_dim", path);
+    if (c.modelType == "qwen2") {
+        c.attentionBias = true; // Qwen2Attention: q/k/v with bias, o_proj without
+        if (getBool(j, "use_sliding_window", path, false))
+            throw Error(path + ": field 'use_sliding_window' true is not supported (released Qwen2 models "
+                               "set it false)");
+    } else if (getBool(j, "attention_bias", path, false)) {
+        throw Error(path + ": field 'attention_bias' true is not supported (LLaMA has no biases)");
+    }
+    if (c.modelType == "mistral")
+        c.slidingWindow = isNull(j, "sliding_window") ? 0 : getInt32(j, "sliding_window", path);
 }
 
 DecoderConfig base(DecoderArch arch, int vocab, int hidden, int layers, int heads, int ffn, int positions)
@@ -179,7 +203,7 @@ DecoderConfig DecoderConfig::fromFile(const std::string& path)
     const json j = jsonutil::parseFile(path);
     if (!j.is_object()) throw Error(path + ": expected a JSON object");
     DecoderConfig c;
-    c.arch = detectArch(j, path, c.architectures);
+    c.arch = detectArch(j, path, c.architectures, c.modelType);
     switch (c.arch) {
     case DecoderArch::Gpt2:
         readGpt2(j, path, c);
@@ -214,7 +238,9 @@ void DecoderConfig::validate(const std::string& where) const
     positive(numKvHeads, "num_key_value_heads");
     positive(intermediateSize, gpt2 ? "n_inner" : opt ? "ffn_dim" : "intermediate_size");
     positive(maxPositions, gpt2 ? "n_positions" : "max_position_embeddings");
-    if (hiddenSize % numHeads != 0)
+    if (headDimension > 0 && arch != DecoderArch::Llama)
+        throw Error(where + ": field 'head_dim' is for the LLaMA layout (Mistral)");
+    if (headDimension <= 0 && hiddenSize % numHeads != 0)
         throw Error(where + ": hidden size " + std::to_string(hiddenSize) + " is not a multiple of the " +
                     std::to_string(numHeads) + " attention heads");
     if (numHeads % numKvHeads != 0)
@@ -233,14 +259,20 @@ void DecoderConfig::validate(const std::string& where) const
         throw Error(where + ": the norm epsilon must be positive, found " + std::to_string(normEps));
     if (opt) positive(wordEmbedProjDim, "word_embed_proj_dim");
     if (!ropeScalingType.empty()) {
-        if (ropeScalingType != "linear" && ropeScalingType != "dynamic")
+        if (ropeScalingType != "linear" && ropeScalingType != "dynamic" && ropeScalingType != "llama3")
             throw Error(where + ": rope_scaling type '" + ropeScalingType +
-                        "' is not supported (linear or dynamic)");
+                        "' is not supported (linear, dynamic or llama3)");
+        if (ropeScalingType == "llama3" &&
+            !(ropeLowFreqFactor > 0 && ropeHighFreqFactor > ropeLowFreqFactor &&
+              ropeOriginalMaxPositions > 0))
+            throw Error(where + ": rope_scaling llama3 needs 0 < low_freq_factor < high_freq_factor and "
+                                "original_max_position_embeddings > 0");
         if (!(ropeScalingFactor > 1.0))
             throw Error(where + ": rope_scaling factor must be > 1, found " +
                         std::to_string(ropeScalingFactor));
     }
     if (!(ropeTheta > 0)) throw Error(where + ": rope_theta must be positive");
+    if (slidingWindow < 0) throw Error(where + ": sliding_window must be positive or null");
     variant.validate(where);
 }
 
@@ -285,7 +317,7 @@ std::string DecoderConfig::toJson() const
                                                         : arch == DecoderArch::Opt ? "OPTForCausalLM"
                                                                                    : "LlamaForCausalLM"}
                              : architectures;
-    j["model_type"] = toString(arch);
+    j["model_type"] = familyId();
     j["vocab_size"] = vocabSize;
     switch (arch) {
     case DecoderArch::Gpt2:
@@ -326,8 +358,18 @@ std::string DecoderConfig::toJson() const
         if (ropeTheta != 10000.0) j["rope_theta"] = ropeTheta;
         if (ropeScalingType.empty())
             j["rope_scaling"] = nullptr;
+        else if (ropeScalingType == "llama3")
+            j["rope_scaling"] = {{"rope_type", ropeScalingType},
+                                 {"factor", ropeScalingFactor},
+                                 {"low_freq_factor", ropeLowFreqFactor},
+                                 {"high_freq_factor", ropeHighFreqFactor},
+                                 {"original_max_position_embeddings", ropeOriginalMaxPositions}};
         else
             j["rope_scaling"] = {{"type", ropeScalingType}, {"factor", ropeScalingFactor}};
+        if (headDimension > 0) j["head_dim"] = headDimension;
+        if (modelType == "mistral")
+            j["sliding_window"] = slidingWindow > 0 ? json(slidingWindow) : json(nullptr);
+        if (modelType == "qwen2") j["use_sliding_window"] = false;
         break;
     }
     j["tie_word_embeddings"] = tieWordEmbeddings;
@@ -339,22 +381,6 @@ std::string DecoderConfig::toJson() const
     j["transformers_version"] = "4.31.0";
     addVariantToConfigJson(variant, j);
     return j.dump(2) + "\n";
-}
-
-bool isDecoderModelDir(const std::string& modelDir)
-{
-    const std::filesystem::path path = std::filesystem::path(modelDir) / "config.json";
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec)) return false;
-    try {
-        const json j = jsonutil::parseFile(path.string());
-        if (!j.is_object()) return false;
-        std::vector<std::string> architectures;
-        detectArch(j, path.string(), architectures);
-        return true;
-    } catch (const Error&) {
-        return false;
-    }
 }
 
 } // namespace outlierlens

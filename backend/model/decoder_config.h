@@ -1,8 +1,8 @@
 #pragma once
 // Any thread: plain values.
 //
-// The config.json of the causal decoder families (GPT-2, OPT, LLaMA). No torch here, so that the
-// GUI side and the tokenizers can read a decoder's config cheaply.
+// The config.json of the causal decoder families (GPT-2, OPT, and the LLaMA layout: LLaMA 2/3, Qwen2,
+// Mistral). No torch here, so that the GUI side and the tokenizers can read a decoder's config cheaply.
 
 #include "model/config.h"
 
@@ -11,14 +11,18 @@
 
 namespace outlierlens {
 
+/// The module layout: GPT-2's, OPT's, or LLaMA's (which Qwen2 and Mistral share, with the differences
+/// below as config fields).
 enum class DecoderArch { Gpt2, Opt, Llama };
-/// "gpt2", "opt", "llama" (config.json's model_type).
+/// "gpt2", "opt", "llama" (config.json's model_type of the layout's first family).
 std::string toString(DecoderArch arch);
 
-/// The config.json fields of the three families that change the computation.
+/// The config.json fields of the decoder families that change the computation.
 struct DecoderConfig
 {
     DecoderArch arch = DecoderArch::Gpt2;
+    /// config.json's model_type, the family's registry id (model/model_family.h): "llama", "qwen2", ...
+    std::string modelType;
     std::vector<std::string> architectures; ///< config.json "architectures" as written
     int vocabSize = 0;
     int hiddenSize = 0; ///< d_model
@@ -37,16 +41,27 @@ struct DecoderConfig
     bool finalLayerNorm = true;    ///< pre-LN and not _remove_final_layer_norm
     int wordEmbedProjDim = 0;      ///< E; project_in/out exist when E != hiddenSize
     bool enableBias = true;
-    // LLaMA
+    // LLaMA layout
     double ropeTheta = 10000.0;  ///< rope_theta when present (4.31 fixes 10000)
-    std::string ropeScalingType; ///< "", "linear" or "dynamic"
+    std::string ropeScalingType; ///< "", "linear", "dynamic" or "llama3"
     double ropeScalingFactor = 1.0;
+    /// rope_scaling "llama3" (LLaMA 3.1/3.2): wavelengths between original_max_position_embeddings /
+    /// high_freq_factor and / low_freq_factor are interpolated, longer ones divided by the factor.
+    double ropeLowFreqFactor = 1.0, ropeHighFreqFactor = 4.0;
+    int ropeOriginalMaxPositions = 8192;
+    int headDimension = 0;      ///< head_dim when the config gives it (Mistral); 0: hidden_size / heads
+    bool attentionBias = false; ///< q, k and v projections have biases, o_proj none (Qwen2)
+    int slidingWindow = 0;      ///< a query sees the W most recent key slots, itself included (Mistral)
     bool tieWordEmbeddings = true;
     int bosTokenId = -1, eosTokenId = -1, padTokenId = -1; ///< -1 = none
     std::string torchDtype;                                ///< config.json "torch_dtype" or ""
     AttentionVariant variant;
 
-    int headDim() const { return hiddenSize / numHeads; }
+    int headDim() const { return headDimension > 0 ? headDimension : hiddenSize / numHeads; }
+    /// The family's registry id: model_type, or the layout's first family's.
+    std::string familyId() const { return modelType.empty() ? toString(arch) : modelType; }
+    /// Blocks normalise their input (GPT-2, LLaMA, pre-LN OPT); opt-350m normalises after the residual.
+    bool preLayerNorm() const { return arch != DecoderArch::Opt || doLayerNormBefore; }
     /// OPT: the width of the token embeddings and of the LM head (E); hiddenSize elsewhere.
     int embedDim() const
     {
@@ -62,8 +77,5 @@ struct DecoderConfig
     std::string toJson() const;
     void validate(const std::string& where) const;
 };
-
-/// True if <dir>/config.json describes a GPT-2, OPT or LLaMA decoder (model_type / architectures).
-bool isDecoderModelDir(const std::string& modelDir);
 
 } // namespace outlierlens

@@ -317,7 +317,9 @@ DecoderForward DecoderNetwork::forward(const torch::Tensor& inputIds, const torc
     pass.dtype = m_impl->computeDtype;
     pass.sink = sink;
     pass.clipStrength = m_impl->clipStrength;
-    const torch::Tensor causal = torch::ones({T, T}, torch::kBool).tril();
+    // Causal; with a sliding window (Mistral) only the W most recent key slots, the query's included.
+    torch::Tensor causal = torch::ones({T, T}, torch::kBool).tril();
+    if (c.slidingWindow > 0) causal = causal.triu(-(c.slidingWindow - 1));
     pass.keyAllowed = causal.view({1, 1, T, T}) & real.view({B, 1, 1, T});
     if (c.variant.clipPerQuery) pass.keysSeen = pass.keyAllowed.sum(-1, true).to(torch::kFloat);
     const double lowest = pass.dtype == torch::kBFloat16

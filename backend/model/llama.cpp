@@ -1,6 +1,8 @@
 // LlamaForCausalLM as transformers v4.31 computes it: RMSNorm in float32, rotary embeddings in the
 // rotate_half layout (tables in float32, cast to the activations' dtype), grouped-query attention
 // (repeat_kv), scores divided by sqrt(d_head), softmax in float32, SwiGLU MLP, untied lm_head.
+// The families of the same layout, as transformers 4.47.1 computes them: LLaMA 3's "llama3" rotary
+// scaling, Qwen2's q/k/v biases, Mistral's head_dim and sliding window (the mask, decoder_network.cpp).
 
 #include "model/decoder_modules.h"
 #include "model/linear.h"
@@ -27,11 +29,12 @@ public:
         , headDim(c.headDim())
         , variant(c.variant)
     {
-        const int d = c.hiddenSize, kv = c.numKvHeads * c.headDim();
-        q_proj = register_module("q_proj", std::make_shared<LinearImpl>(d, d, false));
-        k_proj = register_module("k_proj", std::make_shared<LinearImpl>(d, kv, false));
-        v_proj = register_module("v_proj", std::make_shared<LinearImpl>(d, kv, false));
-        o_proj = register_module("o_proj", std::make_shared<LinearImpl>(d, d, false));
+        const int d = c.hiddenSize, q = c.numHeads * c.headDim(), kv = c.numKvHeads * c.headDim();
+        const bool bias = c.attentionBias;
+        q_proj = register_module("q_proj", std::make_shared<LinearImpl>(d, q, bias));
+        k_proj = register_module("k_proj", std::make_shared<LinearImpl>(d, kv, bias));
+        v_proj = register_module("v_proj", std::make_shared<LinearImpl>(d, kv, bias));
+        o_proj = register_module("o_proj", std::make_shared<LinearImpl>(q, d, false));
         gates.create(*this, c.variant, c.numHeads, c.headDim());
         sink.create(*this, c.variant, c.numHeads, c.headDim());
     }
@@ -159,8 +162,21 @@ public:
             const double f = config.ropeScalingFactor;
             base *= std::pow(f * double(T) / config.maxPositions - (f - 1.0), double(dim) / (dim - 2));
         }
-        const torch::Tensor invFreq =
+        torch::Tensor invFreq =
             1.0 / torch::pow(base, torch::arange(0, dim, 2, torch::kLong).to(torch::kFloat) / double(dim));
+        if (config.ropeScalingType == "llama3") {
+            // transformers' _compute_llama3_parameters, in float32 as it runs.
+            const double factor = config.ropeScalingFactor, low = config.ropeLowFreqFactor,
+                         high = config.ropeHighFreqFactor, old = config.ropeOriginalMaxPositions;
+            const double lowWavelen = old / low, highWavelen = old / high;
+            const torch::Tensor wavelen = 2 * M_PI / invFreq;
+            torch::Tensor scaled = torch::where(wavelen > lowWavelen, invFreq / factor, invFreq);
+            const torch::Tensor smooth = (old / wavelen - low) / (high - low);
+            const torch::Tensor smoothed = (1 - smooth) * scaled / factor + smooth * scaled;
+            const torch::Tensor medium =
+                (wavelen < highWavelen).logical_not() & (wavelen > lowWavelen).logical_not();
+            invFreq = torch::where(medium, smoothed, scaled);
+        }
         torch::Tensor t = positions.to(torch::kFloat);
         if (config.ropeScalingType == "linear") t = t / config.ropeScalingFactor;
         const torch::Tensor freqs = t.unsqueeze(-1) * invFreq; // [B, T, dim / 2]

@@ -4,6 +4,7 @@
 #include "common/error.h"
 #include "model/bert.h"
 #include "model/decoder_config.h"
+#include "model/model_family.h"
 #include "tasks/probe_metrics.h"
 #include "tasks/training_task.h"
 
@@ -38,7 +39,7 @@ TrainConfig taskConfig(const QuantExperiment& e)
         t.data = rest;
     } else if (kind == "text" && !rest.empty()) {
         // Masked LM for BERT folders, causal LM (perplexity of next-token prediction) for decoders.
-        t.task = isDecoderModelDir(e.modelDir) ? TrainTask::CausalLm : TrainTask::MaskedLm;
+        t.task = isModelDirOf(e.modelDir, FamilyEngine::Decoder) ? TrainTask::CausalLm : TrainTask::MaskedLm;
         t.corpus = rest;
     } else if (kind == "backcopy" && !rest.empty()) {
         // Bigram-Backcopy decoders: sequences generated from FILE's character bigrams, as in training.

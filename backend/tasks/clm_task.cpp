@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "model/decoder_modules.h" // DecoderLmImpl::headWeight()
 #include "model/decoder_network.h"
+#include "model/model_family.h"
 #include "tasks/data/batch_indices.h"
 #include "tasks/data/bigram_backcopy.h"
 #include "tasks/data/clm_data.h"
@@ -279,8 +280,8 @@ private:
                 continue;
             }
             // nn.Linear stores [out, in]; GPT-2's Conv1D [in, out].
-            const bool conv1d =
-                m_net->config().arch == DecoderArch::Gpt2 && name.find("lm_head") == std::string::npos;
+            const bool conv1d = modelFamily(m_net->config().familyId()).conv1dWeights &&
+                                name.find("lm_head") == std::string::npos;
             const double bound = 1.0 / std::sqrt(double(p.size(conv1d ? 0 : 1)));
             p.uniform_(-bound, bound, generator);
             if (endsWith(name, ".weight"))

@@ -138,6 +138,24 @@ std::unique_ptr<ByteLevelBpeTokenizer> ByteLevelBpeTokenizer::fromModelDir(const
         throw Error(mergesPath.string() + ": missing (a byte-level BPE tokenizer needs " +
                     vocabPath.filename().string() + " and " + mergesPath.filename().string() + ")");
 
+    // vocab.json + merges.txt are split into words by GPT-2's pattern here. Hub folders of other
+    // byte-level families (Qwen2: its own Split regex, then ByteLevel without one) say so in their
+    // tokenizer.json: refuse them rather than tokenize digits and CJK differently from the model's own.
+    const fs::path json = dir / "tokenizer.json";
+    if (fs::exists(json, ec)) {
+        const nlohmann::json j = jsonutil::parseFile(json.string());
+        const nlohmann::json pre =
+            j.is_object() ? j.value("pre_tokenizer", nlohmann::json()) : nlohmann::json();
+        const bool gpt2 =
+            pre.is_null() || (pre.is_object() && pre.value("type", std::string()) == "ByteLevel" &&
+                              pre.value("use_regex", true));
+        if (!gpt2)
+            throw Error(json.string() + ": its pre-tokenizer (" +
+                        (pre.is_object() ? pre.value("type", std::string("?")) : std::string("?")) +
+                        ") is not GPT-2's byte-level split, the only one vocab.json and merges.txt are read "
+                        "with here; this model's tokenizer is not supported yet");
+    }
+
     std::unique_ptr<ByteLevelBpeTokenizer> tok(new ByteLevelBpeTokenizer());
     const auto byteMap = bytesToUnicode();
     for (int b = 0; b < 256; ++b) {

@@ -205,7 +205,10 @@ private Q_SLOTS:
                     QString::fromStdString(fixture("bert/hf")), QStringLiteral("--data"),
                     QStringLiteral("text:") + text, QStringLiteral("--out"), dir.path() + "/x.h5"});
         QCOMPARE(wrong.exitCode, 1);
-        QVERIFY2(wrong.err.contains(QStringLiteral("decoder")), qPrintable(wrong.err));
+        // It says what the model reads and the --data form to use instead.
+        QVERIFY2(wrong.err.contains(QStringLiteral("is a BERT model, which reads sentence pairs")) &&
+                     wrong.err.contains(QStringLiteral("--data mnli:FILE")),
+                 qPrintable(wrong.err));
         QVERIFY(!QFile::exists(dir.path() + "/x.h5"));
     }
 

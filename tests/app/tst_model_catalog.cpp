@@ -31,10 +31,9 @@ private Q_SLOTS:
     /// input when it takes that kind, else starts on its own kind of input.
     void firstInputFitsTheModel_data()
     {
-        using Family = ModelInfo::Family;
         using Kind = InputRequest::Kind;
         using Action = FirstInput::Action;
-        QTest::addColumn<int>("family");
+        QTest::addColumn<QString>("family"); // the registry row's id
         QTest::addColumn<bool>("synthetic");
         QTest::addColumn<QStringList>("classNames");
         QTest::addColumn<QString>("sample"); // StartPoint::sample
@@ -57,25 +56,25 @@ private Q_SLOTS:
         const QString cat = gallery + QStringLiteral("/chelsea_cat.png");
         const QString probe = QStringLiteral("Summer is warm. Winter is cold.");
         // clang-format off
-        QTest::newRow("bert, nothing run yet: first pair")       << int(Family::Bert) << false << mnli << none << int(Kind::None) << none << none << none << false << true << int(Action::SelectPair) << none << none << 0 << false;
-        QTest::newRow("bert, no pairs loaded: nothing")          << int(Family::Bert) << false << mnli << none << int(Kind::None) << none << none << none << false << false << int(Action::None) << none << none << 0 << false;
-        QTest::newRow("bert, user's pair: rerun")                << int(Family::Bert) << false << mnli << none << int(Kind::Text) << userText << pair << none << false << true << int(Action::Run) << userText << none << 0 << false;
-        QTest::newRow("bert, a decoder's sample: first pair")    << int(Family::Bert) << false << mnli << none << int(Kind::Text) << userText << none << none << true << true << int(Action::SelectPair) << none << none << 0 << false;
-        QTest::newRow("bert, after an image: first pair")        << int(Family::Bert) << false << mnli << none << int(Kind::Image) << none << none << cat << false << true << int(Action::SelectPair) << none << none << 0 << false;
-        QTest::newRow("synthetic, after text: example 1")        << int(Family::Bert) << true << QStringList() << none << int(Kind::Text) << userText << none << none << false << true << int(Action::Run) << none << none << 1 << false;
-        QTest::newRow("vit fmnist, after a pair: a boot")        << int(Family::Vit) << false << fmnist << none << int(Kind::Text) << userText << pair << none << false << true << int(Action::Run) << none << gallery + QStringLiteral("/fmnist_boot.png") << 0 << false;
-        QTest::newRow("vit imagenet, nothing run: the cat")      << int(Family::Vit) << false << QStringList() << none << int(Kind::None) << none << none << none << false << true << int(Action::Run) << none << cat << 0 << false;
-        QTest::newRow("vit, user's image: rerun")                << int(Family::Vit) << false << fmnist << none << int(Kind::Image) << none << none << QStringLiteral("/mine.png") << false << true << int(Action::Run) << none << QStringLiteral("/mine.png") << 0 << false;
-        QTest::newRow("decoder, user's free text: carried over") << int(Family::Gpt2) << false << QStringList() << QStringLiteral("abc") << int(Kind::Text) << userText << none << none << false << true << int(Action::RunAsText) << userText << none << 0 << false;
-        QTest::newRow("decoder, after a bert pair: its sample")  << int(Family::Opt) << false << QStringList() << QStringLiteral("abc") << int(Kind::Text) << userText << pair << none << false << true << int(Action::RunAsText) << QStringLiteral("abc") << none << 0 << true;
-        QTest::newRow("decoder, after a sample: its own sample") << int(Family::Opt) << false << QStringList() << QStringLiteral("abc") << int(Kind::Text) << userText << none << none << true << true << int(Action::RunAsText) << QStringLiteral("abc") << none << 0 << true;
-        QTest::newRow("decoder, no sample: the probe sentence")  << int(Family::Llama) << false << QStringList() << none << int(Kind::Image) << none << none << cat << false << true << int(Action::RunAsText) << probe << none << 0 << false;
+        QTest::newRow("bert, nothing run yet: first pair")       << QStringLiteral("bert") << false << mnli << none << int(Kind::None) << none << none << none << false << true << int(Action::SelectPair) << none << none << 0 << false;
+        QTest::newRow("bert, no pairs loaded: nothing")          << QStringLiteral("bert") << false << mnli << none << int(Kind::None) << none << none << none << false << false << int(Action::None) << none << none << 0 << false;
+        QTest::newRow("bert, user's pair: rerun")                << QStringLiteral("bert") << false << mnli << none << int(Kind::Text) << userText << pair << none << false << true << int(Action::Run) << userText << none << 0 << false;
+        QTest::newRow("bert, a decoder's sample: first pair")    << QStringLiteral("bert") << false << mnli << none << int(Kind::Text) << userText << none << none << true << true << int(Action::SelectPair) << none << none << 0 << false;
+        QTest::newRow("bert, after an image: first pair")        << QStringLiteral("bert") << false << mnli << none << int(Kind::Image) << none << none << cat << false << true << int(Action::SelectPair) << none << none << 0 << false;
+        QTest::newRow("synthetic, after text: example 1")        << QStringLiteral("bert") << true << QStringList() << none << int(Kind::Text) << userText << none << none << false << true << int(Action::Run) << none << none << 1 << false;
+        QTest::newRow("vit fmnist, after a pair: a boot")        << QStringLiteral("vit") << false << fmnist << none << int(Kind::Text) << userText << pair << none << false << true << int(Action::Run) << none << gallery + QStringLiteral("/fmnist_boot.png") << 0 << false;
+        QTest::newRow("vit imagenet, nothing run: the cat")      << QStringLiteral("vit") << false << QStringList() << none << int(Kind::None) << none << none << none << false << true << int(Action::Run) << none << cat << 0 << false;
+        QTest::newRow("vit, user's image: rerun")                << QStringLiteral("vit") << false << fmnist << none << int(Kind::Image) << none << none << QStringLiteral("/mine.png") << false << true << int(Action::Run) << none << QStringLiteral("/mine.png") << 0 << false;
+        QTest::newRow("decoder, user's free text: carried over") << QStringLiteral("gpt2") << false << QStringList() << QStringLiteral("abc") << int(Kind::Text) << userText << none << none << false << true << int(Action::RunAsText) << userText << none << 0 << false;
+        QTest::newRow("decoder, after a bert pair: its sample")  << QStringLiteral("opt") << false << QStringList() << QStringLiteral("abc") << int(Kind::Text) << userText << pair << none << false << true << int(Action::RunAsText) << QStringLiteral("abc") << none << 0 << true;
+        QTest::newRow("decoder, after a sample: its own sample") << QStringLiteral("opt") << false << QStringList() << QStringLiteral("abc") << int(Kind::Text) << userText << none << none << true << true << int(Action::RunAsText) << QStringLiteral("abc") << none << 0 << true;
+        QTest::newRow("decoder, no sample: the probe sentence")  << QStringLiteral("llama") << false << QStringList() << none << int(Kind::Image) << none << none << cat << false << true << int(Action::RunAsText) << probe << none << 0 << false;
         // clang-format on
     }
 
     void firstInputFitsTheModel()
     {
-        QFETCH(int, family);
+        QFETCH(QString, family);
         QFETCH(bool, synthetic);
         QFETCH(QStringList, classNames);
         QFETCH(QString, sample);
@@ -91,7 +90,7 @@ private Q_SLOTS:
         QFETCH(int, seed);
         QFETCH(bool, isSample);
         ModelInfo model;
-        model.family = ModelInfo::Family(family);
+        model.family = &modelFamily(family.toStdString());
         model.synthetic = synthetic;
         model.classNames = classNames;
         StartPoint start;
@@ -125,7 +124,7 @@ private Q_SLOTS:
         const QStringList samples = QString::fromUtf8(lines.readAll()).split(QLatin1Char('\n'));
         ModelInfo decoder;
         decoder.dir = dir;
-        decoder.family = ModelInfo::Family::Opt;
+        decoder.family = &modelFamily("opt");
         decoder.layers = 3, decoder.heads = 2;
         const StartPoint start = ModelCatalog::startPoint(decoder);
         QCOMPARE(start.layer, showcase[QStringLiteral("layer")].toInt());
@@ -135,7 +134,7 @@ private Q_SLOTS:
         // A BERT has no showcase: the second-to-last layer, head 1, no sample.
         ModelInfo bert;
         bert.dir = kModel;
-        bert.family = ModelInfo::Family::Bert;
+        bert.family = &modelFamily("bert");
         bert.layers = 4, bert.heads = 4;
         const StartPoint bertStart = ModelCatalog::startPoint(bert);
         QCOMPARE(bertStart.layer, 2);
@@ -177,7 +176,7 @@ private Q_SLOTS:
         QTemporaryDir model;
         ModelInfo vit;
         vit.dir = model.path();
-        vit.family = ModelInfo::Family::Vit;
+        vit.family = &modelFamily("vit");
         const QString gallery = QStringLiteral("/somewhere/images");
         QCOMPARE(ModelCatalog::imageGallery(vit, gallery), gallery);
         QCOMPARE(ModelCatalog::statisticsData(vit, gallery), QStringLiteral("images:") + gallery);

@@ -464,7 +464,7 @@ private Q_SLOTS:
         m_window->openModel(model);
         QTRY_COMPARE_WITH_TIMEOUT(m_window->controller()->model().dir, model, 60000);
         const SnapshotPtr before = m_window->controller()->snapshot();
-        if (m_window->controller()->model().family == ModelInfo::Family::Vit)
+        if (m_window->controller()->model().takesImages())
             m_window->controller()->inspectImage(
                 QStringLiteral(OUTLIERLENS_TEST_DATA "/vit/images/chelsea_cat.png"), {});
         else

@@ -337,6 +337,27 @@ private Q_SLOTS:
         QVERIFY2(msg.contains("merges.txt") && msg.contains("missing"), qPrintable(msg));
     }
 
+    void otherByteLevelPreTokenizerRefused()
+    {
+        // A Qwen2 hub folder: vocab.json + merges.txt beside a tokenizer.json whose pre-tokenizer is its own
+        // Split regex (single digits) then ByteLevel without GPT-2's. Read with GPT-2's split, "2026" would
+        // be one word, not four: one clear error instead. GPT-2's own tokenizer.json is accepted.
+        QTemporaryDir dir;
+        copyTokenizer("gpt2", dir.path());
+        const std::string json = dir.path().toStdString() + "/tokenizer.json";
+        writeFile(json, R"({"pre_tokenizer": {"type": "Sequence", "pretokenizers": [{"type": "Split",
+            "pattern": {"Regex": "\\p{N}"}, "behavior": "Isolated"}, {"type": "ByteLevel", "use_regex": false}]}})");
+        const QString msg = errorOf([&] { DecoderTokenizer::fromModelDir(dir.path().toStdString()); });
+        QVERIFY2(msg.contains("tokenizer.json") && msg.contains("Sequence") &&
+                     msg.contains("not supported yet"),
+                 qPrintable(msg));
+        writeFile(
+            json,
+            R"({"pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "use_regex": true}})");
+        QCOMPARE(QString::fromStdString(DecoderTokenizer::fromModelDir(dir.path().toStdString())->kind()),
+                 QStringLiteral("byte-level BPE"));
+    }
+
     void malformedVocab_data()
     {
         QTest::addColumn<QByteArray>("content");

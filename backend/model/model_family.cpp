@@ -1,0 +1,169 @@
+#include "model/model_family.h"
+
+#include "common/error.h"
+#include "common/json_util.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+
+namespace outlierlens {
+
+namespace {
+
+// The table. A new family: its config reader and layers in its own files, and one row here.
+const std::vector<ModelFamily> kFamilies = {
+    {"bert",
+     "BERT",
+     FamilyEngine::Bert,
+     InputKind::Text,
+     true,
+     false,
+     {},
+     {"Bert*"},
+     "[CLS], [SEP] and punctuation",
+     "mnli:mnli/mnli_dev_matched.jsonl:1000",
+     "bert-mnli"},
+    {"vit",
+     "ViT",
+     FamilyEngine::Vit,
+     InputKind::Image,
+     false,
+     false,
+     {},
+     {"ViT*"},
+     "[CLS] and background patches",
+     "images:images",
+     "vit-fmnist"},
+    {"gpt2",
+     "GPT-2",
+     FamilyEngine::Decoder,
+     InputKind::Text,
+     false,
+     true,
+     {},
+     {"GPT2LMHeadModel", "GPT2Model"},
+     "the first token, punctuation and newlines",
+     "text:text/wiki_en_valid.txt:100",
+     "backcopy",
+     true},
+    {"opt",
+     "OPT",
+     FamilyEngine::Decoder,
+     InputKind::Text,
+     false,
+     true,
+     {},
+     {"OPTForCausalLM", "OPTModel"},
+     "the first token, punctuation and newlines",
+     "text:text/wiki_en_valid.txt:100",
+     "backcopy"},
+    {"llama",
+     "LLaMA",
+     FamilyEngine::Decoder,
+     InputKind::Text,
+     false,
+     true,
+     {},
+     {"LlamaForCausalLM", "LlamaModel"},
+     "the first token, punctuation and newlines",
+     "text:text/wiki_en_valid.txt:100",
+     "backcopy"},
+    {"qwen2",
+     "Qwen2",
+     FamilyEngine::Decoder,
+     InputKind::Text,
+     false,
+     true,
+     {},
+     {"Qwen2ForCausalLM", "Qwen2Model"},
+     "the first token, punctuation and newlines",
+     "text:text/wiki_en_valid.txt:100",
+     "backcopy"},
+    {"mistral",
+     "Mistral",
+     FamilyEngine::Decoder,
+     InputKind::Text,
+     false,
+     true,
+     {},
+     {"MistralForCausalLM", "MistralModel"},
+     "the first token, punctuation and newlines",
+     "text:text/wiki_en_valid.txt:100",
+     "backcopy"},
+};
+
+bool matches(const std::string& pattern, const std::string& name)
+{
+    if (!pattern.empty() && pattern.back() == '*')
+        return name.compare(0, pattern.size() - 1, pattern, 0, pattern.size() - 1) == 0;
+    return name == pattern;
+}
+
+std::string knownFamilies()
+{
+    std::string text;
+    for (const ModelFamily& f : kFamilies)
+        text += (text.empty() ? "" : ", ") + f.id;
+    return text;
+}
+
+const ModelFamily& familyOfJson(const nlohmann::json& j, const std::string& path)
+{
+    if (!j.is_object()) throw Error(path + ": expected a JSON object");
+    const std::string type = jsonutil::getString(j, "model_type", path, std::string());
+    std::vector<std::string> architectures;
+    if (j.contains("architectures") && j["architectures"].is_array())
+        for (const auto& a : j["architectures"])
+            if (a.is_string()) architectures.push_back(a.get<std::string>());
+    for (const ModelFamily& f : kFamilies)
+        if (!type.empty() &&
+            (f.id == type || std::find(f.aliases.begin(), f.aliases.end(), type) != f.aliases.end()))
+            return f;
+    for (const std::string& a : architectures)
+        for (const ModelFamily& f : kFamilies)
+            for (const std::string& pattern : f.architectures)
+                if (matches(pattern, a)) return f;
+    if (type.empty() && j.contains("architecture")) return modelFamily("vit"); // timm's config.json
+    std::string archText;
+    for (const std::string& a : architectures)
+        archText += (archText.empty() ? "" : ", ") + a;
+    throw Error(path + ": unknown model family (model_type '" + type + "', architectures [" + archText +
+                "]); OutlierLens knows " + knownFamilies());
+}
+
+} // namespace
+
+const std::vector<ModelFamily>& modelFamilies()
+{
+    return kFamilies;
+}
+
+const ModelFamily& modelFamily(const std::string& id)
+{
+    for (const ModelFamily& f : kFamilies)
+        if (f.id == id) return f;
+    throw Error("unknown model family '" + id + "'; OutlierLens knows " + knownFamilies());
+}
+
+const ModelFamily& modelFamilyOfDir(const std::string& modelDir)
+{
+    const std::string path = (std::filesystem::path(modelDir) / "config.json").string();
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec))
+        throw Error(modelDir +
+                    ": no config.json in this folder (expected a Hugging Face or timm model folder)");
+    return familyOfJson(jsonutil::parseFile(path), path);
+}
+
+bool isModelDirOf(const std::string& modelDir, FamilyEngine engine)
+{
+    try {
+        return modelFamilyOfDir(modelDir).engine == engine;
+    } catch (const Error&) {
+        return false;
+    }
+}
+
+} // namespace outlierlens

@@ -1,0 +1,250 @@
+// Golden parity of the decoder families that share LLaMA's layout with Hugging Face transformers v4.47.1:
+// Qwen2 (q/k/v biases), Mistral (sliding window, head_dim) and LLaMA 3 (rope_scaling "llama3"), found through
+// the family registry. Every capture point the references hold, the last hidden state and the logits, on
+// right- and left-padded rows (real positions only); keys outside the window get probability exactly 0;
+// sharded, bfloat16 and float16 folders load as they are. References: tests/fixtures/families/README.md.
+
+#include "../common/tensor_compare.h"
+
+#include "io/hdf5_store.h"
+#include "model/decoder_network.h"
+#include "model/model_family.h"
+#include "model/runtime.h"
+
+#include <torch/torch.h>
+
+#include <QFile>
+#include <QTemporaryDir>
+#include <QtTest>
+
+using namespace outlierlens;
+using outlierlens::test::fixture;
+
+namespace {
+
+constexpr double kActTolerance = 1e-4;  // activations and logits
+constexpr double kProbTolerance = 1e-5; // attention probabilities
+
+/// [B, T, n*dh] -> [B, n, T, dh]
+torch::Tensor heads(const torch::Tensor& x, int n)
+{
+    return x.view({x.size(0), x.size(1), n, x.size(2) / n}).permute({0, 2, 1, 3});
+}
+
+/// The largest |actual - expected| over the real tokens of each row ([B, ...] both; `tokenDims` counted
+/// after the batch dimension are indexed by the row's real positions); fails above `tolerance`.
+double compareReal(const QString& name, const torch::Tensor& actual, const torch::Tensor& expected,
+                   const torch::Tensor& mask, const std::vector<int>& tokenDims, double tolerance)
+{
+    if (!actual.defined()) {
+        QTest::qFail(qPrintable(name + ": not captured"), __FILE__, __LINE__);
+        return 1e9;
+    }
+    if (actual.sizes() != expected.sizes()) {
+        QTest::qFail(qPrintable(QString("%1: shape %2, expected %3")
+                                    .arg(name, test::shapeOf(actual), test::shapeOf(expected))),
+                     __FILE__, __LINE__);
+        return 1e9;
+    }
+    double worst = 0;
+    for (int64_t b = 0; b < mask.size(0); ++b) {
+        const torch::Tensor idx = mask[b].nonzero().flatten();
+        torch::Tensor a = actual[b].to(torch::kDouble), e = expected[b].to(torch::kDouble);
+        for (int d : tokenDims) {
+            a = a.index_select(d, idx);
+            e = e.index_select(d, idx);
+        }
+        worst = std::max(worst, test::maxAbsDiff(a, e));
+    }
+    if (worst > tolerance)
+        QTest::qFail(qPrintable(QString("%1: max |diff| %2 > %3").arg(name).arg(worst).arg(tolerance)),
+                     __FILE__, __LINE__);
+    return worst;
+}
+
+class Recorder : public ActivationSink
+{
+public:
+    bool wants(CapturePoint, int) const override { return true; }
+    void put(CapturePoint point, int layer, const at::Tensor& batched) override
+    {
+        m_tensors[captureName(point, layer)] = batched;
+    }
+    torch::Tensor at(const std::string& name) const
+    {
+        const auto it = m_tensors.find(name);
+        return it == m_tensors.end() ? torch::Tensor() : it->second;
+    }
+
+private:
+    std::map<std::string, torch::Tensor> m_tensors;
+};
+
+} // namespace
+
+class TstFamilyParity : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase() { configureTorchThreads(); }
+
+    void captures_data()
+    {
+        QTest::addColumn<QString>("family");
+        QTest::addColumn<QString>("folder");
+        QTest::newRow("qwen2") << "qwen2"
+                               << "hf";
+        QTest::newRow("mistral") << "mistral"
+                                 << "hf";
+        QTest::newRow("llama3") << "llama3"
+                                << "hf";
+        QTest::newRow("llama3 sharded") << "llama3"
+                                        << "hf_sharded";
+    }
+
+    void captures()
+    {
+        QFETCH(QString, family);
+        QFETCH(QString, folder);
+        const std::string dir = fixture("families/" + family.toStdString());
+        const std::string modelDir = dir + "/" + folder.toStdString();
+        // The registry finds the family; the decoder code runs it.
+        const ModelFamily& f = modelFamilyOfDir(modelDir);
+        QCOMPARE(QString::fromStdString(f.id), family == "llama3" ? QStringLiteral("llama") : family);
+        QCOMPARE(f.engine, FamilyEngine::Decoder);
+        DecoderNetwork net = DecoderNetwork::load(modelDir);
+        const DecoderConfig& c = net.config();
+        QCOMPARE(QString::fromStdString(c.familyId()), QString::fromStdString(f.id));
+
+        Hdf5Reader ref(dir + "/reference.h5");
+        const torch::Tensor ids = ref.readTensor("inputs/input_ids");
+        const torch::Tensor mask = ref.readTensor("inputs/attention_mask");
+        Recorder sink;
+        c10::InferenceMode guard;
+        const DecoderForward out = net.forward(ids, mask, &sink);
+
+        const int H = c.numHeads, Hkv = c.numKvHeads;
+        const torch::Tensor hidden = ref.readTensor("hidden_states"),
+                            attentions = ref.readTensor("attentions");
+        const torch::Tensor scores = ref.readTensor("layers/attn_scores"), v = ref.readTensor("layers/v");
+        const torch::Tensor context = ref.readTensor("layers/context"),
+                            attnProj = ref.readTensor("layers/attn_proj");
+        const torch::Tensor xDown = ref.readTensor("layers/x_down"),
+                            ffnOut = ref.readTensor("layers/ffn_out");
+        double act = 0, prob = 0;
+        act = std::max(act,
+                       compareReal("embeddings", sink.at("embeddings"), hidden[0], mask, {0}, kActTolerance));
+        for (int i = 0; i < c.numLayers; ++i) {
+            const QString l = QStringLiteral("layer%1/").arg(i);
+            auto at = [&](const char* point) { return sink.at((l + point).toStdString()); };
+            act = std::max(act, compareReal(l + "attn_scores", at("attn_scores"), scores[i], mask, {1, 2},
+                                            kActTolerance));
+            prob = std::max(prob, compareReal(l + "attn_probs", at("attn_probs"), attentions[i], mask, {1, 2},
+                                              kProbTolerance));
+            act = std::max(act, compareReal(l + "attn_values", at("attn_values"),
+                                            heads(v[i], Hkv).repeat_interleave(H / Hkv, 1), mask, {1},
+                                            kActTolerance));
+            act = std::max(act, compareReal(l + "attn_context", at("attn_context"), heads(context[i], H),
+                                            mask, {1}, kActTolerance));
+            act = std::max(
+                act, compareReal(l + "attn_out", at("attn_out"), attnProj[i], mask, {0}, kActTolerance));
+            act =
+                std::max(act, compareReal(l + "down_in", at("down_in"), xDown[i], mask, {0}, kActTolerance));
+            act =
+                std::max(act, compareReal(l + "ffn_out", at("ffn_out"), ffnOut[i], mask, {0}, kActTolerance));
+            act = std::max(act, compareReal(l + "out", at("out"), hidden[i + 1], mask, {0}, kActTolerance));
+
+            // Future keys, padded keys and keys outside the sliding window of every real query: exactly 0.
+            const torch::Tensor p = at("attn_probs");
+            const auto T = p.size(-1);
+            torch::Tensor slots = torch::ones({T, T}, torch::kBool).tril();
+            if (c.slidingWindow > 0) slots = slots.triu(-(c.slidingWindow - 1));
+            const torch::Tensor realQ = mask.view({-1, 1, T, 1}).ne(0);
+            const torch::Tensor allowed = slots.view({1, 1, T, T}) & mask.view({-1, 1, 1, T}).ne(0);
+            const torch::Tensor hidden0 = p.masked_select(realQ & allowed.logical_not());
+            QVERIFY2(hidden0.numel() > 0 && hidden0.eq(0).all().item<bool>(),
+                     qPrintable(l + "attn_probs: a masked key has a non-zero probability"));
+            // ... and the keys it may see carry all of the probability.
+            QVERIFY(torch::allclose(
+                p.masked_fill(allowed.logical_not(), 0).sum(-1).masked_select(mask.view({-1, 1, T}).ne(0)),
+                torch::ones({1}), 1e-5, 1e-5));
+        }
+        double logits = compareReal("last_hidden_state", out.lastHidden,
+                                    ref.readTensor("outputs/last_hidden_state"), mask, {0}, kActTolerance);
+        logits = std::max(logits, compareReal("logits", out.logits, ref.readTensor("outputs/logits"), mask,
+                                              {0}, kActTolerance));
+        qInfo("%s %s: max |diff| activations %.3g, probabilities %.3g, logits %.3g", qPrintable(family),
+              qPrintable(folder), act, prob, logits);
+    }
+
+    void lowPrecisionWeights_data()
+    {
+        QTest::addColumn<QString>("family");
+        QTest::addColumn<QString>("folder");
+        QTest::addColumn<QString>("dataset");
+        QTest::addColumn<int>("dtype");
+        QTest::newRow("llama3 bf16") << "llama3"
+                                     << "hf_bf16"
+                                     << "bf16_weights/logits" << int(torch::kBFloat16);
+        QTest::newRow("mistral fp16") << "mistral"
+                                      << "hf_fp16"
+                                      << "fp16_weights/logits" << int(torch::kHalf);
+    }
+
+    void lowPrecisionWeights()
+    {
+        // Weights stay as stored and are upcast per use: the logits of the stored weights in float32.
+        QFETCH(QString, family);
+        QFETCH(QString, folder);
+        QFETCH(QString, dataset);
+        QFETCH(int, dtype);
+        const std::string dir = fixture("families/" + family.toStdString());
+        DecoderNetwork net = DecoderNetwork::load(dir + "/" + folder.toStdString());
+        for (const auto& item : net.module().named_parameters(true))
+            QVERIFY2(item.value().scalar_type() == torch::ScalarType(dtype), item.key().c_str());
+        Hdf5Reader ref(dir + "/reference.h5");
+        const torch::Tensor ids = ref.readTensor("inputs/input_ids"),
+                            mask = ref.readTensor("inputs/attention_mask");
+        c10::InferenceMode guard;
+        const DecoderForward out = net.forward(ids, mask);
+        const double diff =
+            compareReal(dataset, out.logits, ref.readTensor(dataset.toStdString()), mask, {0}, kActTolerance);
+        // The stored weights were used: the float32 model's logits are farther away.
+        QVERIFY(test::maxAbsDiff(out.logits, ref.readTensor("outputs/logits")) > 10 * diff);
+        qInfo("%s %s: max |diff| logits %.3g", qPrintable(family), qPrintable(folder), diff);
+    }
+
+    void trapsAreReadFromTheConfig()
+    {
+        // What each family's config sets, as read (the parity above shows they are used).
+        const DecoderConfig qwen = DecoderConfig::fromFile(fixture("families/qwen2/hf/config.json"));
+        QVERIFY(qwen.attentionBias && qwen.tieWordEmbeddings && qwen.slidingWindow == 0);
+        const DecoderConfig mistral = DecoderConfig::fromFile(fixture("families/mistral/hf/config.json"));
+        QCOMPARE(mistral.slidingWindow, 6);
+        QCOMPARE(mistral.headDim(), 16);
+        const DecoderConfig llama3 = DecoderConfig::fromFile(fixture("families/llama3/hf/config.json"));
+        QCOMPARE(QString::fromStdString(llama3.ropeScalingType), QStringLiteral("llama3"));
+        QCOMPARE(llama3.ropeOriginalMaxPositions, 8192);
+        // A config written back reads the same.
+        QTemporaryDir tmp;
+        for (const DecoderConfig* c : {&qwen, &mistral, &llama3}) {
+            const QString path = tmp.path() + "/config.json";
+            QFile file(path);
+            QVERIFY(file.open(QIODevice::WriteOnly | QIODevice::Truncate));
+            file.write(QByteArray::fromStdString(c->toJson()));
+            file.close();
+            const DecoderConfig back = DecoderConfig::fromFile(path.toStdString());
+            QCOMPARE(QString::fromStdString(back.familyId()), QString::fromStdString(c->familyId()));
+            QCOMPARE(back.attentionBias, c->attentionBias);
+            QCOMPARE(back.slidingWindow, c->slidingWindow);
+            QCOMPARE(back.headDim(), c->headDim());
+            QCOMPARE(QString::fromStdString(back.ropeScalingType),
+                     QString::fromStdString(c->ropeScalingType));
+            QCOMPARE(back.ropeHighFreqFactor, c->ropeHighFreqFactor);
+        }
+    }
+};
+
+QTEST_GUILESS_MAIN(TstFamilyParity)
+#include "tst_family_parity.moc"
