@@ -14,7 +14,10 @@
 #include "text/imagenet.h"
 #include "text/wordpiece.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 namespace outlierlens::cli {
 namespace {
@@ -91,14 +94,52 @@ int inspectBertModel(Command& cmd, const std::string& modelDir)
     return finish(modelDir, result.outputNotice);
 }
 
+/// "1,5,9" (spaces allowed) -> {1, 5, 9}; a usage error names an entry that is not a number.
+std::vector<std::int64_t> parseTokenIds(const std::string& text)
+{
+    std::vector<std::int64_t> ids;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        const std::size_t comma = std::min(text.find(',', start), text.size());
+        std::string item = text.substr(start, comma - start);
+        item.erase(0, item.find_first_not_of(" \t"));
+        item.erase(item.find_last_not_of(" \t") + 1);
+        std::size_t used = 0;
+        long long value = -1;
+        try {
+            value = std::stoll(item, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (item.empty() || used != item.size() || value < 0)
+            throw UsageException{"--input-ids: '" + item + "' is not a token id (expected e.g. 1,5,9)"};
+        ids.push_back(value);
+        start = comma + 1;
+    }
+    return ids;
+}
+
 int inspectDecoderModel(Command& cmd, const std::string& modelDir, Precision precision)
 {
     if (cmd.isSet("pair")) throw UsageException{"--pair needs a BERT model; " + modelDir + " is a decoder"};
-    const std::string text = cmd.requiredText("text");
+    const bool givenIds = cmd.isSet("input-ids");
+    if (givenIds && cmd.isSet("text")) throw UsageException{"give --text or --input-ids, not both"};
+    const std::string text = givenIds ? cmd.value("input-ids") : cmd.requiredText("text");
+    const std::vector<std::int64_t> ids = givenIds ? parseTokenIds(text) : std::vector<std::int64_t>();
     const int maxLength = cmd.intValue("max-length", 0, 1, 1 << 20);
     DecoderNetwork network = DecoderNetwork::load(modelDir, cmd.variantOverride());
     if (precision == Precision::Bf16) network.setComputeDtype(torch::kBFloat16);
-    const std::unique_ptr<DecoderTokenizer> tokenizer = DecoderTokenizer::fromModelDir(modelDir);
+    // Token ids run without a tokenizer: one only labels them, when the folder has one this app reads.
+    std::unique_ptr<DecoderTokenizer> tokenizer;
+    if (!givenIds) {
+        tokenizer = DecoderTokenizer::fromModelDir(modelDir);
+    } else if (DecoderTokenizer::existsIn(modelDir)) {
+        try {
+            tokenizer = DecoderTokenizer::fromModelDir(modelDir);
+        } catch (const Error& e) {
+            std::fprintf(stderr, "note: tokens are shown as ids (%s)\n", e.what());
+        }
+    }
     const DecoderConfig& c = network.config();
     std::printf("model: %s (%s, %d layers, %d heads, hidden %d; %s)\n", modelDir.c_str(),
                 c.architectures.empty() ? toString(c.arch).c_str() : c.architectures.front().c_str(),
@@ -107,7 +148,8 @@ int inspectDecoderModel(Command& cmd, const std::string& modelDir, Precision pre
         std::printf("note: left out %s\n", note.c_str());
 
     const DecoderInspection result =
-        inspectDecoder(network, *tokenizer, text, maxLength, !cmd.isSet("no-special-tokens"));
+        givenIds ? inspectDecoderIds(network, ids, tokenizer.get())
+                 : inspectDecoder(network, *tokenizer, text, maxLength, !cmd.isSet("no-special-tokens"));
     if (const std::string cut =
             truncationNotice(result.fullLength, std::int64_t(result.encoding.inputIds.size()));
         !cut.empty())
@@ -117,7 +159,8 @@ int inspectDecoderModel(Command& cmd, const std::string& modelDir, Precision pre
         std::printf("next token:");
         for (std::size_t i = 0; i < result.nextTokens.size(); ++i)
             std::printf("%s %s %.4f", i ? "," : "",
-                        decoderTokenLabel(*tokenizer, result.nextTokens[i].first).c_str(),
+                        tokenizer ? decoderTokenLabel(*tokenizer, result.nextTokens[i].first).c_str()
+                                  : ("#" + std::to_string(result.nextTokens[i].first)).c_str(),
                         result.nextTokens[i].second);
         std::printf("\n");
     }
@@ -185,6 +228,10 @@ int runInspect(const QStringList& args)
     cmd.parser().addOptions({
         {"model", "Model folder (config.json, model.safetensors or pytorch_model.bin, vocab.txt).", "dir"},
         {"text", "Text (BERT: the premise of a pair; decoders: the text).", "text"},
+        {"input-ids",
+         "Decoders: run these token ids as they are, comma-separated (e.g. 1,5,9); no tokenizer needed, and "
+         "none is applied (no BOS added).",
+         "ids"},
         {"pair", "Second segment (BERT): the hypothesis.", "text"},
         {"image", "Image file (ViT).", "file"},
         {"max-length", "Truncate the token sequence to N tokens (default: the model's maximum).", "N"},

@@ -36,23 +36,46 @@ DecoderInspection inspectDecoder(DecoderNetwork& network, const DecoderTokenizer
     if (c.maxPositions > 0 && limit > c.maxPositions)
         throw Error("--max-length " + std::to_string(limit) + " exceeds the model's " +
                     std::to_string(c.maxPositions) + " positions");
-    DecoderInspection result{tokenizer.encode(text, std::nullopt, limit, addSpecialTokens),
-                             captureNames.empty() ? RecordingSink() : RecordingSink(captureNames),
-                             {},
-                             {}};
-    result.fullLength = std::int64_t(result.encoding.inputIds.size());
-    if (limit > 0 && result.fullLength == limit) // cut, or exactly full: count the whole text
-        result.fullLength =
-            std::int64_t(tokenizer.encode(text, std::nullopt, 0, addSpecialTokens).inputIds.size());
-    if (result.encoding.inputIds.empty())
+    const Encoding encoding = tokenizer.encode(text, std::nullopt, limit, addSpecialTokens);
+    if (encoding.inputIds.empty())
         throw Error("the text gives no tokens" +
                     std::string(addSpecialTokens ? "" : " (special tokens are off: nothing to run)"));
-    for (std::int64_t id : result.encoding.inputIds)
+    for (std::int64_t id : encoding.inputIds)
         if (id < 0 || id >= c.vocabSize)
             throw Error("token id " + std::to_string(id) + " is outside the model's vocabulary of " +
                         std::to_string(c.vocabSize) + " (do the tokenizer files belong to this model?)");
-    for (std::int64_t id : result.encoding.inputIds)
-        result.labels.push_back(decoderTokenLabel(tokenizer, id));
+    DecoderInspection result =
+        inspectDecoderIds(network, encoding.inputIds, &tokenizer, captureNames, topNext);
+    result.encoding = encoding;
+    if (limit > 0 && result.fullLength == limit) // cut, or exactly full: count the whole text
+        result.fullLength =
+            std::int64_t(tokenizer.encode(text, std::nullopt, 0, addSpecialTokens).inputIds.size());
+    return result;
+}
+
+DecoderInspection inspectDecoderIds(DecoderNetwork& network, const std::vector<std::int64_t>& inputIds,
+                                    const DecoderTokenizer* tokenizer,
+                                    const std::set<std::string>& captureNames, int topNext)
+{
+    const DecoderConfig& c = network.config();
+    if (inputIds.empty()) throw Error("no token ids to run");
+    for (std::int64_t id : inputIds)
+        if (id < 0 || id >= c.vocabSize)
+            throw Error("token id " + std::to_string(id) + " is outside the model's vocabulary of " +
+                        std::to_string(c.vocabSize));
+    if (c.maxPositions > 0 && std::int64_t(inputIds.size()) > c.maxPositions)
+        throw Error(std::to_string(inputIds.size()) + " token ids exceed the model's " +
+                    std::to_string(c.maxPositions) + " positions");
+    DecoderInspection result{
+        {}, captureNames.empty() ? RecordingSink() : RecordingSink(captureNames), {}, {}};
+    result.encoding.inputIds = inputIds;
+    result.encoding.attentionMask.assign(inputIds.size(), 1);
+    result.encoding.tokenTypeIds.assign(inputIds.size(), 0);
+    for (std::int64_t id : inputIds) {
+        result.labels.push_back(tokenizer ? decoderTokenLabel(*tokenizer, id) : std::to_string(id));
+        result.encoding.tokens.push_back(tokenizer ? tokenizer->idToToken(id) : std::to_string(id));
+    }
+    result.fullLength = std::int64_t(inputIds.size());
 
     const auto T = std::int64_t(result.encoding.inputIds.size());
     const torch::Tensor ids = torch::tensor(result.encoding.inputIds, torch::kLong).view({1, T});

@@ -34,6 +34,13 @@ DecoderInspection inspectDecoder(DecoderNetwork& network, const DecoderTokenizer
                                  const std::string& text, int maxLength = 0, bool addSpecialTokens = true,
                                  const std::set<std::string>& captureNames = {}, int topNext = 5);
 
+/// The same for token ids given as they are (no tokenizer needed: `inspect --input-ids`); labels are the
+/// tokenizer's when one is given, else the ids. Throws Error for no ids, an id outside the vocabulary or
+/// more ids than the model's positions.
+DecoderInspection inspectDecoderIds(DecoderNetwork& network, const std::vector<std::int64_t>& inputIds,
+                                    const DecoderTokenizer* tokenizer,
+                                    const std::set<std::string>& captureNames = {}, int topNext = 5);
+
 /// A readable label for a decoder token: the tokenizer's display string with spaces made visible
 /// ("\u00b7" for a leading space, "\\n" for a newline), never empty.
 std::string decoderTokenLabel(const DecoderTokenizer& tokenizer, std::int64_t id);

@@ -100,6 +100,56 @@ private Q_SLOTS:
         QCOMPARE(ids.size(0), T);
     }
 
+    void inputIdsWithoutTokenizer()
+    {
+        // issue #38: `inspect --input-ids` runs token ids in a folder with no tokenizer files (the Qwen2
+        // fixture), exactly as transformers 4.47.1 does; labels are the ids, nothing is added.
+        using torch::indexing::Slice;
+        const std::string family = fixture("families/qwen2");
+        const Hdf5Reader ref(family + "/reference.h5");
+        const torch::Tensor ids = ref.readTensor("inputs/input_ids")[1]; // 11 real tokens, right-padded
+        const std::int64_t T = ref.readTensor("inputs/attention_mask")[1].sum().item<std::int64_t>();
+        QStringList list;
+        for (std::int64_t t = 0; t < T; ++t)
+            list << QString::number(ids[t].item<std::int64_t>());
+        QTemporaryDir dir;
+        const QString dump = dir.path() + QStringLiteral("/dump.h5");
+        const Run r = runApp({QStringLiteral("inspect"), QStringLiteral("--model"),
+                              QString::fromStdString(family + "/hf"), QStringLiteral("--input-ids"),
+                              list.join(QStringLiteral(", ")), QStringLiteral("--dump"), dump});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QVERIFY2(r.out.contains(QStringLiteral("tokens (%1): %2").arg(T).arg(list.first())),
+                 qPrintable(r.out));
+        QVERIFY2(r.out.contains(QStringLiteral("next token: #")), qPrintable(r.out));
+        const Hdf5Reader got(dump.toStdString());
+        QCOMPARE(got.readStrings("tokens").size(), std::size_t(T));
+        QCOMPARE(QString::fromStdString(got.readStrings("tokens")[1]), list[1]);
+        for (int l = 0; l < 2; ++l) {
+            const std::string p = "layer" + std::to_string(l) + "/";
+            OL_COMPARE_TENSORS(QString::fromStdString(p + "attn_probs"), got.readTensor(p + "attn_probs"),
+                               ref.readTensor("attentions")[l][1].index({Slice(), Slice(0, T), Slice(0, T)}),
+                               1e-5);
+            OL_COMPARE_TENSORS(QString::fromStdString(p + "out"), got.readTensor(p + "out"),
+                               ref.readTensor("hidden_states")[l + 1][1].index({Slice(0, T)}), 1e-4);
+        }
+        OL_COMPARE_TENSORS("logits", got.readTensor("logits"),
+                           ref.readTensor("outputs/logits")[1].index({Slice(0, T)}), 1e-4);
+
+        // Bad ids: one line each, nothing written.
+        for (const QString& bad : {QStringLiteral("1,x,3"), QStringLiteral("1,,3"), QStringLiteral("1,-2"),
+                                   QStringLiteral("1,384")}) {
+            const QString out = dir.path() + QStringLiteral("/bad.h5");
+            const Run e = runApp({QStringLiteral("inspect"), QStringLiteral("--model"),
+                                  QString::fromStdString(family + "/hf"), QStringLiteral("--input-ids"), bad,
+                                  QStringLiteral("--dump"), out});
+            QVERIFY2(e.exitCode != 0 && e.err.trimmed().count(QLatin1Char('\n')) == 0, qPrintable(e.err));
+            QVERIFY2(e.err.contains(bad.endsWith(QStringLiteral("384")) ? QStringLiteral("vocabulary")
+                                                                        : QStringLiteral("not a token id")),
+                     qPrintable(e.err));
+            QVERIFY(!QFile::exists(out));
+        }
+    }
+
     void statsOverTextChunks()
     {
         QTemporaryDir dir;
