@@ -9,6 +9,8 @@
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QSettings>
 
 #include <algorithm>
@@ -42,11 +44,24 @@ QString ModelCatalog::modelsDir()
 
 QVector<ModelEntry> ModelCatalog::knownModels()
 {
-    QVector<ModelEntry> out;
+    QVector<ModelEntry> out, contrasts;
     const QDir models(modelsDir());
-    for (const QString& name : models.entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name))
-        if (isModelFolder(models.absoluteFilePath(name)))
+    // Demo models that show no outliers are labelled as contrasts (models/catalog.json) and listed last.
+    QJsonObject contrastNotes;
+    QFile catalog(models.absoluteFilePath(QStringLiteral("catalog.json")));
+    if (catalog.open(QIODevice::ReadOnly))
+        contrastNotes =
+            QJsonDocument::fromJson(catalog.readAll()).object().value(QStringLiteral("contrasts")).toObject();
+    for (const QString& name : models.entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name)) {
+        if (!isModelFolder(models.absoluteFilePath(name))) continue;
+        const QString note = contrastNotes.value(name).toString();
+        if (note.isEmpty())
             out.push_back({QStringLiteral("demo: ") + name, models.absoluteFilePath(name)});
+        else
+            contrasts.push_back(
+                {QStringLiteral("demo: %1 (%2)").arg(name, note), models.absoluteFilePath(name)});
+    }
+    out += contrasts;
     if (isModelFolder(placeholderModel()))
         out.push_back({QStringLiteral("random-weight placeholder (bert-mini)"),
                        QFileInfo(placeholderModel()).canonicalFilePath()});

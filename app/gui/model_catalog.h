@@ -42,9 +42,11 @@ struct FirstInput
 class ModelCatalog
 {
 public:
+    /// The bundled demo models by name, those models/catalog.json calls contrasts last and labelled so,
+    /// then the placeholder, then the recent models.
     static QVector<ModelEntry> knownModels();
-    /// The model the app opens by default: the BERT MNLI demo (vanilla) if shipped, else the
-    /// placeholder random-weight model, else empty.
+    /// The model the app opens by default: the backcopy decoder demo (vanilla) if shipped, else the BERT
+    /// MNLI demo, else the placeholder random-weight model, else empty.
     static QString defaultModel();
     /// The model the app opens when none is given: the last one opened (the first of the recent models that
     /// is still a model folder), else defaultModel().

@@ -7,6 +7,7 @@
 
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QSettings>
@@ -167,6 +168,31 @@ private Q_SLOTS:
         ModelCatalog::addRecent(QStringLiteral("/no/such/model")); // the newest, but gone
         QCOMPARE(ModelCatalog::startModel(), gated);
         QSettings().remove(QStringLiteral("models/recent"));
+    }
+
+    /// Issue #37: the bundled models that show nothing (BERT at chance on MNLI, the Fashion-MNIST ViTs) are
+    /// labelled plainly as contrasts in the model picker and listed after the models that show the effect.
+    void contrastsAreLabelledAndLast()
+    {
+        const QVector<ModelEntry> all = ModelCatalog::knownModels();
+        int lastShowing = -1, firstContrast = int(all.size()), contrasts = 0;
+        for (int i = 0; i < all.size(); ++i) {
+            const QString name = QFileInfo(all[i].dir).fileName();
+            if (!all[i].name.startsWith(QStringLiteral("demo: "))) continue;
+            const bool contrast = all[i].name.contains(QStringLiteral("(contrast: "));
+            QCOMPARE(contrast, name.startsWith(QStringLiteral("bert-mnli-")) ||
+                                   name.startsWith(QStringLiteral("vit-fmnist-")));
+            if (contrast) {
+                firstContrast = std::min(firstContrast, i);
+                ++contrasts;
+            } else {
+                lastShowing = i;
+                QCOMPARE(all[i].name, QStringLiteral("demo: ") + name);
+            }
+        }
+        QCOMPARE(contrasts, 6);
+        QVERIFY2(lastShowing >= 0 && lastShowing < firstContrast, "contrasts come last");
+        QCOMPARE(QFileInfo(ModelCatalog::defaultModel()).fileName(), QStringLiteral("backcopy-vanilla"));
     }
 
     /// Issue #37/#39.8: a ViT with images of its own (sample_images/, written by `train` for the canvas task)
