@@ -1,4 +1,5 @@
 #include "model/decoder_config.h"
+#include "model/model_family_json.h"
 
 #include "common/error.h"
 #include "common/json_util.h"
@@ -31,7 +32,8 @@ int tokenId(const json& j, const char* key, const std::string& where)
     return isNull(j, key) ? -1 : jsonutil::getInt32(j, key, where);
 }
 
-/// The family from model_type, else from architectures; an Error naming both when neither is known.
+/// The decoder layout of the config's family (model/model_family); an Error naming what the config says
+/// when the family is unknown or not a decoder.
 DecoderArch detectArch(const json& j, const std::string& path, std::vector<std::string>& architectures,
                        std::string& modelType)
 {
@@ -42,28 +44,19 @@ DecoderArch detectArch(const json& j, const std::string& path, std::vector<std::
             architectures.push_back(a.get<std::string>());
         }
     }
-    modelType = jsonutil::getString(j, "model_type", path, std::string());
-    // The decoder families and the layout each computes with; a family's own fields are read below.
+    // The registry finds the family (model_type, else architectures); the decoder code says which of its
+    // layouts computes it. A family's own fields are read below.
+    const ModelFamily& family = modelFamilyOfConfig(j, path);
+    modelType = family.id;
     static const std::pair<const char*, DecoderArch> kLayouts[] = {{"gpt2", DecoderArch::Gpt2},
                                                                    {"opt", DecoderArch::Opt},
                                                                    {"llama", DecoderArch::Llama},
                                                                    {"qwen2", DecoderArch::Llama},
                                                                    {"mistral", DecoderArch::Llama}};
-    static const std::pair<const char*, const char*> kArchitectures[] = {
-        {"GPT2LMHeadModel", "gpt2"},   {"GPT2Model", "gpt2"},
-        {"OPTForCausalLM", "opt"},     {"OPTModel", "opt"},
-        {"LlamaForCausalLM", "llama"}, {"LlamaModel", "llama"},
-        {"Qwen2ForCausalLM", "qwen2"}, {"MistralForCausalLM", "mistral"}};
-    if (modelType.empty())
-        for (const auto& a : architectures)
-            for (const auto& [name, type] : kArchitectures)
-                if (a == name && modelType.empty()) modelType = type;
     for (const auto& [type, layout] : kLayouts)
         if (modelType == type) return layout;
-    throw Error(path + ": unknown architecture (model_type '" + modelType + "', architectures [" +
-                joinedText(architectures) +
-                "]); supported decoders: gpt2 (GPT2LMHeadModel), opt (OPTForCausalLM), llama "
-                "(LlamaForCausalLM), qwen2 (Qwen2ForCausalLM), mistral (MistralForCausalLM)");
+    throw Error(path + ": a " + family.name + " model, not a decoder this app runs (model_type '" +
+                modelType + "'); decoders: gpt2, opt, llama, qwen2, mistral");
 }
 
 void readGpt2(const json& j, const std::string& path, DecoderConfig& c)

@@ -1,4 +1,5 @@
 #include "model/model_family.h"
+#include "model/model_family_json.h"
 
 #include "common/error.h"
 #include "common/json_util.h"
@@ -50,7 +51,9 @@ std::string knownFamilies()
     return text;
 }
 
-const ModelFamily& familyOfJson(const nlohmann::json& j, const std::string& path)
+} // namespace
+
+const ModelFamily& modelFamilyOfConfig(const nlohmann::json& j, const std::string& path)
 {
     if (!j.is_object()) throw Error(path + ": expected a JSON object");
     const std::string type = jsonutil::getString(j, "model_type", path, std::string());
@@ -74,8 +77,6 @@ const ModelFamily& familyOfJson(const nlohmann::json& j, const std::string& path
                 "]); OutlierLens knows " + knownFamilies());
 }
 
-} // namespace
-
 const std::vector<ModelFamily>& modelFamilies()
 {
     return kFamilies;
@@ -95,7 +96,7 @@ const ModelFamily& modelFamilyOfDir(const std::string& modelDir)
     if (!std::filesystem::is_regular_file(path, ec))
         throw Error(modelDir +
                     ": no config.json in this folder (expected a Hugging Face or timm model folder)");
-    return familyOfJson(jsonutil::parseFile(path), path);
+    return modelFamilyOfConfig(jsonutil::parseFile(path), path);
 }
 
 bool isModelDirOf(const std::string& modelDir, FamilyEngine engine)

@@ -80,7 +80,8 @@ private Q_SLOTS:
         const fs::path dir = tmp.path().toStdString();
         writeText(dir / "config.json", R"({"model_type": "bloom", "architectures": ["BloomForCausalLM"]})");
         fs::copy_file(fixture("decoders/gpt2-seed0/hf/model.safetensors"), dir / "model.safetensors");
-        expectLoadError(dir.string(), {"config.json", "unknown architecture", "bloom", "BloomForCausalLM"});
+        expectLoadError(dir.string(),
+                        {"config.json", "unknown model family", "bloom", "BloomForCausalLM", "llama"});
     }
 
     void missingOrInvalidConfigField()

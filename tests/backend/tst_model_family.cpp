@@ -3,6 +3,7 @@
 // rows say what the rest of the app asks; unknown families fail with one clear message.
 
 #include "../common/expect_error.h"
+#include "model/decoder_config.h"
 #include "model/model_family.h"
 
 #include <QTemporaryDir>
@@ -93,6 +94,9 @@ private Q_SLOTS:
         QTemporaryDir bad;
         expectError([&] { modelFamilyOfDir(folderWithConfig(bad, "[1, 2]")); }, {"expected a JSON object"});
         expectError([&] { modelFamily("mamba"); }, {"unknown model family 'mamba'", "bert", "vit"});
+        // The decoder's config reader asks the same registry: a BERT config is named as one.
+        expectError([&] { DecoderConfig::fromFile(fixture("bert/hf/config.json")); },
+                    {"a BERT model, not a decoder", "qwen2"});
     }
 
     void rowsSayWhatTheAppAsks()
