@@ -226,8 +226,11 @@ JobsPage::JobsPage(JobManager* jobs, QWidget* parent)
             Q_EMIT openModel(checkpoint);
     });
     connect(compare, &QPushButton::clicked, this, [this] {
+        // The runs compared are decoders: a decoder family's default data (the sample text).
         ModelInfo decoder;
-        decoder.family = &modelFamily("gpt2"); // the backcopy trio's family: the sample text
+        const std::vector<ModelFamily>& families = modelFamilies();
+        decoder.family =
+            &*std::find_if(families.begin(), families.end(), [](const ModelFamily& f) { return f.causal; });
         auto* dialog = new VariantComparisonDialog(m_jobs, ModelCatalog::statisticsData(decoder, {}), this);
         dialog->setAttribute(Qt::WA_DeleteOnClose);
         dialog->show();

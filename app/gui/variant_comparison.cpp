@@ -3,12 +3,10 @@
 #include "analysis/statistics_file.h"
 #include "job_manager.h"
 #include "layer_series_chart.h"
+#include "model/model_family.h"
 
 #include <QDialogButtonBox>
-#include <QFile>
 #include <QFileInfo>
-#include <QJsonDocument>
-#include <QJsonObject>
 #include <QLabel>
 #include <QVBoxLayout>
 #include <QtConcurrent>
@@ -17,25 +15,13 @@
 #include <limits>
 
 namespace outlierlens {
-namespace {
-
-bool isDecoderFolder(const QString& dir)
-{
-    QFile file(dir + QStringLiteral("/config.json"));
-    if (!file.open(QIODevice::ReadOnly)) return false;
-    const QString type =
-        QJsonDocument::fromJson(file.readAll()).object().value(QStringLiteral("model_type")).toString();
-    return type == QLatin1String("gpt2") || type == QLatin1String("opt") || type == QLatin1String("llama");
-}
-
-} // namespace
 
 QVector<VariantRun> finishedDecoderRuns(const QList<JobInfo>& jobs)
 {
     QVector<VariantRun> runs;
     for (const JobInfo& j : jobs)
         if (j.kind == QLatin1String("train") && j.state == QLatin1String("finished") &&
-            isDecoderFolder(j.output))
+            isModelDirOf(j.output.toStdString(), FamilyEngine::Decoder))
             runs << VariantRun{j.title, j.output, j.folder + QStringLiteral("/systematic-stats.h5")};
     return runs;
 }
