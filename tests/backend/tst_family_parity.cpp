@@ -4,6 +4,7 @@
 // right- and left-padded rows (real positions only); keys outside the window get probability exactly 0;
 // sharded, bfloat16 and float16 folders load as they are. References: tests/fixtures/families/README.md.
 
+#include "../common/decoder_compare.h"
 #include "../common/tensor_compare.h"
 
 #include "io/hdf5_store.h"
@@ -18,67 +19,15 @@
 #include <QtTest>
 
 using namespace outlierlens;
+using outlierlens::test::compareReal;
 using outlierlens::test::fixture;
+using outlierlens::test::heads;
+using outlierlens::test::Recorder;
 
 namespace {
 
 constexpr double kActTolerance = 1e-4;  // activations and logits
 constexpr double kProbTolerance = 1e-5; // attention probabilities
-
-/// [B, T, n*dh] -> [B, n, T, dh]
-torch::Tensor heads(const torch::Tensor& x, int n)
-{
-    return x.view({x.size(0), x.size(1), n, x.size(2) / n}).permute({0, 2, 1, 3});
-}
-
-/// The largest |actual - expected| over the real tokens of each row ([B, ...] both; `tokenDims` counted
-/// after the batch dimension are indexed by the row's real positions); fails above `tolerance`.
-double compareReal(const QString& name, const torch::Tensor& actual, const torch::Tensor& expected,
-                   const torch::Tensor& mask, const std::vector<int>& tokenDims, double tolerance)
-{
-    if (!actual.defined()) {
-        QTest::qFail(qPrintable(name + ": not captured"), __FILE__, __LINE__);
-        return 1e9;
-    }
-    if (actual.sizes() != expected.sizes()) {
-        QTest::qFail(qPrintable(QString("%1: shape %2, expected %3")
-                                    .arg(name, test::shapeOf(actual), test::shapeOf(expected))),
-                     __FILE__, __LINE__);
-        return 1e9;
-    }
-    double worst = 0;
-    for (int64_t b = 0; b < mask.size(0); ++b) {
-        const torch::Tensor idx = mask[b].nonzero().flatten();
-        torch::Tensor a = actual[b].to(torch::kDouble), e = expected[b].to(torch::kDouble);
-        for (int d : tokenDims) {
-            a = a.index_select(d, idx);
-            e = e.index_select(d, idx);
-        }
-        worst = std::max(worst, test::maxAbsDiff(a, e));
-    }
-    if (worst > tolerance)
-        QTest::qFail(qPrintable(QString("%1: max |diff| %2 > %3").arg(name).arg(worst).arg(tolerance)),
-                     __FILE__, __LINE__);
-    return worst;
-}
-
-class Recorder : public ActivationSink
-{
-public:
-    bool wants(CapturePoint, int) const override { return true; }
-    void put(CapturePoint point, int layer, const at::Tensor& batched) override
-    {
-        m_tensors[captureName(point, layer)] = batched;
-    }
-    torch::Tensor at(const std::string& name) const
-    {
-        const auto it = m_tensors.find(name);
-        return it == m_tensors.end() ? torch::Tensor() : it->second;
-    }
-
-private:
-    std::map<std::string, torch::Tensor> m_tensors;
-};
 
 } // namespace
 
@@ -133,27 +82,21 @@ private Q_SLOTS:
         const torch::Tensor xDown = ref.readTensor("layers/x_down"),
                             ffnOut = ref.readTensor("layers/ffn_out");
         double act = 0, prob = 0;
-        act = std::max(act,
-                       compareReal("embeddings", sink.at("embeddings"), hidden[0], mask, {0}, kActTolerance));
+        compareReal("embeddings", sink.at("embeddings"), hidden[0], mask, {0}, kActTolerance, &act);
         for (int i = 0; i < c.numLayers; ++i) {
             const QString l = QStringLiteral("layer%1/").arg(i);
             auto at = [&](const char* point) { return sink.at((l + point).toStdString()); };
-            act = std::max(act, compareReal(l + "attn_scores", at("attn_scores"), scores[i], mask, {1, 2},
-                                            kActTolerance));
-            prob = std::max(prob, compareReal(l + "attn_probs", at("attn_probs"), attentions[i], mask, {1, 2},
-                                              kProbTolerance));
-            act = std::max(act, compareReal(l + "attn_values", at("attn_values"),
-                                            heads(v[i], Hkv).repeat_interleave(H / Hkv, 1), mask, {1},
-                                            kActTolerance));
-            act = std::max(act, compareReal(l + "attn_context", at("attn_context"), heads(context[i], H),
-                                            mask, {1}, kActTolerance));
-            act = std::max(
-                act, compareReal(l + "attn_out", at("attn_out"), attnProj[i], mask, {0}, kActTolerance));
-            act =
-                std::max(act, compareReal(l + "down_in", at("down_in"), xDown[i], mask, {0}, kActTolerance));
-            act =
-                std::max(act, compareReal(l + "ffn_out", at("ffn_out"), ffnOut[i], mask, {0}, kActTolerance));
-            act = std::max(act, compareReal(l + "out", at("out"), hidden[i + 1], mask, {0}, kActTolerance));
+            compareReal(l + "attn_scores", at("attn_scores"), scores[i], mask, {1, 2}, kActTolerance, &act);
+            compareReal(l + "attn_probs", at("attn_probs"), attentions[i], mask, {1, 2}, kProbTolerance,
+                        &prob);
+            compareReal(l + "attn_values", at("attn_values"), heads(v[i], Hkv).repeat_interleave(H / Hkv, 1),
+                        mask, {1}, kActTolerance, &act);
+            compareReal(l + "attn_context", at("attn_context"), heads(context[i], H), mask, {1},
+                        kActTolerance, &act);
+            compareReal(l + "attn_out", at("attn_out"), attnProj[i], mask, {0}, kActTolerance, &act);
+            compareReal(l + "down_in", at("down_in"), xDown[i], mask, {0}, kActTolerance, &act);
+            compareReal(l + "ffn_out", at("ffn_out"), ffnOut[i], mask, {0}, kActTolerance, &act);
+            compareReal(l + "out", at("out"), hidden[i + 1], mask, {0}, kActTolerance, &act);
 
             // Future keys, padded keys and keys outside the sliding window of every real query: exactly 0.
             const torch::Tensor p = at("attn_probs");
@@ -170,10 +113,11 @@ private Q_SLOTS:
                 p.masked_fill(allowed.logical_not(), 0).sum(-1).masked_select(mask.view({-1, 1, T}).ne(0)),
                 torch::ones({1}), 1e-5, 1e-5));
         }
-        double logits = compareReal("last_hidden_state", out.lastHidden,
-                                    ref.readTensor("outputs/last_hidden_state"), mask, {0}, kActTolerance);
-        logits = std::max(logits, compareReal("logits", out.logits, ref.readTensor("outputs/logits"), mask,
-                                              {0}, kActTolerance));
+        double logits = 0;
+        compareReal("last_hidden_state", out.lastHidden, ref.readTensor("outputs/last_hidden_state"), mask,
+                    {0}, kActTolerance, &logits);
+        compareReal("logits", out.logits, ref.readTensor("outputs/logits"), mask, {0}, kActTolerance,
+                    &logits);
         qInfo("%s %s: max |diff| activations %.3g, probabilities %.3g, logits %.3g", qPrintable(family),
               qPrintable(folder), act, prob, logits);
     }
@@ -208,8 +152,9 @@ private Q_SLOTS:
                             mask = ref.readTensor("inputs/attention_mask");
         c10::InferenceMode guard;
         const DecoderForward out = net.forward(ids, mask);
-        const double diff =
-            compareReal(dataset, out.logits, ref.readTensor(dataset.toStdString()), mask, {0}, kActTolerance);
+        double diff = 0;
+        compareReal(dataset, out.logits, ref.readTensor(dataset.toStdString()), mask, {0}, kActTolerance,
+                    &diff);
         // The stored weights were used: the float32 model's logits are farther away.
         QVERIFY(test::maxAbsDiff(out.logits, ref.readTensor("outputs/logits")) > 10 * diff);
         qInfo("%s %s: max |diff| logits %.3g", qPrintable(family), qPrintable(folder), diff);
