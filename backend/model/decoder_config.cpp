@@ -16,6 +16,8 @@ namespace {
 
 using nlohmann::json;
 
+std::string architectureOf(DecoderArch arch); // the class name Hugging Face saves for the layout
+
 bool isNull(const json& j, const char* key)
 {
     return !j.contains(key) || j[key].is_null();
@@ -48,15 +50,19 @@ DecoderArch detectArch(const json& j, const std::string& path, std::vector<std::
     // layouts computes it. A family's own fields are read below.
     const ModelFamily& family = modelFamilyOfConfig(j, path);
     modelType = family.id;
-    static const std::pair<const char*, DecoderArch> kLayouts[] = {{"gpt2", DecoderArch::Gpt2},
-                                                                   {"opt", DecoderArch::Opt},
-                                                                   {"llama", DecoderArch::Llama},
-                                                                   {"qwen2", DecoderArch::Llama},
-                                                                   {"mistral", DecoderArch::Llama}};
-    for (const auto& [type, layout] : kLayouts)
+    // The families each layout computes; a family sharing a layout differs in the fields its reader sets.
+    static const std::pair<const char*, DecoderArch> kLayouts[] = {
+        {"gpt2", DecoderArch::Gpt2},     {"opt", DecoderArch::Opt},     {"llama", DecoderArch::Llama},
+        {"qwen2", DecoderArch::Llama},   {"qwen3", DecoderArch::Llama}, {"mistral", DecoderArch::Llama},
+        {"gemma2", DecoderArch::Gemma2}, {"phi", DecoderArch::Phi},     {"gpt_neox", DecoderArch::GptNeox},
+        {"falcon", DecoderArch::Falcon}};
+    std::string known;
+    for (const auto& [type, layout] : kLayouts) {
         if (modelType == type) return layout;
+        known += (known.empty() ? "" : ", ") + std::string(type);
+    }
     throw Error(path + ": a " + family.name + " model, not a decoder this app runs (model_type '" +
-                modelType + "'); decoders: gpt2, opt, llama, qwen2, mistral");
+                modelType + "'); decoders: " + known);
 }
 
 void readGpt2(const json& j, const std::string& path, DecoderConfig& c)
@@ -97,18 +103,10 @@ void readOpt(const json& j, const std::string& path, DecoderConfig& c)
     c.tieWordEmbeddings = getBool(j, "tie_word_embeddings", path, true);
 }
 
-void readLlama(const json& j, const std::string& path, DecoderConfig& c)
+/// rope_theta and rope_scaling, as every rotary family writes them.
+void readRope(const json& j, const std::string& path, DecoderConfig& c)
 {
     using namespace jsonutil;
-    c.vocabSize = getInt32(j, "vocab_size", path);
-    c.hiddenSize = getInt32(j, "hidden_size", path);
-    c.numLayers = getInt32(j, "num_hidden_layers", path);
-    c.numHeads = getInt32(j, "num_attention_heads", path);
-    c.numKvHeads = intOrNull(j, "num_key_value_heads", path, c.numHeads);
-    c.intermediateSize = getInt32(j, "intermediate_size", path);
-    c.maxPositions = getInt32(j, "max_position_embeddings", path, 2048);
-    c.normEps = getNumber(j, "rms_norm_eps", path, 1e-6);
-    c.activation = getString(j, "hidden_act", path, std::string("silu"));
     c.ropeTheta = isNull(j, "rope_theta") ? 10000.0 : getNumber(j, "rope_theta", path);
     if (!isNull(j, "rope_scaling")) {
         const json& s = j["rope_scaling"];
@@ -124,18 +122,123 @@ void readLlama(const json& j, const std::string& path, DecoderConfig& c)
             c.ropeOriginalMaxPositions = getInt32(s, "original_max_position_embeddings", where);
         }
     }
+}
+
+void readLlama(const json& j, const std::string& path, DecoderConfig& c)
+{
+    using namespace jsonutil;
+    c.vocabSize = getInt32(j, "vocab_size", path);
+    c.hiddenSize = getInt32(j, "hidden_size", path);
+    c.numLayers = getInt32(j, "num_hidden_layers", path);
+    c.numHeads = getInt32(j, "num_attention_heads", path);
+    c.numKvHeads = intOrNull(j, "num_key_value_heads", path, c.numHeads);
+    c.intermediateSize = getInt32(j, "intermediate_size", path);
+    c.maxPositions = getInt32(j, "max_position_embeddings", path, 2048);
+    c.normEps = getNumber(j, "rms_norm_eps", path, 1e-6);
+    c.activation = getString(j, "hidden_act", path, std::string("silu"));
+    readRope(j, path, c);
     c.tieWordEmbeddings = getBool(j, "tie_word_embeddings", path, false);
     if (!isNull(j, "head_dim")) c.headDimension = getInt32(j, "head_dim", path);
-    if (c.modelType == "qwen2") {
-        c.attentionBias = true; // Qwen2Attention: q/k/v with bias, o_proj without
+    if (c.modelType == "qwen2" || c.modelType == "qwen3") {
+        c.attentionBias = c.modelType == "qwen2"; // Qwen2Attention: q/k/v with bias, o_proj without
+        c.qkNorm = c.modelType == "qwen3";        // Qwen3Attention: q_norm, k_norm per head
         if (getBool(j, "use_sliding_window", path, false))
-            throw Error(path + ": field 'use_sliding_window' true is not supported (released Qwen2 models "
-                               "set it false)");
+            throw Error(path + ": field 'use_sliding_window' true is not supported (released Qwen2 and Qwen3 "
+                               "models set it false)");
     } else if (getBool(j, "attention_bias", path, false)) {
         throw Error(path + ": field 'attention_bias' true is not supported (LLaMA has no biases)");
     }
     if (c.modelType == "mistral")
         c.slidingWindow = isNull(j, "sliding_window") ? 0 : getInt32(j, "sliding_window", path);
+}
+
+void readGemma2(const json& j, const std::string& path, DecoderConfig& c)
+{
+    using namespace jsonutil;
+    readLlama(j, path, c); // the same names for sizes, rope and head_dim
+    c.activation = getString(j, "hidden_activation", path, std::string("gelu_pytorch_tanh"));
+    c.tieWordEmbeddings = true; // Gemma2ForCausalLM ties its head whatever the config says
+    c.slidingWindow = isNull(j, "sliding_window") ? 0 : getInt32(j, "sliding_window", path);
+    c.slidingWindowAlternates = true;
+    c.queryPreAttnScalar = getNumber(j, "query_pre_attn_scalar", path, 224.0);
+    c.attnLogitSoftcap =
+        isNull(j, "attn_logit_softcapping") ? 0 : getNumber(j, "attn_logit_softcapping", path);
+    c.finalLogitSoftcap =
+        isNull(j, "final_logit_softcapping") ? 0 : getNumber(j, "final_logit_softcapping", path);
+}
+
+/// The size fields of the parallel-block families (Phi, GPT-NeoX).
+void readSizes(const json& j, const std::string& path, DecoderConfig& c)
+{
+    using namespace jsonutil;
+    c.vocabSize = getInt32(j, "vocab_size", path);
+    c.hiddenSize = getInt32(j, "hidden_size", path);
+    c.numLayers = getInt32(j, "num_hidden_layers", path);
+    c.numHeads = getInt32(j, "num_attention_heads", path);
+    c.numKvHeads = intOrNull(j, "num_key_value_heads", path, c.numHeads);
+    c.maxPositions = getInt32(j, "max_position_embeddings", path, 2048);
+    c.normEps = getNumber(j, "layer_norm_eps", path, 1e-5);
+    readRope(j, path, c);
+}
+
+void readPhi(const json& j, const std::string& path, DecoderConfig& c)
+{
+    using namespace jsonutil;
+    readSizes(j, path, c);
+    c.intermediateSize = getInt32(j, "intermediate_size", path);
+    c.activation = getString(j, "hidden_act", path, std::string("gelu_new"));
+    c.partialRotaryFactor = getNumber(j, "partial_rotary_factor", path, 0.5);
+    c.parallelResidual = true;
+    c.headBias = true;
+    c.tieWordEmbeddings = getBool(j, "tie_word_embeddings", path, false);
+    if (getBool(j, "qk_layernorm", path, false))
+        throw Error(path +
+                    ": field 'qk_layernorm' true is not supported (phi-1, phi-1.5 and phi-2 set it false)");
+}
+
+void readGptNeox(const json& j, const std::string& path, DecoderConfig& c)
+{
+    using namespace jsonutil;
+    readSizes(j, path, c);
+    c.intermediateSize = getInt32(j, "intermediate_size", path);
+    c.activation = getString(j, "hidden_act", path, std::string("gelu"));
+    c.partialRotaryFactor = getNumber(j, "rotary_pct", path, 0.25);
+    if (!isNull(j, "rotary_emb_base")) c.ropeTheta = getNumber(j, "rotary_emb_base", path);
+    c.parallelResidual = getBool(j, "use_parallel_residual", path, true);
+    c.mlpNorm = true;
+    c.linearBias = getBool(j, "attention_bias", path, true);
+    c.tieWordEmbeddings = getBool(j, "tie_word_embeddings", path, false);
+}
+
+void readFalcon(const json& j, const std::string& path, DecoderConfig& c)
+{
+    using namespace jsonutil;
+    c.vocabSize = getInt32(j, "vocab_size", path);
+    c.hiddenSize = getInt32(j, "hidden_size", path);
+    c.numLayers = getInt32(j, "num_hidden_layers", path);
+    c.numHeads = getInt32(j, "num_attention_heads", path);
+    c.maxPositions = getInt32(j, "max_position_embeddings", path, 2048);
+    c.normEps = getNumber(j, "layer_norm_epsilon", path, 1e-5);
+    c.intermediateSize = intOrNull(j, "ffn_hidden_size", path, 4 * c.hiddenSize);
+    c.activation = getString(j, "activation", path, std::string("gelu"));
+    readRope(j, path, c);
+    if (getBool(j, "alibi", path, false))
+        throw Error(path +
+                    ": field 'alibi' true is not supported (ALiBi positions; Falcon-7B/40B use rotary)");
+    c.newDecoderArchitecture = getBool(j, "new_decoder_architecture", path, false);
+    c.linearBias = getBool(j, "bias", path, false);
+    if (c.newDecoderArchitecture) {
+        c.numKvHeads = getInt32(j, "num_kv_heads", path);
+        c.parallelResidual = true;
+        // num_ln_in_parallel_attn: null means 2 for the new architecture (ln_attn and ln_mlp).
+        c.mlpNorm = intOrNull(j, "num_ln_in_parallel_attn", path, 2) == 2;
+    } else {
+        c.numKvHeads = getBool(j, "multi_query", path, true) ? 1 : c.numHeads;
+        c.parallelResidual = getBool(j, "parallel_attn", path, true);
+        if (!c.parallelResidual)
+            throw Error(path + ": field 'parallel_attn' false is not supported (Falcon-7B/40B are parallel)");
+    }
+    c.tieWordEmbeddings = getBool(j, "tie_word_embeddings", path, true);
 }
 
 DecoderConfig base(DecoderArch arch, int vocab, int hidden, int layers, int heads, int ffn, int positions)
@@ -163,8 +266,8 @@ DecoderConfig base(DecoderArch arch, int vocab, int hidden, int layers, int head
         c.bosTokenId = c.eosTokenId = 2;
         c.padTokenId = 1;
         break;
-    case DecoderArch::Llama:
-        c.architectures = {"LlamaForCausalLM"};
+    default: // the rotary layouts: LLaMA's defaults; presets of other layouts set their fields
+        c.architectures = {architectureOf(arch)};
         c.activation = "silu";
         c.normEps = 1e-5;
         c.tieWordEmbeddings = false;
@@ -174,6 +277,47 @@ DecoderConfig base(DecoderArch arch, int vocab, int hidden, int layers, int head
     }
     c.torchDtype = "float32";
     return c;
+}
+
+std::string architectureOf(DecoderArch arch)
+{
+    switch (arch) {
+    case DecoderArch::Gpt2:
+        return "GPT2LMHeadModel";
+    case DecoderArch::Opt:
+        return "OPTForCausalLM";
+    case DecoderArch::Llama:
+        return "LlamaForCausalLM";
+    case DecoderArch::Gemma2:
+        return "Gemma2ForCausalLM";
+    case DecoderArch::Phi:
+        return "PhiForCausalLM";
+    case DecoderArch::GptNeox:
+        return "GPTNeoXForCausalLM";
+    case DecoderArch::Falcon:
+        return "FalconForCausalLM";
+    }
+    return "GPT2LMHeadModel";
+}
+
+/// The fields every rotary layout writes under the same names.
+void writeRotarySizes(const DecoderConfig& c, json& j)
+{
+    j["hidden_size"] = c.hiddenSize;
+    j["num_hidden_layers"] = c.numLayers;
+    j["num_attention_heads"] = c.numHeads;
+    j["max_position_embeddings"] = c.maxPositions;
+    j["rope_theta"] = c.ropeTheta;
+    if (c.ropeScalingType.empty())
+        j["rope_scaling"] = nullptr;
+    else if (c.ropeScalingType == "llama3")
+        j["rope_scaling"] = {{"rope_type", c.ropeScalingType},
+                             {"factor", c.ropeScalingFactor},
+                             {"low_freq_factor", c.ropeLowFreqFactor},
+                             {"high_freq_factor", c.ropeHighFreqFactor},
+                             {"original_max_position_embeddings", c.ropeOriginalMaxPositions}};
+    else
+        j["rope_scaling"] = {{"type", c.ropeScalingType}, {"factor", c.ropeScalingFactor}};
 }
 
 } // namespace
@@ -187,6 +331,14 @@ std::string toString(DecoderArch arch)
         return "opt";
     case DecoderArch::Llama:
         return "llama";
+    case DecoderArch::Gemma2:
+        return "gemma2";
+    case DecoderArch::Phi:
+        return "phi";
+    case DecoderArch::GptNeox:
+        return "gpt_neox";
+    case DecoderArch::Falcon:
+        return "falcon";
     }
     return "gpt2";
 }
@@ -206,6 +358,18 @@ DecoderConfig DecoderConfig::fromFile(const std::string& path)
         break;
     case DecoderArch::Llama:
         readLlama(j, path, c);
+        break;
+    case DecoderArch::Gemma2:
+        readGemma2(j, path, c);
+        break;
+    case DecoderArch::Phi:
+        readPhi(j, path, c);
+        break;
+    case DecoderArch::GptNeox:
+        readGptNeox(j, path, c);
+        break;
+    case DecoderArch::Falcon:
+        readFalcon(j, path, c);
         break;
     }
     c.bosTokenId = tokenId(j, "bos_token_id", path);
@@ -231,18 +395,24 @@ void DecoderConfig::validate(const std::string& where) const
     positive(numKvHeads, "num_key_value_heads");
     positive(intermediateSize, gpt2 ? "n_inner" : opt ? "ffn_dim" : "intermediate_size");
     positive(maxPositions, gpt2 ? "n_positions" : "max_position_embeddings");
-    if (headDimension > 0 && arch != DecoderArch::Llama)
-        throw Error(where + ": field 'head_dim' is for the LLaMA layout (Mistral)");
+    if (headDimension > 0 && arch != DecoderArch::Llama && arch != DecoderArch::Gemma2)
+        throw Error(where + ": field 'head_dim' is for the LLaMA and Gemma 2 layouts");
     if (headDimension <= 0 && hiddenSize % numHeads != 0)
         throw Error(where + ": hidden size " + std::to_string(hiddenSize) + " is not a multiple of the " +
                     std::to_string(numHeads) + " attention heads");
     if (numHeads % numKvHeads != 0)
         throw Error(where + ": num_attention_heads " + std::to_string(numHeads) +
                     " is not a multiple of num_key_value_heads " + std::to_string(numKvHeads));
-    if (arch != DecoderArch::Llama && numKvHeads != numHeads)
-        throw Error(where + ": only LLaMA models have grouped-query attention");
-    if (arch == DecoderArch::Llama && headDim() % 2 != 0)
-        throw Error(where + ": rotary embeddings need an even head size, found " + std::to_string(headDim()));
+    if (!rotary() && numKvHeads != numHeads)
+        throw Error(where + ": GPT-2 and OPT have no grouped-query attention");
+    if (rotary() && (rotaryDim() % 2 != 0 || rotaryDim() <= 0))
+        throw Error(where + ": rotary embeddings need an even, positive number of rotated dims, found " +
+                    std::to_string(rotaryDim()) + " (head size " + std::to_string(headDim()) + ")");
+    if (!(partialRotaryFactor > 0 && partialRotaryFactor <= 1))
+        throw Error(where + ": the rotary fraction must be in (0, 1], found " +
+                    std::to_string(partialRotaryFactor));
+    if (attnLogitSoftcap < 0 || finalLogitSoftcap < 0 || queryPreAttnScalar < 0)
+        throw Error(where + ": soft-caps and query_pre_attn_scalar must not be negative");
     static const std::vector<std::string> activations = {"gelu_new", "gelu", "relu", "silu",
                                                          "gelu_pytorch_tanh"};
     if (std::find(activations.begin(), activations.end(), activation) == activations.end())
@@ -271,8 +441,8 @@ void DecoderConfig::validate(const std::string& where) const
 
 std::vector<std::string> DecoderConfig::presetNames()
 {
-    return {"gpt2-tiny", "opt-tiny", "llama-tiny",     "gpt2",
-            "opt-125m",  "opt-350m", "tinyllama-1.1b", "llama-7b"};
+    return {"gpt2-tiny",      "opt-tiny", "llama-tiny", "gpt2",       "opt-125m",  "opt-350m",
+            "tinyllama-1.1b", "llama-7b", "llama3-8b",  "qwen2.5-7b", "mistral-7b"};
 }
 
 DecoderConfig DecoderConfig::preset(const std::string& name)
@@ -299,17 +469,45 @@ DecoderConfig DecoderConfig::preset(const std::string& name)
         return c;
     }
     if (name == "llama-7b") return base(DecoderArch::Llama, 32000, 4096, 32, 32, 11008, 4096);
+    if (name == "llama3-8b") { // Meta-Llama-3.1-8B's config.json
+        DecoderConfig c = base(DecoderArch::Llama, 128256, 4096, 32, 32, 14336, 131072);
+        c.numKvHeads = 8;
+        c.ropeTheta = 500000.0;
+        c.ropeScalingType = "llama3";
+        c.ropeScalingFactor = 8.0;
+        c.normEps = 1e-5;
+        c.bosTokenId = 128000;
+        c.eosTokenId = 128001;
+        return c;
+    }
+    if (name == "qwen2.5-7b") { // Qwen2.5-7B's config.json
+        DecoderConfig c = base(DecoderArch::Llama, 152064, 3584, 28, 28, 18944, 131072);
+        c.modelType = "qwen2";
+        c.architectures = {"Qwen2ForCausalLM"};
+        c.numKvHeads = 4;
+        c.ropeTheta = 1000000.0;
+        c.normEps = 1e-6;
+        c.attentionBias = true;
+        c.bosTokenId = 151643;
+        c.eosTokenId = 151643;
+        return c;
+    }
+    if (name == "mistral-7b") { // Mistral-7B-v0.1's config.json
+        DecoderConfig c = base(DecoderArch::Llama, 32000, 4096, 32, 32, 14336, 32768);
+        c.modelType = "mistral";
+        c.architectures = {"MistralForCausalLM"};
+        c.numKvHeads = 8;
+        c.slidingWindow = 4096;
+        return c;
+    }
     throw Error("unknown decoder preset '" + name + "' (expected one of: " + joinedText(presetNames()) + ")");
 }
 
 std::string DecoderConfig::toJson() const
 {
     json j;
-    j["architectures"] = architectures.empty()
-                             ? std::vector<std::string>{arch == DecoderArch::Gpt2  ? "GPT2LMHeadModel"
-                                                        : arch == DecoderArch::Opt ? "OPTForCausalLM"
-                                                                                   : "LlamaForCausalLM"}
-                             : architectures;
+    j["architectures"] =
+        architectures.empty() ? std::vector<std::string>{architectureOf(arch)} : architectures;
     j["model_type"] = familyId();
     j["vocab_size"] = vocabSize;
     switch (arch) {
@@ -339,30 +537,60 @@ std::string DecoderConfig::toJson() const
         j["layer_norm_elementwise_affine"] = true;
         break;
     case DecoderArch::Llama:
-        j["hidden_size"] = hiddenSize;
-        j["num_hidden_layers"] = numLayers;
-        j["num_attention_heads"] = numHeads;
+        writeRotarySizes(*this, j);
         j["num_key_value_heads"] = numKvHeads;
         j["intermediate_size"] = intermediateSize;
-        j["max_position_embeddings"] = maxPositions;
         j["hidden_act"] = activation;
         j["rms_norm_eps"] = normEps;
         j["pretraining_tp"] = 1;
-        if (ropeTheta != 10000.0) j["rope_theta"] = ropeTheta;
-        if (ropeScalingType.empty())
-            j["rope_scaling"] = nullptr;
-        else if (ropeScalingType == "llama3")
-            j["rope_scaling"] = {{"rope_type", ropeScalingType},
-                                 {"factor", ropeScalingFactor},
-                                 {"low_freq_factor", ropeLowFreqFactor},
-                                 {"high_freq_factor", ropeHighFreqFactor},
-                                 {"original_max_position_embeddings", ropeOriginalMaxPositions}};
-        else
-            j["rope_scaling"] = {{"type", ropeScalingType}, {"factor", ropeScalingFactor}};
         if (headDimension > 0) j["head_dim"] = headDimension;
         if (modelType == "mistral")
             j["sliding_window"] = slidingWindow > 0 ? json(slidingWindow) : json(nullptr);
-        if (modelType == "qwen2") j["use_sliding_window"] = false;
+        if (modelType == "qwen2" || modelType == "qwen3") j["use_sliding_window"] = false;
+        break;
+    case DecoderArch::Gemma2:
+        writeRotarySizes(*this, j);
+        j["num_key_value_heads"] = numKvHeads;
+        j["intermediate_size"] = intermediateSize;
+        j["hidden_activation"] = activation;
+        j["rms_norm_eps"] = normEps;
+        j["head_dim"] = headDim();
+        j["sliding_window"] = slidingWindow > 0 ? json(slidingWindow) : json(nullptr);
+        j["query_pre_attn_scalar"] = queryPreAttnScalar;
+        j["attn_logit_softcapping"] = attnLogitSoftcap > 0 ? json(attnLogitSoftcap) : json(nullptr);
+        j["final_logit_softcapping"] = finalLogitSoftcap > 0 ? json(finalLogitSoftcap) : json(nullptr);
+        break;
+    case DecoderArch::Phi:
+        writeRotarySizes(*this, j);
+        j["num_key_value_heads"] = numKvHeads;
+        j["intermediate_size"] = intermediateSize;
+        j["hidden_act"] = activation;
+        j["layer_norm_eps"] = normEps;
+        j["partial_rotary_factor"] = partialRotaryFactor;
+        j["qk_layernorm"] = false;
+        break;
+    case DecoderArch::GptNeox:
+        writeRotarySizes(*this, j);
+        j["intermediate_size"] = intermediateSize;
+        j["hidden_act"] = activation;
+        j["layer_norm_eps"] = normEps;
+        j["rotary_pct"] = partialRotaryFactor;
+        j["rotary_emb_base"] = ropeTheta;
+        j["use_parallel_residual"] = parallelResidual;
+        j["attention_bias"] = linearBias;
+        break;
+    case DecoderArch::Falcon:
+        writeRotarySizes(*this, j);
+        j["ffn_hidden_size"] = intermediateSize;
+        j["activation"] = activation;
+        j["layer_norm_epsilon"] = normEps;
+        j["alibi"] = false;
+        j["bias"] = linearBias;
+        j["new_decoder_architecture"] = newDecoderArchitecture;
+        j["multi_query"] = numKvHeads == 1;
+        j["num_kv_heads"] = numKvHeads;
+        j["parallel_attn"] = parallelResidual;
+        j["num_ln_in_parallel_attn"] = newDecoderArchitecture ? json(mlpNorm ? 2 : 1) : json(nullptr);
         break;
     }
     j["tie_word_embeddings"] = tieWordEmbeddings;

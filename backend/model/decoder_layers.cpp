@@ -1,5 +1,6 @@
-// Building blocks shared by the GPT-2, OPT and LLaMA modules: dtype-keeping linear, norm and
-// embedding modules, and the attention from scores to the merged context with every variant.
+// Building blocks shared by the decoder layouts: dtype-keeping linear, norm and embedding modules, rotary
+// tables, the attention from projections (attentionHalf) and from scores (attend) with every variant, and
+// the FFN half: the order of capture points and quantizers, once.
 
 #include "model/decoder_modules.h"
 #include "model/linear.h"
@@ -40,22 +41,28 @@ torch::Tensor LinearImpl::forward(const torch::Tensor& x, const std::string& act
     return linearRelu(x, weightAs(weight, x.scalar_type()), b, conv1d);
 }
 
-NormImpl::NormImpl(int size, double eps_, bool rms_)
+NormImpl::NormImpl(int size, double eps_, bool rms)
+    : NormImpl(size, eps_, rms ? Kind::Rms : Kind::Layer)
+{}
+
+NormImpl::NormImpl(int size, double eps_, Kind kind_)
     : eps(eps_)
-    , rms(rms_)
+    , kind(kind_)
 {
     weight = register_parameter("weight", torch::empty({size}));
-    if (!rms) bias = register_parameter("bias", torch::empty({size}));
+    if (kind == Kind::Layer) bias = register_parameter("bias", torch::empty({size}));
 }
 
 torch::Tensor NormImpl::forward(const torch::Tensor& x) const
 {
-    if (!rms)
+    if (kind == Kind::Layer)
         return torch::layer_norm(x, {x.size(-1)}, weightAs(weight, x.scalar_type()),
                                  weightAs(bias, x.scalar_type()), eps);
-    // HF LlamaRMSNorm: float32 statistics, back to the input dtype, then the weight.
     const torch::Tensor h = x.to(torch::kFloat);
     const torch::Tensor variance = h.pow(2).mean(-1, /*keepdim=*/true);
+    if (kind == Kind::GemmaRms) // Gemma2RMSNorm: float32 throughout, times (1 + w), then the cast
+        return (h * torch::rsqrt(variance + eps) * (1.0 + weight.to(torch::kFloat))).to(x.scalar_type());
+    // HF LlamaRMSNorm: float32 statistics, back to the input dtype, then the weight.
     const torch::Tensor normed = (h * torch::rsqrt(variance + eps)).to(x.scalar_type());
     return weightAs(weight, x.scalar_type()) * normed;
 }
@@ -169,6 +176,118 @@ torch::Tensor attend(torch::Tensor scores, const torch::Tensor& qh, const torch:
         context = context * scale.unsqueeze(-1);
     }
     return context.permute({0, 2, 1, 3}).reshape({B, T, H * dh});
+}
+
+void rotaryTables(const DecoderConfig& config, const torch::Tensor& positions, PassContext& pass)
+{
+    const int dim = config.rotaryDim();
+    const auto T = positions.size(1);
+    double base = config.ropeTheta;
+    if (config.ropeScalingType == "dynamic" && T > config.maxPositions) {
+        const double f = config.ropeScalingFactor;
+        base *= std::pow(f * double(T) / config.maxPositions - (f - 1.0), double(dim) / (dim - 2));
+    }
+    torch::Tensor invFreq =
+        1.0 / torch::pow(base, torch::arange(0, dim, 2, torch::kLong).to(torch::kFloat) / double(dim));
+    if (config.ropeScalingType == "llama3") {
+        // transformers' _compute_llama3_parameters, in float32 as it runs.
+        const double factor = config.ropeScalingFactor, low = config.ropeLowFreqFactor,
+                     high = config.ropeHighFreqFactor, old = config.ropeOriginalMaxPositions;
+        const double lowWavelen = old / low, highWavelen = old / high;
+        const torch::Tensor wavelen = 2 * M_PI / invFreq;
+        torch::Tensor scaled = torch::where(wavelen > lowWavelen, invFreq / factor, invFreq);
+        const torch::Tensor smooth = (old / wavelen - low) / (high - low);
+        const torch::Tensor smoothed = (1 - smooth) * scaled / factor + smooth * scaled;
+        const torch::Tensor medium =
+            (wavelen < highWavelen).logical_not() & (wavelen > lowWavelen).logical_not();
+        invFreq = torch::where(medium, smoothed, scaled);
+    }
+    torch::Tensor t = positions.to(torch::kFloat);
+    if (config.ropeScalingType == "linear") t = t / config.ropeScalingFactor;
+    const torch::Tensor freqs = t.unsqueeze(-1) * invFreq; // [B, T, dim / 2]
+    const torch::Tensor emb = torch::cat({freqs, freqs}, -1);
+    pass.cos = emb.cos().to(pass.dtype).unsqueeze(1);
+    pass.sin = emb.sin().to(pass.dtype).unsqueeze(1);
+    if (pass.sliding) {
+        pass.sliding->cos = pass.cos;
+        pass.sliding->sin = pass.sin;
+    }
+}
+
+namespace {
+
+torch::Tensor rotateHalf(const torch::Tensor& x)
+{
+    const auto half = x.size(-1) / 2;
+    return torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+}
+
+/// x [B, n, T, d] rotated on its first rd dims (rd = the tables' width), the rest passed through.
+torch::Tensor applyRotary(const torch::Tensor& x, const PassContext& pass)
+{
+    const auto rd = pass.cos.size(-1), d = x.size(-1);
+    if (rd == d) return x * pass.cos + rotateHalf(x) * pass.sin;
+    const torch::Tensor r = x.narrow(-1, 0, rd);
+    return torch::cat({r * pass.cos + rotateHalf(r) * pass.sin, x.narrow(-1, rd, d - rd)}, -1);
+}
+
+} // namespace
+
+torch::Tensor attentionHalf(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                            const HeadsSpec& spec, const torch::Tensor& gateInput,
+                            const AttentionVariant& variant, AttentionGates& gates, const SinkParams& sink,
+                            const PassContext& pass, const CaptureScope& capture)
+{
+    const auto B = q.size(0), T = q.size(1);
+    const int nh = spec.numHeads, nkv = spec.numKvHeads, d = spec.headDim;
+    auto heads = [&](const torch::Tensor& t, int n) { return t.view({B, T, n, d}).transpose(1, 2); };
+    torch::Tensor qh = heads(capture.quant(QuantSite::Query, q), nh);
+    torch::Tensor kh = heads(capture.quant(QuantSite::Key, k), nkv);
+    torch::Tensor vh = heads(capture.quant(QuantSite::Value, v), nkv);
+    if (spec.qNorm) qh = spec.qNorm->forward(qh);
+    if (spec.kNorm) kh = spec.kNorm->forward(kh);
+    qh = applyRotary(qh, pass);
+    kh = applyRotary(kh, pass);
+    if (nkv != nh) { // repeat_kv: query head h reads key/value head h / (nh / nkv)
+        const int rep = nh / nkv;
+        auto repeat = [&](const torch::Tensor& t) {
+            return t.unsqueeze(2).expand({B, nkv, rep, T, d}).reshape({B, nh, T, d});
+        };
+        kh = repeat(kh);
+        vh = repeat(vh);
+    }
+    torch::Tensor scores = activationProduct(qh, kh.transpose(2, 3), spec.scoreDivisor);
+    if (spec.softcap > 0) scores = torch::tanh(scores / spec.softcap) * spec.softcap;
+    return attend(scores, qh, vh, gateInput, variant, 1.0 / spec.scoreDivisor, gates, sink, pass, capture);
+}
+
+torch::Tensor ffnHalf(const torch::Tensor& m, const LinearImpl* gate, const LinearImpl& up,
+                      const LinearImpl& down, const std::string& act, const CaptureScope& capture)
+{
+    torch::Tensor inner = gate ? gate->forward(m, act) * up.forward(m) : up.forward(m, act);
+    put(capture, CapturePoint::DownIn, inner);
+    inner = capture.quant(QuantSite::FfnIntermediate, inner);
+    torch::Tensor out = down.forward(inner);
+    put(capture, CapturePoint::FfnOut, out);
+    return capture.quant(QuantSite::FfnOut, out);
+}
+
+torch::Tensor attnOut(const torch::Tensor& projected, const CaptureScope& capture)
+{
+    put(capture, CapturePoint::AttnOut, projected);
+    return capture.quant(QuantSite::AttnOut, projected);
+}
+
+torch::Tensor blockOut(const torch::Tensor& out, const CaptureScope& capture)
+{
+    put(capture, CapturePoint::Residual, out);
+    put(capture, CapturePoint::Out, out);
+    return capture.quant(QuantSite::FfnResidual, out);
+}
+
+torch::Tensor DecoderLmImpl::logits(const torch::Tensor& lastHidden) const
+{
+    return linearLayer(lastHidden, weightAs(headWeight(), lastHidden.scalar_type()), {});
 }
 
 } // namespace outlierlens::decoder

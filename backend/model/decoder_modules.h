@@ -1,6 +1,8 @@
 #pragma once
-// Internal to backend/model (decoder_network.cpp and the family files): the module trees of the
-// decoder families, registered under Hugging Face's checkpoint names. Used by the thread that runs
+// Internal to backend/model (decoder_network.cpp and the layout files gpt2.cpp, opt.cpp, llama.cpp,
+// gemma2.cpp, phi.cpp, gpt_neox.cpp, falcon.cpp): the module trees of the decoder families, registered
+// under Hugging Face's checkpoint names, and the halves of a block they share (attentionHalf, ffnHalf,
+// blockOut), which hold the order of capture points and quantizers once. Used by the thread that runs
 // the model.
 //
 // Parameters keep whatever dtype the checkpoint stored (float32, float16, bfloat16); every
@@ -10,6 +12,7 @@
 #include "model/attention.h"
 #include "model/capture.h"
 #include "model/decoder_config.h"
+#include "model/loading.h"
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
@@ -34,15 +37,18 @@ public:
     bool conv1d = false;
 };
 
-/// LayerNorm ("weight", "bias") or LLaMA's RMSNorm ("weight"; computed in float32 as HF does).
+/// LayerNorm ("weight", "bias"), LLaMA's RMSNorm ("weight"; statistics in float32, cast, then times the
+/// weight, as HF does) or Gemma's (float32 throughout, times 1 + weight, then cast).
 class NormImpl : public torch::nn::Module
 {
 public:
+    enum class Kind { Layer, Rms, GemmaRms };
     NormImpl(int size, double eps, bool rms);
+    NormImpl(int size, double eps, Kind kind);
     torch::Tensor forward(const torch::Tensor& x) const;
     torch::Tensor weight, bias;
     double eps = 1e-5;
-    bool rms = false;
+    Kind kind = Kind::Layer;
 };
 
 /// "weight" [rows, dim]; looks rows up in their storage dtype and converts only those.
@@ -73,7 +79,10 @@ struct PassContext
     torch::Tensor additiveMask; ///< [B, 1, T, T] compute dtype: 0 where a key may be seen, lowest float else
     torch::Tensor keyAllowed;   ///< [B, 1, T, T] bool: causal and not padding
     torch::Tensor keysSeen;     ///< [B, 1, T, 1] float32: the keys each query may see (clip_per_query)
-    torch::Tensor cos, sin;     ///< LLaMA: [B, 1, T, d_head] rotary tables at the positions
+    torch::Tensor cos, sin;     ///< rotary layouts: [B, 1, T, rotated dims] tables at the positions
+    /// The same pass with the sliding window's masks, for the layers that have one (Gemma 2's even
+    /// layers); null where every layer has the same masks (Mistral's window is in the masks above).
+    PassContext* sliding = nullptr;
     torch::ScalarType dtype = torch::kFloat;
     ActivationSink* sink = nullptr;
     double clipStrength = 1.0; ///< clipped softmax fade-in (AttentionVariant::clipFadedIn); 1 = as configured
@@ -94,7 +103,56 @@ torch::Tensor attend(torch::Tensor scores, const torch::Tensor& qh, const torch:
 /// Activation by its Hugging Face name; gelu_new is HF's literal tanh formula.
 torch::Tensor activation(const torch::Tensor& x, const std::string& name);
 
-/// The three language models share this interface.
+/// cos/sin [B, 1, T, rd] in the rotate_half layout at the positions, as Hugging Face's rotary embeddings
+/// build them in float32 (then cast to the compute dtype): inv_freq over the rotated dims rd (partial
+/// rotary: Phi, GPT-NeoX), rope_scaling linear, dynamic or llama3; the sliding pass gets the same tables.
+void rotaryTables(const DecoderConfig& c, const torch::Tensor& positions, PassContext& pass);
+
+/// How projected q, k, v become scores in a rotary layout.
+struct HeadsSpec
+{
+    int numHeads = 0, numKvHeads = 0, headDim = 0;
+    double scoreDivisor =
+        1.0;            ///< scores = q.k / divisor (sqrt(head_dim); Gemma 2: sqrt(query_pre_attn_scalar))
+    double softcap = 0; ///< cap * tanh(scores / cap) before the mask (Gemma 2); 0: none
+    const NormImpl* qNorm = nullptr; ///< per-head norms before rotary (Qwen3)
+    const NormImpl* kNorm = nullptr;
+};
+
+/// The attention of a rotary layout from its projections q [B, T, nh d], k, v [B, T, nkv d]: quantizes
+/// them (query, key, value), splits the heads, applies the per-head norms and rotary (the first rd dims
+/// of each head), repeats key/value heads for grouped queries (query head h reads h / (nh / nkv)),
+/// computes the scores and attend(). Returns the merged context [B, T, nh d].
+torch::Tensor attentionHalf(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                            const HeadsSpec& spec, const torch::Tensor& gateInput,
+                            const AttentionVariant& variant, AttentionGates& gates, const SinkParams& sink,
+                            const PassContext& pass, const CaptureScope& capture);
+
+/// The FFN from its input: act(gate(m)) * up(m) when there is a gate, act(up(m)) otherwise; captured as
+/// down_in and quantized, then down; captured as ffn_out and quantized. Returns the FFN's output.
+torch::Tensor ffnHalf(const torch::Tensor& m, const LinearImpl* gate, const LinearImpl& up,
+                      const LinearImpl& down, const std::string& act, const CaptureScope& capture);
+
+/// The attention's output projection: captured as attn_out and quantized.
+torch::Tensor attnOut(const torch::Tensor& projected, const CaptureScope& capture);
+
+/// A pre-norm block's output: captured as residual and out, quantized.
+torch::Tensor blockOut(const torch::Tensor& out, const CaptureScope& capture);
+
+/// The prefix a layout's module names carry ("transformer.", "model.decoder.", "model.", "gpt_neox.") and
+/// the shorter prefixes checkpoints of other provenance use for the same tensors.
+struct Naming
+{
+    std::string canonical;
+    std::vector<std::string> alternatives; ///< replaced by `canonical` when a key starts with one
+    /// Names that are not parameters here although checkpoints hold them, the first matching suffix
+    /// with its reason (e.g. GPT-2's causal-mask buffers, rotary inverse frequencies).
+    std::vector<std::pair<std::string, std::string>> ignoredSuffixes;
+    /// Prefixes of names outside the body (the LM head), never given the canonical prefix.
+    std::vector<std::string> topLevel = {"lm_head."};
+};
+
+/// Every layout's language model has this interface; DecoderNetwork asks it and never the layout.
 class DecoderLmImpl : public torch::nn::Module
 {
 public:
@@ -111,10 +169,30 @@ public:
     virtual std::string tiedHeadName() const = 0;
     /// The token embedding parameter's name (what a tied head must equal).
     virtual std::string embeddingName() const = 0;
+    virtual Naming naming() const = 0;
+    /// Checkpoint tensors whose shapes the config fixes, checked before the module allocates.
+    virtual std::vector<ImpliedShape> impliedShapes() const = 0;
+    /// Logits [B, T, V] in the compute dtype from the last hidden state: the head without bias by
+    /// default (Phi: with its bias; Gemma 2: soft-capped).
+    virtual torch::Tensor logits(const torch::Tensor& lastHidden) const;
+    /// Learned position tables (GPT-2, OPT) bound the input's length; rotary layouts have none.
+    virtual bool learnedPositions() const { return false; }
+    /// The position of padding slots: 1 as generate() passes (OPT: -1, its own rule).
+    virtual std::int64_t paddingPosition() const { return 1; }
+    /// Hugging Face's _init_weights exceptions beyond normal(0, 0.02): a parameter's own std, or < 0.
+    virtual double initStd(const std::string& /*name*/) const { return -1.0; }
+    /// The initial weight of norms: 1 (Gemma's (1 + w) norms: 0).
+    virtual double normWeightInit() const { return 1.0; }
+    /// nn.Embedding(padding_idx = pad_token_id): the pad row starts at zero (not GPT-2's wte).
+    virtual bool embeddingHasPaddingRow() const { return true; }
 };
 
 std::shared_ptr<DecoderLmImpl> makeGpt2(const DecoderConfig& config);
 std::shared_ptr<DecoderLmImpl> makeOpt(const DecoderConfig& config);
 std::shared_ptr<DecoderLmImpl> makeLlama(const DecoderConfig& config);
+std::shared_ptr<DecoderLmImpl> makeGemma2(const DecoderConfig& config);
+std::shared_ptr<DecoderLmImpl> makePhi(const DecoderConfig& config);
+std::shared_ptr<DecoderLmImpl> makeGptNeox(const DecoderConfig& config);
+std::shared_ptr<DecoderLmImpl> makeFalcon(const DecoderConfig& config);
 
 } // namespace outlierlens::decoder

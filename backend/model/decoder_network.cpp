@@ -34,72 +34,53 @@ bool endsWith(const std::string& s, const std::string& suffix)
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+/// The module of the config's layout. A new layout: its file (a make function, decoder_modules.h) and
+/// one row here.
 std::shared_ptr<decoder::DecoderLmImpl> makeModule(const DecoderConfig& config)
 {
-    switch (config.arch) {
-    case DecoderArch::Gpt2:
-        return decoder::makeGpt2(config);
-    case DecoderArch::Opt:
-        return decoder::makeOpt(config);
-    case DecoderArch::Llama:
-        return decoder::makeLlama(config);
-    }
-    throw Error("unknown decoder architecture");
+    using Make = std::shared_ptr<decoder::DecoderLmImpl> (*)(const DecoderConfig&);
+    static const std::pair<DecoderArch, Make> kMakers[] = {
+        {DecoderArch::Gpt2, decoder::makeGpt2},    {DecoderArch::Opt, decoder::makeOpt},
+        {DecoderArch::Llama, decoder::makeLlama},  {DecoderArch::Gemma2, decoder::makeGemma2},
+        {DecoderArch::Phi, decoder::makePhi},      {DecoderArch::GptNeox, decoder::makeGptNeox},
+        {DecoderArch::Falcon, decoder::makeFalcon}};
+    for (const auto& [arch, make] : kMakers)
+        if (arch == config.arch) return make(config);
+    throw Error("no module for the decoder layout '" + toString(config.arch) + "'");
 }
 
-/// The prefix the module's body names carry ("transformer.", "model.decoder.", "model.") and the
-/// shorter prefixes checkpoints of other provenance use for the same tensors.
-struct Naming
+/// The reason a checkpoint tensor is not a parameter here (a buffer Hugging Face itself never loads), or
+/// nullptr.
+const std::string* ignoredBufferReason(const std::string& name, const decoder::Naming& naming)
 {
-    std::string canonical;
-    std::vector<std::string> alternatives; ///< replaced by `canonical` when a key starts with one
-};
-
-Naming namingOf(DecoderArch arch)
-{
-    switch (arch) {
-    case DecoderArch::Gpt2:
-        return {"transformer.", {""}}; // hub gpt2: "h.0.attn..." (GPT2Model's names)
-    case DecoderArch::Opt:
-        return {"model.decoder.", {"decoder.", ""}}; // hub OPT: "decoder.layers..." (OPTModel's names)
-    case DecoderArch::Llama:
-        return {"model.", {""}};
-    }
-    return {};
-}
-
-/// Buffers Hugging Face itself never loads: GPT-2's causal-mask buffers, LLaMA's rotary inverse
-/// frequencies (recomputed here).
-const char* ignoredBufferReason(const std::string& name, DecoderArch arch)
-{
-    if (arch == DecoderArch::Gpt2 && (endsWith(name, ".attn.bias") || endsWith(name, ".attn.masked_bias")))
-        return "GPT-2 causal mask buffer";
-    if (arch == DecoderArch::Llama && endsWith(name, ".rotary_emb.inv_freq"))
-        return "rotary inverse frequencies, recomputed";
+    for (const auto& [suffix, reason] : naming.ignoredSuffixes)
+        if (endsWith(name, suffix)) return &reason;
     return nullptr;
 }
 
 /// Maps a checkpoint's names onto the module's: adds the canonical prefix where a file leaves it out,
 /// leaves out ignored buffers and the tied head (after checking it equals the embeddings).
-StateDict mapDecoderKeys(StateDict tensors, const DecoderConfig& config, const decoder::DecoderLmImpl& module,
-                         const std::string& file, LoadReport& report)
+StateDict mapDecoderKeys(StateDict tensors, const decoder::DecoderLmImpl& module, const std::string& file,
+                         LoadReport& report)
 {
-    const Naming naming = namingOf(config.arch);
+    const decoder::Naming naming = module.naming();
     const std::string tiedHead = module.tiedHeadName();
     StateDict out;
     torch::Tensor storedHead;
     std::set<std::string> renamedPrefixes;
     for (auto& [name, tensor] : tensors) {
-        if (const char* reason = ignoredBufferReason(name, config.arch)) {
-            report.ignored.push_back(name + " (" + reason + ")");
+        if (const std::string* reason = ignoredBufferReason(name, naming)) {
+            report.ignored.push_back(name + " (" + *reason + ")");
             continue;
         }
-        if (name == "lm_head.weight" && !tiedHead.empty()) {
+        if (!tiedHead.empty() && name == tiedHead) {
             storedHead = tensor;
             continue;
         }
         std::string mapped = name;
-        if (name != "lm_head.weight" && !startsWith(name, naming.canonical)) {
+        const bool topLevel = std::any_of(naming.topLevel.begin(), naming.topLevel.end(),
+                                          [&](const std::string& p) { return startsWith(name, p); });
+        if (!topLevel && !startsWith(name, naming.canonical)) {
             for (const std::string& alt : naming.alternatives)
                 if (startsWith(name, alt)) {
                     mapped = naming.canonical + name.substr(alt.size());
@@ -122,19 +103,20 @@ StateDict mapDecoderKeys(StateDict tensors, const DecoderConfig& config, const d
                               (storedHead.data_ptr() == embedding.data_ptr() ||
                                torch::equal(storedHead.to(torch::kFloat), embedding.to(torch::kFloat)));
             if (!same)
-                throw Error(file + ": tensor 'lm_head.weight' " + shapeString(storedHead) +
+                throw Error(file + ": tensor '" + tiedHead + "' " + shapeString(storedHead) +
                             " differs from '" + embeddingName +
                             "' although config.json ties them (tie_word_embeddings)");
         }
-        report.ignored.push_back("lm_head.weight (tied to " + embeddingName + ")");
+        report.ignored.push_back(tiedHead + " (tied to " + embeddingName + ")");
     }
     return out;
 }
 
-/// Hugging Face's _init_weights for the family: normal(0, 0.02) weights, zero biases, unit norms;
-/// GPT-2's c_proj scaled by 1/sqrt(2 n_layer); padding rows zero; An et al.'s variant parameters as
-/// their nanoGPT code (fixed v' zero, k' and v' slots N(0, 0.02)).
-void initializeLikeHuggingFace(torch::nn::Module& module, const DecoderConfig& c)
+/// Hugging Face's _init_weights for the family: normal(0, 0.02) weights, zero biases, unit norms (Gemma's
+/// (1 + w) norms: zero); the layout's own exceptions (GPT-2's c_proj scaled by 1/sqrt(2 n_layer));
+/// padding rows zero; An et al.'s variant parameters as their nanoGPT code (fixed v' zero, k' and v'
+/// slots N(0, 0.02)).
+void initializeLikeHuggingFace(decoder::DecoderLmImpl& module, const DecoderConfig& c)
 {
     torch::NoGradGuard noGrad;
     const double std = 0.02;
@@ -147,19 +129,19 @@ void initializeLikeHuggingFace(torch::nn::Module& module, const DecoderConfig& c
                           name.find("layernorm") != std::string::npos || endsWith(name, "norm.weight") ||
                           endsWith(name, "norm.bias");
         if (norm)
-            p.fill_(endsWith(name, "weight") ? 1.0 : 0.0);
+            p.fill_(endsWith(name, "weight") ? module.normWeightInit() : 0.0);
         else if (endsWith(name, "v_bias") && p.dim() == 1) // fixed-bias: v' starts at zero, as An et al.'s
             p.zero_();
         else if (endsWith(name, "k_bias") || endsWith(name, "v_bias")) // context-/attention-bias: N(0, 0.02)
             p.normal_(0.0, std);
-        else if (p.dim() >= 2 && c.arch == DecoderArch::Gpt2 && endsWith(name, "c_proj.weight"))
-            p.normal_(0.0, std / std::sqrt(2.0 * c.numLayers));
+        else if (p.dim() >= 2 && module.initStd(name) > 0)
+            p.normal_(0.0, module.initStd(name));
         else if (p.dim() >= 2)
             p.normal_(0.0, std);
         else
             p.zero_();
     }
-    if (c.padTokenId >= 0 && c.padTokenId < c.vocabSize && c.arch != DecoderArch::Gpt2)
+    if (c.padTokenId >= 0 && c.padTokenId < c.vocabSize && module.embeddingHasPaddingRow())
         for (auto& item : module.named_parameters(true))
             if (endsWith(item.key(), "embed_tokens.weight")) item.value()[c.padTokenId].zero_();
 }
@@ -184,30 +166,7 @@ DecoderNetwork::~DecoderNetwork() = default;
 DecoderNetwork::DecoderNetwork(DecoderNetwork&&) noexcept = default;
 DecoderNetwork& DecoderNetwork::operator=(DecoderNetwork&&) noexcept = default;
 
-namespace {
-
-/// The tensors whose shapes a decoder config fixes, as the checkpoint names them (GPT-2's Conv1D
-/// weights are stored [in, out]).
-std::vector<ImpliedShape> impliedShapes(const DecoderConfig& c)
-{
-    const std::int64_t d = c.hiddenSize, v = c.vocabSize, n = c.maxPositions, f = c.intermediateSize;
-    switch (c.arch) {
-    case DecoderArch::Gpt2:
-        return {{"wte.weight", {v, d}, "vocab_size x n_embd"},
-                {"wpe.weight", {n, d}, "n_positions x n_embd"},
-                {"h.0.mlp.c_fc.weight", {d, f}, "n_embd x n_inner"}};
-    case DecoderArch::Opt:
-        return {{"embed_tokens.weight", {v, c.embedDim()}, "vocab_size x word_embed_proj_dim"},
-                {"embed_positions.weight", {n + 2, d}, "(max_position_embeddings + 2) x hidden_size"},
-                {"layers.0.fc1.weight", {f, d}, "ffn_dim x hidden_size"}};
-    case DecoderArch::Llama:
-        return {{"embed_tokens.weight", {v, d}, "vocab_size x hidden_size"},
-                {"layers.0.mlp.up_proj.weight", {f, d}, "intermediate_size x hidden_size"}};
-    }
-    return {};
-}
-
-} // namespace
+namespace {} // namespace
 
 DecoderNetwork DecoderNetwork::load(const std::string& modelDir, const VariantOverride& override)
 {
@@ -223,14 +182,13 @@ DecoderNetwork DecoderNetwork::load(const std::string& modelDir, const VariantOv
     // Read (safetensors: memory-mapped, nothing resident yet) before the module is built, so that a
     // config that does not fit the weights fails before it allocates.
     StateDict tensors = mapStateDict(impl->weightsFile);
-    checkConfigAgainstCheckpoint(tensors, impliedShapes(impl->config), impl->config.numLayers, configPath,
+    impl->module = makeModule(impl->config); // parameters are torch::empty: nothing allocated yet
+    checkConfigAgainstCheckpoint(tensors, impl->module->impliedShapes(), impl->config.numLayers, configPath,
                                  impl->weightsFile);
-    impl->module = makeModule(impl->config);
     impl->module->eval();
 
     const ExpectedTensors expected = releaseModuleTensors(*impl->module);
-    tensors =
-        mapDecoderKeys(std::move(tensors), impl->config, *impl->module, impl->weightsFile, impl->report);
+    tensors = mapDecoderKeys(std::move(tensors), *impl->module, impl->weightsFile, impl->report);
     adoptStrict(*impl->module, expected, std::move(tensors), impl->weightsFile, /*keepFloatDtype=*/true);
     {
         // Gates are tiny and run in float32 whatever the checkpoint stored.
@@ -283,6 +241,26 @@ void DecoderNetwork::save(const std::string& dir, torch::ScalarType dtype) const
     configFile.commit();
 }
 
+namespace {
+
+/// The masks of a pass over rows whose real slots are `real` [B, T]: causal, padding, and a window of
+/// the `window` most recent key slots when > 0.
+void setMasks(decoder::PassContext& pass, const torch::Tensor& real, int window, bool keysSeen)
+{
+    const auto B = real.size(0), T = real.size(1);
+    torch::Tensor causal = torch::ones({T, T}, torch::kBool).tril();
+    if (window > 0) causal = causal.triu(-(window - 1));
+    pass.keyAllowed = causal.view({1, 1, T, T}) & real.view({B, 1, 1, T});
+    pass.keysSeen = keysSeen ? pass.keyAllowed.sum(-1, true).to(torch::kFloat) : torch::Tensor();
+    const double lowest = pass.dtype == torch::kBFloat16
+                              ? double(c10::BFloat16(std::numeric_limits<c10::BFloat16>::lowest()))
+                              : double(std::numeric_limits<float>::lowest());
+    pass.additiveMask = torch::zeros({B, 1, T, T}, torch::dtype(pass.dtype))
+                            .masked_fill(pass.keyAllowed.logical_not(), lowest);
+}
+
+} // namespace
+
 DecoderForward DecoderNetwork::forward(const torch::Tensor& inputIds, const torch::Tensor& attentionMask,
                                        ActivationSink* sink, bool computeLogits)
 {
@@ -291,7 +269,6 @@ DecoderForward DecoderNetwork::forward(const torch::Tensor& inputIds, const torc
         throw Error("decoder input ids must be [batch, tokens] with at least one token, found " +
                     shapeString(inputIds));
     const torch::Tensor ids = inputIds.to(torch::kLong);
-    const auto B = ids.size(0), T = ids.size(1);
     if (ids.numel() > 0) {
         const auto lo = ids.min().item<std::int64_t>(), hi = ids.max().item<std::int64_t>();
         if (lo < 0 || hi >= c.vocabSize)
@@ -304,36 +281,34 @@ DecoderForward DecoderNetwork::forward(const torch::Tensor& inputIds, const torc
                     shapeString(ids));
 
     // Positions count real tokens: cumsum(mask) - 1 (what generate() passes), so left padding
-    // does not shift them. Padding: 1 for GPT-2/LLaMA (as generate()), -1 for OPT (its own rule).
+    // does not shift them. Padding slots: the layout's (1 as generate() passes; OPT -1, its own rule).
+    const decoder::DecoderLmImpl& module = *m_impl->module;
     const torch::Tensor real = mask.ne(0);
     torch::Tensor positions = mask.ne(0).to(torch::kLong).cumsum(1) - 1;
-    positions = c.arch == DecoderArch::Opt ? positions.masked_fill(real.logical_not(), -1)
-                                           : positions.masked_fill(real.logical_not(), 1);
-    if (c.arch != DecoderArch::Llama && positions.max().item<std::int64_t>() >= c.maxPositions)
+    positions = positions.masked_fill(real.logical_not(), module.paddingPosition());
+    if (module.learnedPositions() && positions.max().item<std::int64_t>() >= c.maxPositions)
         throw Error("input of " + std::to_string(positions.max().item<std::int64_t>() + 1) +
                     " tokens is longer than the model's " + std::to_string(c.maxPositions) + " positions");
 
-    decoder::PassContext pass;
+    decoder::PassContext pass, slidingPass;
     pass.dtype = m_impl->computeDtype;
     pass.sink = sink;
     pass.clipStrength = m_impl->clipStrength;
-    // Causal; with a sliding window (Mistral) only the W most recent key slots, the query's included.
-    torch::Tensor causal = torch::ones({T, T}, torch::kBool).tril();
-    if (c.slidingWindow > 0) causal = causal.triu(-(c.slidingWindow - 1));
-    pass.keyAllowed = causal.view({1, 1, T, T}) & real.view({B, 1, 1, T});
-    if (c.variant.clipPerQuery) pass.keysSeen = pass.keyAllowed.sum(-1, true).to(torch::kFloat);
-    const double lowest = pass.dtype == torch::kBFloat16
-                              ? double(c10::BFloat16(std::numeric_limits<c10::BFloat16>::lowest()))
-                              : double(std::numeric_limits<float>::lowest());
-    pass.additiveMask = torch::zeros({B, 1, T, T}, torch::dtype(pass.dtype))
-                            .masked_fill(pass.keyAllowed.logical_not(), lowest);
+    // Causal; with a sliding window only the W most recent key slots, the query's included: on every
+    // layer (Mistral) or on the layers that ask for pass.sliding (Gemma 2's even layers).
+    const bool everyLayerSlides = c.slidingWindow > 0 && !c.slidingWindowAlternates;
+    setMasks(pass, real, everyLayerSlides ? c.slidingWindow : 0, c.variant.clipPerQuery);
+    if (c.slidingWindow > 0 && c.slidingWindowAlternates) {
+        slidingPass = pass;
+        setMasks(slidingPass, real, c.slidingWindow, c.variant.clipPerQuery);
+        pass.sliding = &slidingPass;
+    }
 
     DecoderForward out;
     out.lastHidden = m_impl->module->body(ids, positions, pass);
     if (computeLogits) {
         const CaptureScope top(sink, -1);
-        torch::Tensor logits =
-            linearLayer(out.lastHidden, decoder::weightAs(m_impl->module->headWeight(), pass.dtype), {});
+        torch::Tensor logits = module.logits(out.lastHidden);
         if (logits.scalar_type() != torch::kFloat) logits = logits.to(torch::kFloat);
         top.put(CapturePoint::Logits, logits);
         out.logits = top.quant(QuantSite::Logits, logits);

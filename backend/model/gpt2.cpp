@@ -93,22 +93,9 @@ public:
     torch::Tensor forward(torch::Tensor x, const PassContext& pass, const CaptureScope& capture)
     {
         const torch::Tensor a = capture.quant(QuantSite::AttnNorm, ln_1->forward(x));
-        torch::Tensor attnOut = attn->forward(a, pass, capture);
-        put(capture, CapturePoint::AttnOut, attnOut);
-        attnOut = capture.quant(QuantSite::AttnOut, attnOut);
-        x = capture.quant(QuantSite::AttnResidual, x + attnOut);
-
+        x = capture.quant(QuantSite::AttnResidual, x + attnOut(attn->forward(a, pass, capture), capture));
         const torch::Tensor m = capture.quant(QuantSite::FfnNorm, ln_2->forward(x));
-        torch::Tensor inner = mlp->c_fc->forward(m, mlp->act);
-        put(capture, CapturePoint::DownIn, inner);
-        inner = capture.quant(QuantSite::FfnIntermediate, inner);
-        torch::Tensor ffnOut = mlp->c_proj->forward(inner);
-        put(capture, CapturePoint::FfnOut, ffnOut);
-        ffnOut = capture.quant(QuantSite::FfnOut, ffnOut);
-        const torch::Tensor out = x + ffnOut;
-        put(capture, CapturePoint::Residual, out);
-        put(capture, CapturePoint::Out, out);
-        return capture.quant(QuantSite::FfnResidual, out);
+        return blockOut(x + ffnHalf(m, nullptr, *mlp->c_fc, *mlp->c_proj, mlp->act, capture), capture);
     }
 
     std::shared_ptr<NormImpl> ln_1, ln_2;
@@ -121,6 +108,7 @@ class Gpt2LmImpl : public DecoderLmImpl
 public:
     explicit Gpt2LmImpl(const DecoderConfig& c)
         : DecoderLmImpl("GPT2LMHeadModel")
+        , config(c)
     {
         auto transformer = register_module("transformer", std::make_shared<torch::nn::Module>("GPT2Model"));
         wte = transformer->register_module("wte", std::make_shared<EmbeddingImpl>(c.vocabSize, c.hiddenSize));
@@ -153,6 +141,33 @@ public:
     torch::Tensor headWeight() const override { return lm_head ? lm_head->weight : wte->weight; }
     std::string tiedHeadName() const override { return lm_head ? std::string() : "lm_head.weight"; }
     std::string embeddingName() const override { return "transformer.wte.weight"; }
+    Naming naming() const override
+    {
+        // hub gpt2: "h.0.attn..." (GPT2Model's names)
+        return {
+            "transformer.",
+            {""},
+            {{".attn.bias", "GPT-2 causal mask buffer"}, {".attn.masked_bias", "GPT-2 causal mask buffer"}}};
+    }
+    std::vector<ImpliedShape> impliedShapes() const override
+    {
+        const std::int64_t d = config.hiddenSize;
+        return {{"wte.weight", {config.vocabSize, d}, "vocab_size x n_embd"},
+                {"wpe.weight", {config.maxPositions, d}, "n_positions x n_embd"},
+                {"h.0.mlp.c_fc.weight", {d, config.intermediateSize}, "n_embd x n_inner"}};
+    }
+    bool learnedPositions() const override { return true; }
+    bool embeddingHasPaddingRow() const override { return false; }
+    double initStd(const std::string& name) const override
+    {
+        // GPT2PreTrainedModel._init_weights: c_proj scaled by 1 / sqrt(2 n_layer).
+        const std::string suffix = "c_proj.weight";
+        const bool cProj = name.size() >= suffix.size() &&
+                           name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+        return cProj ? 0.02 / std::sqrt(2.0 * config.numLayers) : -1.0;
+    }
+
+    DecoderConfig config;
 
     std::shared_ptr<EmbeddingImpl> wte, wpe;
     torch::nn::ModuleList h{nullptr};

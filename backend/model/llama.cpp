@@ -1,11 +1,11 @@
 // LlamaForCausalLM as transformers v4.31 computes it: RMSNorm in float32, rotary embeddings in the
 // rotate_half layout (tables in float32, cast to the activations' dtype), grouped-query attention
 // (repeat_kv), scores divided by sqrt(d_head), softmax in float32, SwiGLU MLP, untied lm_head.
-// The families of the same layout, as transformers 4.47.1 computes them: LLaMA 3's "llama3" rotary
-// scaling, Qwen2's q/k/v biases, Mistral's head_dim and sliding window (the mask, decoder_network.cpp).
+// The families of the same layout, as transformers 4.47.1 (Qwen3: 4.51.3) computes them: LLaMA 3's
+// "llama3" rotary scaling, Qwen2's q/k/v biases, Qwen3's per-head q/k RMSNorm before rotary and head_dim,
+// Mistral's head_dim and sliding window (the mask, decoder_network.cpp).
 
 #include "model/decoder_modules.h"
-#include "model/linear.h"
 
 #include <torch/torch.h>
 
@@ -14,20 +14,11 @@
 namespace outlierlens::decoder {
 namespace {
 
-torch::Tensor rotateHalf(const torch::Tensor& x)
-{
-    const auto half = x.size(-1) / 2;
-    return torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
-}
-
 class LlamaAttentionImpl : public torch::nn::Module
 {
 public:
     explicit LlamaAttentionImpl(const DecoderConfig& c)
-        : numHeads(c.numHeads)
-        , numKvHeads(c.numKvHeads)
-        , headDim(c.headDim())
-        , variant(c.variant)
+        : variant(c.variant)
     {
         const int d = c.hiddenSize, q = c.numHeads * c.headDim(), kv = c.numKvHeads * c.headDim();
         const bool bias = c.attentionBias;
@@ -35,42 +26,30 @@ public:
         k_proj = register_module("k_proj", std::make_shared<LinearImpl>(d, kv, bias));
         v_proj = register_module("v_proj", std::make_shared<LinearImpl>(d, kv, bias));
         o_proj = register_module("o_proj", std::make_shared<LinearImpl>(q, d, false));
+        spec = {c.numHeads, c.numKvHeads, c.headDim(), std::sqrt(double(c.headDim()))};
+        if (c.qkNorm) {
+            q_norm = register_module("q_norm", std::make_shared<NormImpl>(c.headDim(), c.normEps, true));
+            k_norm = register_module("k_norm", std::make_shared<NormImpl>(c.headDim(), c.normEps, true));
+            spec.qNorm = q_norm.get();
+            spec.kNorm = k_norm.get();
+        }
         gates.create(*this, c.variant, c.numHeads, c.headDim());
         sink.create(*this, c.variant, c.numHeads, c.headDim());
     }
 
     torch::Tensor forward(const torch::Tensor& x, const PassContext& pass, const CaptureScope& capture)
     {
-        const auto B = x.size(0), T = x.size(1);
-        auto heads = [&](const torch::Tensor& t, int n) {
-            return t.view({B, T, n, headDim}).transpose(1, 2);
-        };
-        torch::Tensor qh = heads(capture.quant(QuantSite::Query, q_proj->forward(x)), numHeads);
-        torch::Tensor kh = heads(capture.quant(QuantSite::Key, k_proj->forward(x)), numKvHeads);
-        torch::Tensor vh = heads(capture.quant(QuantSite::Value, v_proj->forward(x)), numKvHeads);
-        qh = qh * pass.cos + rotateHalf(qh) * pass.sin;
-        kh = kh * pass.cos + rotateHalf(kh) * pass.sin;
-        if (numKvHeads != numHeads) { // repeat_kv: query head h reads key/value head h / (H / H_kv)
-            const int rep = numHeads / numKvHeads;
-            auto repeat = [&](const torch::Tensor& t) {
-                return t.unsqueeze(2)
-                    .expand({B, numKvHeads, rep, T, headDim})
-                    .reshape({B, numHeads, T, headDim});
-            };
-            kh = repeat(kh);
-            vh = repeat(vh);
-        }
-        const double root = std::sqrt(double(headDim));
-        const torch::Tensor scores = activationProduct(qh, kh.transpose(2, 3), root);
         const torch::Tensor context =
-            attend(scores, qh, vh, x, variant, 1.0 / root, gates, sink, pass, capture);
+            attentionHalf(q_proj->forward(x), k_proj->forward(x), v_proj->forward(x), spec, x, variant, gates,
+                          sink, pass, capture);
         return o_proj->forward(context);
     }
 
     std::shared_ptr<LinearImpl> q_proj, k_proj, v_proj, o_proj;
+    std::shared_ptr<NormImpl> q_norm, k_norm;
+    HeadsSpec spec;
     AttentionGates gates;
     SinkParams sink;
-    int numHeads, numKvHeads, headDim;
     AttentionVariant variant;
 };
 
@@ -80,12 +59,14 @@ public:
     explicit LlamaMlpImpl(const DecoderConfig& c)
         : act(c.activation)
     {
-        gate_proj = register_module("gate_proj",
-                                    std::make_shared<LinearImpl>(c.hiddenSize, c.intermediateSize, false));
-        up_proj =
-            register_module("up_proj", std::make_shared<LinearImpl>(c.hiddenSize, c.intermediateSize, false));
-        down_proj = register_module("down_proj",
-                                    std::make_shared<LinearImpl>(c.intermediateSize, c.hiddenSize, false));
+        const int d = c.hiddenSize, f = c.intermediateSize;
+        gate_proj = register_module("gate_proj", std::make_shared<LinearImpl>(d, f, false));
+        up_proj = register_module("up_proj", std::make_shared<LinearImpl>(d, f, false));
+        down_proj = register_module("down_proj", std::make_shared<LinearImpl>(f, d, false));
+    }
+    torch::Tensor forward(const torch::Tensor& m, const CaptureScope& capture) const
+    {
+        return ffnHalf(m, gate_proj.get(), *up_proj, *down_proj, act, capture);
     }
     std::shared_ptr<LinearImpl> gate_proj, up_proj, down_proj;
     std::string act;
@@ -107,22 +88,10 @@ public:
     torch::Tensor forward(torch::Tensor x, const PassContext& pass, const CaptureScope& capture)
     {
         const torch::Tensor a = capture.quant(QuantSite::AttnNorm, input_layernorm->forward(x));
-        torch::Tensor attnOut = self_attn->forward(a, pass, capture);
-        put(capture, CapturePoint::AttnOut, attnOut);
-        attnOut = capture.quant(QuantSite::AttnOut, attnOut);
-        x = capture.quant(QuantSite::AttnResidual, x + attnOut);
-
+        x = capture.quant(QuantSite::AttnResidual,
+                          x + attnOut(self_attn->forward(a, pass, capture), capture));
         const torch::Tensor m = capture.quant(QuantSite::FfnNorm, post_attention_layernorm->forward(x));
-        torch::Tensor inner = mlp->gate_proj->forward(m, mlp->act) * mlp->up_proj->forward(m);
-        put(capture, CapturePoint::DownIn, inner);
-        inner = capture.quant(QuantSite::FfnIntermediate, inner);
-        torch::Tensor ffnOut = mlp->down_proj->forward(inner);
-        put(capture, CapturePoint::FfnOut, ffnOut);
-        ffnOut = capture.quant(QuantSite::FfnOut, ffnOut);
-        const torch::Tensor out = x + ffnOut;
-        put(capture, CapturePoint::Residual, out);
-        put(capture, CapturePoint::Out, out);
-        return capture.quant(QuantSite::FfnResidual, out);
+        return blockOut(x + mlp->forward(m, capture), capture);
     }
 
     std::shared_ptr<LlamaAttentionImpl> self_attn;
@@ -152,43 +121,10 @@ public:
                 register_module("lm_head", std::make_shared<LinearImpl>(c.hiddenSize, c.vocabSize, false));
     }
 
-    /// cos/sin [B, 1, T, d_head] at the positions, as LlamaRotaryEmbedding builds them (float32).
-    void rotaryTables(const torch::Tensor& positions, PassContext& pass) const
-    {
-        const int dim = config.headDim();
-        const auto T = positions.size(1);
-        double base = config.ropeTheta;
-        if (config.ropeScalingType == "dynamic" && T > config.maxPositions) {
-            const double f = config.ropeScalingFactor;
-            base *= std::pow(f * double(T) / config.maxPositions - (f - 1.0), double(dim) / (dim - 2));
-        }
-        torch::Tensor invFreq =
-            1.0 / torch::pow(base, torch::arange(0, dim, 2, torch::kLong).to(torch::kFloat) / double(dim));
-        if (config.ropeScalingType == "llama3") {
-            // transformers' _compute_llama3_parameters, in float32 as it runs.
-            const double factor = config.ropeScalingFactor, low = config.ropeLowFreqFactor,
-                         high = config.ropeHighFreqFactor, old = config.ropeOriginalMaxPositions;
-            const double lowWavelen = old / low, highWavelen = old / high;
-            const torch::Tensor wavelen = 2 * M_PI / invFreq;
-            torch::Tensor scaled = torch::where(wavelen > lowWavelen, invFreq / factor, invFreq);
-            const torch::Tensor smooth = (old / wavelen - low) / (high - low);
-            const torch::Tensor smoothed = (1 - smooth) * scaled / factor + smooth * scaled;
-            const torch::Tensor medium =
-                (wavelen < highWavelen).logical_not() & (wavelen > lowWavelen).logical_not();
-            invFreq = torch::where(medium, smoothed, scaled);
-        }
-        torch::Tensor t = positions.to(torch::kFloat);
-        if (config.ropeScalingType == "linear") t = t / config.ropeScalingFactor;
-        const torch::Tensor freqs = t.unsqueeze(-1) * invFreq; // [B, T, dim / 2]
-        const torch::Tensor emb = torch::cat({freqs, freqs}, -1);
-        pass.cos = emb.cos().to(pass.dtype).unsqueeze(1);
-        pass.sin = emb.sin().to(pass.dtype).unsqueeze(1);
-    }
-
     torch::Tensor body(const torch::Tensor& ids, const torch::Tensor& positions, PassContext& pass) override
     {
         const CaptureScope top(pass.sink, -1);
-        rotaryTables(positions, pass);
+        rotaryTables(config, positions, pass);
         torch::Tensor x = embed_tokens->forward(ids, pass.dtype);
         put(top, CapturePoint::Embeddings, x);
         x = top.quant(QuantSite::EmbeddingSum, x);
@@ -200,6 +136,16 @@ public:
     torch::Tensor headWeight() const override { return lm_head ? lm_head->weight : embed_tokens->weight; }
     std::string tiedHeadName() const override { return lm_head ? std::string() : "lm_head.weight"; }
     std::string embeddingName() const override { return "model.embed_tokens.weight"; }
+    Naming naming() const override
+    {
+        return {"model.", {""}, {{".rotary_emb.inv_freq", "rotary inverse frequencies, recomputed"}}};
+    }
+    std::vector<ImpliedShape> impliedShapes() const override
+    {
+        const std::int64_t d = config.hiddenSize, f = config.intermediateSize;
+        return {{"embed_tokens.weight", {config.vocabSize, d}, "vocab_size x hidden_size"},
+                {"layers.0.mlp.up_proj.weight", {f, d}, "intermediate_size x hidden_size"}};
+    }
 
     DecoderConfig config;
     std::shared_ptr<EmbeddingImpl> embed_tokens;

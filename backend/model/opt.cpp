@@ -77,25 +77,18 @@ public:
         // Attention half: pre-LN x + attn(LN1(x)); post-LN LN1(x + attn(x)).
         const torch::Tensor attnIn =
             preLn ? capture.quant(QuantSite::AttnNorm, self_attn_layer_norm->forward(x)) : x;
-        torch::Tensor attnOut = self_attn->forward(attnIn, pass, capture);
-        put(capture, CapturePoint::AttnOut, attnOut);
-        attnOut = capture.quant(QuantSite::AttnOut, attnOut);
-        x = capture.quant(QuantSite::AttnResidual, x + attnOut);
+        x = capture.quant(QuantSite::AttnResidual,
+                          x + attnOut(self_attn->forward(attnIn, pass, capture), capture));
         if (!preLn) x = capture.quant(QuantSite::AttnNorm, self_attn_layer_norm->forward(x));
 
         // FFN half.
         const torch::Tensor mlpIn =
             preLn ? capture.quant(QuantSite::FfnNorm, final_layer_norm->forward(x)) : x;
-        torch::Tensor inner = fc1->forward(mlpIn, act);
-        put(capture, CapturePoint::DownIn, inner);
-        inner = capture.quant(QuantSite::FfnIntermediate, inner);
-        torch::Tensor ffnOut = fc2->forward(inner);
-        put(capture, CapturePoint::FfnOut, ffnOut);
-        ffnOut = capture.quant(QuantSite::FfnOut, ffnOut);
-        torch::Tensor out = x + ffnOut;
+        torch::Tensor out = x + ffnHalf(mlpIn, nullptr, *fc1, *fc2, act, capture);
+        if (preLn) return blockOut(out, capture);
         put(capture, CapturePoint::Residual, out); // post-LN: the sum entering final_layer_norm
         out = capture.quant(QuantSite::FfnResidual, out);
-        if (!preLn) out = capture.quant(QuantSite::FfnNorm, final_layer_norm->forward(out));
+        out = capture.quant(QuantSite::FfnNorm, final_layer_norm->forward(out));
         put(capture, CapturePoint::Out, out);
         return out;
     }
@@ -112,6 +105,7 @@ class OptLmImpl : public DecoderLmImpl
 public:
     explicit OptLmImpl(const DecoderConfig& c)
         : DecoderLmImpl("OPTForCausalLM")
+        , config(c)
     {
         const int E = c.embedDim(), d = c.hiddenSize;
         auto model = register_module("model", std::make_shared<torch::nn::Module>("OPTModel"));
@@ -156,6 +150,23 @@ public:
     torch::Tensor headWeight() const override { return lm_head ? lm_head->weight : embed_tokens->weight; }
     std::string tiedHeadName() const override { return lm_head ? std::string() : "lm_head.weight"; }
     std::string embeddingName() const override { return "model.decoder.embed_tokens.weight"; }
+    Naming naming() const override
+    {
+        return {"model.decoder.", {"decoder.", ""}, {}}; // hub OPT: "decoder.layers..." (OPTModel's names)
+    }
+    std::vector<ImpliedShape> impliedShapes() const override
+    {
+        const std::int64_t d = config.hiddenSize, n = config.maxPositions;
+        return {{"embed_tokens.weight",
+                 {config.vocabSize, config.embedDim()},
+                 "vocab_size x word_embed_proj_dim"},
+                {"embed_positions.weight", {n + 2, d}, "(max_position_embeddings + 2) x hidden_size"},
+                {"layers.0.fc1.weight", {config.intermediateSize, d}, "ffn_dim x hidden_size"}};
+    }
+    bool learnedPositions() const override { return true; }
+    std::int64_t paddingPosition() const override { return -1; }
+
+    DecoderConfig config;
 
     std::shared_ptr<EmbeddingImpl> embed_tokens, embed_positions;
     std::shared_ptr<NormImpl> final_layer_norm;

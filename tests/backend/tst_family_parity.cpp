@@ -1,8 +1,11 @@
-// Golden parity of the decoder families that share LLaMA's layout with Hugging Face transformers v4.47.1:
-// Qwen2 (q/k/v biases), Mistral (sliding window, head_dim) and LLaMA 3 (rope_scaling "llama3"), found through
-// the family registry. Every capture point the references hold, the last hidden state and the logits, on
-// right- and left-padded rows (real positions only); keys outside the window get probability exactly 0;
-// sharded, bfloat16 and float16 folders load as they are. References: tests/fixtures/families/README.md.
+// Golden parity of the newer decoder families with Hugging Face transformers v4.47.1 (Qwen3: v4.51.3):
+// Qwen2 (q/k/v biases), Qwen3 (per-head q/k norms, head_dim), Mistral (sliding window, head_dim), LLaMA 3
+// (rope_scaling "llama3"), Gemma 2 (soft-caps, four norms, alternating windows, scaled embeddings), Phi
+// (parallel block, partial rotary, head bias), GPT-NeoX (per-head fused QKV, parallel residual) and Falcon
+// 7B / 40B (multi-query and grouped fused QKV), found through the family registry. Every capture point the
+// references hold, the last hidden state and the logits, on right- and left-padded rows (real positions
+// only); keys outside the window get probability exactly 0; sharded, bfloat16 and float16 folders load as
+// they are. References: tests/fixtures/families/README.md.
 
 #include "../common/decoder_compare.h"
 #include "../common/tensor_compare.h"
@@ -42,25 +45,28 @@ private Q_SLOTS:
     {
         QTest::addColumn<QString>("family");
         QTest::addColumn<QString>("folder");
-        QTest::newRow("qwen2") << "qwen2"
-                               << "hf";
-        QTest::newRow("mistral") << "mistral"
-                                 << "hf";
-        QTest::newRow("llama3") << "llama3"
-                                << "hf";
+        QTest::addColumn<QString>("id"); // the registry's family
+        const std::pair<const char*, const char*> rows[] = {
+            {"qwen2", "qwen2"},       {"qwen3", "qwen3"},      {"mistral", "mistral"},
+            {"llama3", "llama"},      {"gemma2", "gemma2"},    {"phi", "phi"},
+            {"gpt-neox", "gpt_neox"}, {"falcon-7b", "falcon"}, {"falcon-40b", "falcon"}};
+        for (const auto& [family, id] : rows)
+            QTest::newRow(family) << family << "hf" << id;
         QTest::newRow("llama3 sharded") << "llama3"
-                                        << "hf_sharded";
+                                        << "hf_sharded"
+                                        << "llama";
     }
 
     void captures()
     {
         QFETCH(QString, family);
         QFETCH(QString, folder);
+        QFETCH(QString, id);
         const std::string dir = fixture("families/" + family.toStdString());
         const std::string modelDir = dir + "/" + folder.toStdString();
         // The registry finds the family; the decoder code runs it.
         const ModelFamily& f = modelFamilyOfDir(modelDir);
-        QCOMPARE(QString::fromStdString(f.id), family == "llama3" ? QStringLiteral("llama") : family);
+        QCOMPARE(QString::fromStdString(f.id), id);
         QCOMPARE(f.engine, FamilyEngine::Decoder);
         DecoderNetwork net = DecoderNetwork::load(modelDir);
         const DecoderConfig& c = net.config();
@@ -102,7 +108,8 @@ private Q_SLOTS:
             const torch::Tensor p = at("attn_probs");
             const auto T = p.size(-1);
             torch::Tensor slots = torch::ones({T, T}, torch::kBool).tril();
-            if (c.slidingWindow > 0) slots = slots.triu(-(c.slidingWindow - 1));
+            if (c.slidingWindow > 0 && (!c.slidingWindowAlternates || i % 2 == 0))
+                slots = slots.triu(-(c.slidingWindow - 1));
             const torch::Tensor realQ = mask.view({-1, 1, T, 1}).ne(0);
             const torch::Tensor allowed = slots.view({1, 1, T, T}) & mask.view({-1, 1, 1, T}).ne(0);
             const torch::Tensor hidden0 = p.masked_select(realQ & allowed.logical_not());
@@ -134,6 +141,9 @@ private Q_SLOTS:
         QTest::newRow("mistral fp16") << "mistral"
                                       << "hf_fp16"
                                       << "fp16_weights/logits" << int(torch::kHalf);
+        QTest::newRow("gemma2 bf16") << "gemma2"
+                                     << "hf_bf16"
+                                     << "bf16_weights/logits" << int(torch::kBFloat16);
     }
 
     void lowPrecisionWeights()

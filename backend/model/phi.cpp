@@ -1,0 +1,145 @@
+// PhiForCausalLM (phi-1, phi-1.5, phi-2) as transformers v4.47.1 computes it (eager attention): one
+// LayerNorm per layer feeding attention and MLP in parallel (out = attn + mlp + x), partial rotary on the
+// first int(head_dim * partial_rotary_factor) dims of each head (inv_freq over those dims), q.k in float32
+// divided by sqrt(head_dim), gelu_new MLP, biases on every linear and on the LM head, untied.
+// Capture points: no mid-block residual exists; residual and out are both the block's output.
+
+#include "model/decoder_modules.h"
+#include "model/linear.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+
+namespace outlierlens::decoder {
+namespace {
+
+class PhiAttentionImpl : public torch::nn::Module
+{
+public:
+    explicit PhiAttentionImpl(const DecoderConfig& c)
+        : variant(c.variant)
+    {
+        const int d = c.hiddenSize, q = c.numHeads * c.headDim(), kv = c.numKvHeads * c.headDim();
+        q_proj = register_module("q_proj", std::make_shared<LinearImpl>(d, q, true));
+        k_proj = register_module("k_proj", std::make_shared<LinearImpl>(d, kv, true));
+        v_proj = register_module("v_proj", std::make_shared<LinearImpl>(d, kv, true));
+        dense = register_module("dense", std::make_shared<LinearImpl>(q, d, true));
+        spec = {c.numHeads, c.numKvHeads, c.headDim(), std::sqrt(double(c.headDim()))};
+        gates.create(*this, c.variant, c.numHeads, c.headDim());
+        sink.create(*this, c.variant, c.numHeads, c.headDim());
+    }
+
+    torch::Tensor forward(const torch::Tensor& x, const PassContext& pass, const CaptureScope& capture)
+    {
+        return dense->forward(attentionHalf(q_proj->forward(x), k_proj->forward(x), v_proj->forward(x), spec,
+                                            x, variant, gates, sink, pass, capture));
+    }
+
+    std::shared_ptr<LinearImpl> q_proj, k_proj, v_proj, dense;
+    HeadsSpec spec;
+    AttentionGates gates;
+    SinkParams sink;
+    AttentionVariant variant;
+};
+
+class PhiLayerImpl : public torch::nn::Module
+{
+public:
+    explicit PhiLayerImpl(const DecoderConfig& c)
+        : act(c.activation)
+    {
+        self_attn = register_module("self_attn", std::make_shared<PhiAttentionImpl>(c));
+        auto mlp = register_module("mlp", std::make_shared<torch::nn::Module>("PhiMLP"));
+        fc1 =
+            mlp->register_module("fc1", std::make_shared<LinearImpl>(c.hiddenSize, c.intermediateSize, true));
+        fc2 =
+            mlp->register_module("fc2", std::make_shared<LinearImpl>(c.intermediateSize, c.hiddenSize, true));
+        input_layernorm =
+            register_module("input_layernorm", std::make_shared<NormImpl>(c.hiddenSize, c.normEps, false));
+    }
+
+    torch::Tensor forward(const torch::Tensor& x, const PassContext& pass, const CaptureScope& capture)
+    {
+        const torch::Tensor h = capture.quant(QuantSite::AttnNorm, input_layernorm->forward(x));
+        const torch::Tensor attn = attnOut(self_attn->forward(h, pass, capture), capture);
+        const torch::Tensor ffn = ffnHalf(h, nullptr, *fc1, *fc2, act, capture);
+        return blockOut(attn + ffn + x, capture);
+    }
+
+    std::shared_ptr<PhiAttentionImpl> self_attn;
+    std::shared_ptr<LinearImpl> fc1, fc2;
+    std::shared_ptr<NormImpl> input_layernorm;
+    std::string act;
+};
+
+class PhiLmImpl : public DecoderLmImpl
+{
+public:
+    explicit PhiLmImpl(const DecoderConfig& c)
+        : DecoderLmImpl("PhiForCausalLM")
+        , config(c)
+    {
+        auto model = register_module("model", std::make_shared<torch::nn::Module>("PhiModel"));
+        embed_tokens = model->register_module("embed_tokens",
+                                              std::make_shared<EmbeddingImpl>(c.vocabSize, c.hiddenSize));
+        layers = model->register_module("layers", torch::nn::ModuleList());
+        for (int i = 0; i < c.numLayers; ++i) {
+            auto layer = std::make_shared<PhiLayerImpl>(c);
+            layers->push_back(layer);
+            blocks.push_back(layer);
+        }
+        final_layernorm = model->register_module("final_layernorm",
+                                                 std::make_shared<NormImpl>(c.hiddenSize, c.normEps, false));
+        if (!c.tieWordEmbeddings)
+            lm_head =
+                register_module("lm_head", std::make_shared<LinearImpl>(c.hiddenSize, c.vocabSize, true));
+    }
+
+    torch::Tensor body(const torch::Tensor& ids, const torch::Tensor& positions, PassContext& pass) override
+    {
+        const CaptureScope top(pass.sink, -1);
+        rotaryTables(config, positions, pass);
+        torch::Tensor x = embed_tokens->forward(ids, pass.dtype);
+        put(top, CapturePoint::Embeddings, x);
+        x = top.quant(QuantSite::EmbeddingSum, x);
+        for (std::size_t i = 0; i < blocks.size(); ++i)
+            x = blocks[i]->forward(x, pass, CaptureScope(pass.sink, int(i)));
+        return top.quant(QuantSite::FinalNorm, final_layernorm->forward(x));
+    }
+
+    torch::Tensor logits(const torch::Tensor& lastHidden) const override
+    {
+        if (!lm_head) return DecoderLmImpl::logits(lastHidden);
+        return lm_head->forward(lastHidden); // with its bias
+    }
+    torch::Tensor headWeight() const override { return lm_head ? lm_head->weight : embed_tokens->weight; }
+    std::string tiedHeadName() const override { return lm_head ? std::string() : "lm_head.weight"; }
+    std::string embeddingName() const override { return "model.embed_tokens.weight"; }
+    Naming naming() const override
+    {
+        return {"model.", {""}, {{".rotary_emb.inv_freq", "rotary inverse frequencies, recomputed"}}};
+    }
+    std::vector<ImpliedShape> impliedShapes() const override
+    {
+        const std::int64_t d = config.hiddenSize, f = config.intermediateSize;
+        return {{"embed_tokens.weight", {config.vocabSize, d}, "vocab_size x hidden_size"},
+                {"layers.0.mlp.fc1.weight", {f, d}, "intermediate_size x hidden_size"}};
+    }
+
+    DecoderConfig config;
+    std::shared_ptr<EmbeddingImpl> embed_tokens;
+    torch::nn::ModuleList layers{nullptr};
+    std::vector<std::shared_ptr<PhiLayerImpl>> blocks;
+    std::shared_ptr<NormImpl> final_layernorm;
+    std::shared_ptr<LinearImpl> lm_head;
+};
+
+} // namespace
+
+std::shared_ptr<DecoderLmImpl> makePhi(const DecoderConfig& config)
+{
+    return std::make_shared<PhiLmImpl>(config);
+}
+
+} // namespace outlierlens::decoder
