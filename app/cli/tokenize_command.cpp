@@ -19,14 +19,17 @@ namespace outlierlens::cli {
 
 int runTokenize(const QStringList& args)
 {
-    Command cmd("tokenize",
-                "Tokenize text like Hugging Face's slow tokenizers and print one JSON line: "
-                "BertTokenizer (vocab.txt: input_ids, token_type_ids, tokens), GPT2Tokenizer "
-                "(vocab.json + merges.txt) or LlamaTokenizer (tokenizer.model): input_ids, tokens.");
+    Command cmd(
+        "tokenize",
+        "Tokenize text like Hugging Face's tokenizers and print one JSON line: "
+        "BertTokenizer (vocab.txt: input_ids, token_type_ids, tokens), GPT2Tokenizer "
+        "(vocab.json + merges.txt), LlamaTokenizer (tokenizer.model) or a tokenizer.json "
+        "pipeline as the tokenizers library runs it (LLaMA 3, Qwen 2/3, Gemma 2): input_ids, tokens.");
     cmd.parser().addOptions({
         {"model",
-         "Model or tokenizer folder: vocab.txt (BERT), vocab.json + merges.txt (GPT-2, OPT) or "
-         "tokenizer.model (LLaMA), with tokenizer_config.json if any.",
+         "Model or tokenizer folder: vocab.txt (BERT), vocab.json + merges.txt (GPT-2, OPT), "
+         "tokenizer.model (LLaMA 2) or tokenizer.json (LLaMA 3, Qwen, Gemma 2; also a folder with "
+         "only tokenizer.json), with tokenizer_config.json if any.",
          "dir"},
         {"text", "Text; the first segment of a pair.", "text"},
         {"pair", "Second segment.", "text"},

@@ -4,11 +4,11 @@
 #include "common/input_file.h"
 #include "common/json_util.h"
 #include "common/text_format.h"
+#include "text/text_classes.h"
 #include "text/truncation.h"
 #include "text/utf8.h"
 
 #include <nlohmann/json.hpp>
-#include <utf8proc.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -26,27 +26,9 @@ constexpr std::int64_t kMaxTokenId = 50'000'000;
 // 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ as the Python `regex`
 // module runs it: alternatives in order at each position, \s = the White_Space property.
 
-bool isLetter(char32_t c)
-{
-    if (c < 0x80) return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-    const auto cat = utf8proc_category(static_cast<utf8proc_int32_t>(c));
-    return cat == UTF8PROC_CATEGORY_LU || cat == UTF8PROC_CATEGORY_LL || cat == UTF8PROC_CATEGORY_LT ||
-           cat == UTF8PROC_CATEGORY_LM || cat == UTF8PROC_CATEGORY_LO;
-}
-
-bool isNumber(char32_t c)
-{
-    if (c < 0x80) return c >= '0' && c <= '9';
-    const auto cat = utf8proc_category(static_cast<utf8proc_int32_t>(c));
-    return cat == UTF8PROC_CATEGORY_ND || cat == UTF8PROC_CATEGORY_NL || cat == UTF8PROC_CATEGORY_NO;
-}
-
-bool isWhiteSpace(char32_t c)
-{
-    return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
-           c == 0x3000;
-}
+using textclass::isLetter;
+using textclass::isNumber;
+using textclass::isWhiteSpace;
 
 bool isOther(char32_t c)
 {
@@ -95,19 +77,6 @@ std::vector<std::string> splitPreTokens(const std::u32string& s)
     return out;
 }
 
-// GPT-2's bytes_to_unicode: printable Latin-1 bytes map to themselves, the other 68 to 256 + n.
-std::array<char32_t, 256> bytesToUnicode()
-{
-    std::array<char32_t, 256> map{};
-    std::array<bool, 256> direct{};
-    for (int b = 0; b < 256; ++b)
-        direct[b] = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-    char32_t n = 0;
-    for (int b = 0; b < 256; ++b)
-        map[b] = direct[b] ? static_cast<char32_t>(b) : 256 + n++;
-    return map;
-}
-
 std::uint64_t pairKey(std::int32_t a, std::int32_t b)
 {
     return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) | static_cast<std::uint32_t>(b);
@@ -138,26 +107,8 @@ std::unique_ptr<ByteLevelBpeTokenizer> ByteLevelBpeTokenizer::fromModelDir(const
         throw Error(mergesPath.string() + ": missing (a byte-level BPE tokenizer needs " +
                     vocabPath.filename().string() + " and " + mergesPath.filename().string() + ")");
 
-    // vocab.json + merges.txt are split into words by GPT-2's pattern here. Hub folders of other
-    // byte-level families (Qwen2: its own Split regex, then ByteLevel without one) say so in their
-    // tokenizer.json: refuse them rather than tokenize digits and CJK differently from the model's own.
-    const fs::path json = dir / "tokenizer.json";
-    if (fs::exists(json, ec)) {
-        const nlohmann::json j = jsonutil::parseFile(json.string());
-        const nlohmann::json pre =
-            j.is_object() ? j.value("pre_tokenizer", nlohmann::json()) : nlohmann::json();
-        const bool gpt2 =
-            pre.is_null() || (pre.is_object() && pre.value("type", std::string()) == "ByteLevel" &&
-                              pre.value("use_regex", true));
-        if (!gpt2)
-            throw Error(json.string() + ": its pre-tokenizer (" +
-                        (pre.is_object() ? pre.value("type", std::string("?")) : std::string("?")) +
-                        ") is not GPT-2's byte-level split, the only one vocab.json and merges.txt are read "
-                        "with here; this model's tokenizer is not supported yet");
-    }
-
     std::unique_ptr<ByteLevelBpeTokenizer> tok(new ByteLevelBpeTokenizer());
-    const auto byteMap = bytesToUnicode();
+    const auto byteMap = textclass::bytesToUnicode();
     for (int b = 0; b < 256; ++b) {
         std::string s;
         utf8::append(s, byteMap[b]);

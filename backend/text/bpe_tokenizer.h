@@ -23,7 +23,8 @@ public:
     /// Reads vocab.json + merges.txt (or OpenAI's encoder.json + vocab.bpe) and, if present,
     /// tokenizer_config.json (add_bos_token, add_prefix_space, special tokens),
     /// special_tokens_map.json and added_tokens.json. Throws Error naming the file that is missing
-    /// or does not parse.
+    /// or does not parse. The words are split by GPT-2's pattern: DecoderTokenizer::fromModelDir
+    /// sends folders whose tokenizer.json has another pre-tokenizer (Qwen2) to TokenizerJsonTokenizer.
     static std::unique_ptr<ByteLevelBpeTokenizer> fromModelDir(const std::string& modelDir);
 
     Encoding encode(const std::string& text, const std::optional<std::string>& pair = std::nullopt,

@@ -2,9 +2,10 @@
 // Any thread. A tokenizer is immutable after construction: one const object may be shared by
 // several threads.
 //
-// The tokenizers of causal decoder LLMs, identical to Hugging Face's slow tokenizers (transformers
-// v4.31): byte-level BPE (GPT2Tokenizer: GPT-2, and OPT with its "</s>" BOS) from vocab.json +
-// merges.txt, and SentencePiece (LlamaTokenizer, legacy behaviour by default) from tokenizer.model.
+// The tokenizers of causal decoder LLMs: Hugging Face's slow tokenizers (transformers v4.31) for
+// byte-level BPE (GPT2Tokenizer: GPT-2, and OPT with its "</s>" BOS) from vocab.json + merges.txt
+// and SentencePiece (LlamaTokenizer, legacy behaviour by default) from tokenizer.model; the
+// tokenizers library's pipeline for a tokenizer.json (LLaMA 3, Qwen 2/3, Gemma 2, ...).
 
 #include "text/wordpiece.h" // Encoding
 
@@ -22,8 +23,9 @@ public:
     virtual ~DecoderTokenizer() = default;
 
     /// Reads the tokenizer files of a model folder (tokenizer_config.json, special_tokens_map.json and
-    /// vocab.json + merges.txt, or tokenizer.model; tokenizer.json where that is all there is). The
-    /// folder need not hold a model. Throws Error naming the file that is missing or does not parse.
+    /// tokenizer.model, or vocab.json + merges.txt, or tokenizer.json: see fromModelDir in the .cpp for
+    /// which wins when several are there). The folder need not hold a model. Throws Error naming the
+    /// file that is missing, does not parse or uses a component that is not supported.
     static std::unique_ptr<DecoderTokenizer> fromModelDir(const std::string& modelDir);
     /// True if the folder holds files fromModelDir() can read.
     static bool existsIn(const std::string& modelDir);
@@ -44,7 +46,7 @@ public:
     virtual std::int64_t bosId() const = 0;
     virtual std::int64_t eosId() const = 0;
     virtual std::int64_t padId() const = 0;
-    /// "byte-level BPE" or "SentencePiece", for the UI.
+    /// "byte-level BPE", "SentencePiece" or "... (tokenizer.json)", for the UI.
     virtual std::string kind() const = 0;
 };
 

@@ -259,9 +259,35 @@ void SentencePieceTokenizer::parseModel(const std::string& path)
                      [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
 }
 
-std::vector<AddedTokenSpec> SentencePieceTokenizer::parseTokenizerJson(const std::string& path)
+bool SentencePieceTokenizer::isLlamaStyle(const nlohmann::json& j)
 {
-    const nlohmann::json j = jsonutil::parseFile(path);
+    if (!j.is_object()) return false;
+    // The normalizer (or a Metaspace pre-tokenizer) must do what SentencePiece's identity
+    // normalizer does with add_dummy_prefix and no whitespace folding.
+    const auto isSpaceNormalizer = [](const nlohmann::json& n) {
+        if (!n.is_object() || n.value("type", "") != "Sequence" || !n.contains("normalizers")) return false;
+        const auto& ns = n.at("normalizers");
+        return ns.is_array() && ns.size() == 2 && ns[0].is_object() && ns[1].is_object() &&
+               ns[0].value("type", "") == "Prepend" && ns[0].value("prepend", "") == kSpaceSymbol &&
+               ns[1].value("type", "") == "Replace" && ns[1].value("content", "") == kSpaceSymbol &&
+               ns[1].contains("pattern") && ns[1].at("pattern").is_object() &&
+               ns[1].at("pattern").value("String", "") == " ";
+    };
+    const auto isMetaspace = [](const nlohmann::json& p) {
+        return p.is_object() && p.value("type", "") == "Metaspace" &&
+               p.value("replacement", "") == kSpaceSymbol && !p.value("split", true) &&
+               (p.value("prepend_scheme", "") == "first" || p.value("prepend_scheme", "") == "always" ||
+                p.value("add_prefix_space", false));
+    };
+    const nlohmann::json normalizer = j.value("normalizer", nlohmann::json());
+    const nlohmann::json preTokenizer = j.value("pre_tokenizer", nlohmann::json());
+    return (isSpaceNormalizer(normalizer) && preTokenizer.is_null()) ||
+           (normalizer.is_null() && isMetaspace(preTokenizer));
+}
+
+std::vector<AddedTokenSpec> SentencePieceTokenizer::parseTokenizerJson(const nlohmann::json& j,
+                                                                       const std::string& path)
+{
     if (!j.is_object() || !j.contains("model") || !j.at("model").is_object())
         throw Error(path + ": expected a tokenizers JSON object with a 'model'");
     const nlohmann::json& model = j.at("model");
@@ -274,28 +300,9 @@ std::vector<AddedTokenSpec> SentencePieceTokenizer::parseTokenizerJson(const std
         if (model.contains(key) && !model.at(key).is_null())
             throw Error(unsupported + "; model." + key + " is set");
     }
-    // The normalizer (or a Metaspace pre-tokenizer) must do what SentencePiece's identity
-    // normalizer does with add_dummy_prefix and no whitespace folding.
-    const auto isSpaceNormalizer = [](const nlohmann::json& n) {
-        if (!n.is_object() || n.value("type", "") != "Sequence" || !n.contains("normalizers")) return false;
-        const auto& ns = n.at("normalizers");
-        return ns.is_array() && ns.size() == 2 && ns[0].value("type", "") == "Prepend" &&
-               ns[0].value("prepend", "") == kSpaceSymbol && ns[1].value("type", "") == "Replace" &&
-               ns[1].value("content", "") == kSpaceSymbol && ns[1].contains("pattern") &&
-               ns[1].at("pattern").value("String", "") == " ";
-    };
-    const auto isMetaspace = [](const nlohmann::json& p) {
-        return p.is_object() && p.value("type", "") == "Metaspace" &&
-               p.value("replacement", "") == kSpaceSymbol && !p.value("split", true) &&
-               (p.value("prepend_scheme", "") == "first" || p.value("prepend_scheme", "") == "always" ||
-                p.value("add_prefix_space", false));
-    };
-    const nlohmann::json normalizer = j.value("normalizer", nlohmann::json());
-    const nlohmann::json preTokenizer = j.value("pre_tokenizer", nlohmann::json());
-    if (!((isSpaceNormalizer(normalizer) && preTokenizer.is_null()) ||
-          (normalizer.is_null() && isMetaspace(preTokenizer))))
-        throw Error(unsupported + "; found normalizer " + normalizer.dump() + " and pre_tokenizer " +
-                    preTokenizer.dump());
+    if (!isLlamaStyle(j))
+        throw Error(unsupported + "; found normalizer " + j.value("normalizer", nlohmann::json()).dump() +
+                    " and pre_tokenizer " + j.value("pre_tokenizer", nlohmann::json()).dump());
     m_addDummyPrefix = true;
     m_removeExtraWhitespaces = false;
     m_escapeWhitespaces = true;
@@ -400,33 +407,49 @@ std::vector<AddedTokenSpec> SentencePieceTokenizer::parseTokenizerJson(const std
 std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::fromModelDir(const std::string& modelDir)
 {
     const fs::path dir(modelDir);
-    std::unique_ptr<SentencePieceTokenizer> tok(new SentencePieceTokenizer());
-    std::vector<AddedTokenSpec> jsonAddedTokens;
     std::error_code ec;
-    if (!fs::exists(dir / "tokenizer.model", ec) && fs::exists(dir / "tokenizer.json", ec))
-        jsonAddedTokens = tok->parseTokenizerJson((dir / "tokenizer.json").string());
-    else
-        tok->parseModel((dir / "tokenizer.model").string());
+    if (!fs::exists(dir / "tokenizer.model", ec) && fs::exists(dir / "tokenizer.json", ec)) {
+        const std::string path = (dir / "tokenizer.json").string();
+        return fromTokenizerJson(modelDir, jsonutil::parseFile(path), path);
+    }
+    std::unique_ptr<SentencePieceTokenizer> tok(new SentencePieceTokenizer());
+    tok->parseModel((dir / "tokenizer.model").string());
+    tok->loadSpecialTokens(dir, {});
+    return tok;
+}
 
+std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::fromTokenizerJson(const std::string& modelDir,
+                                                                                  const nlohmann::json& json,
+                                                                                  const std::string& path)
+{
+    std::unique_ptr<SentencePieceTokenizer> tok(new SentencePieceTokenizer());
+    const std::vector<AddedTokenSpec> jsonAddedTokens = tok->parseTokenizerJson(json, path);
+    tok->loadSpecialTokens(fs::path(modelDir), jsonAddedTokens);
+    return tok;
+}
+
+void SentencePieceTokenizer::loadSpecialTokens(const std::filesystem::path& dir,
+                                               const std::vector<AddedTokenSpec>& jsonAddedTokens)
+{
     // LlamaTokenizer's defaults: <unk>, <s>, </s>, no pad; add_bos_token true, add_eos_token false,
     // legacy true (the v4.31 default).
     const SpecialTokenFiles files = SpecialTokenFiles::read(dir, "<s>", "</s>", "<unk>", std::nullopt);
-    tok->m_addBos = files.addBosToken.value_or(true);
-    tok->m_addEos = files.addEosToken.value_or(false);
-    tok->m_legacy = files.legacy.value_or(true);
+    m_addBos = files.addBosToken.value_or(true);
+    m_addEos = files.addEosToken.value_or(false);
+    m_legacy = files.legacy.value_or(true);
 
     const std::string unkToken = files.unk ? files.unk->content : std::string();
-    const auto pieceCount = static_cast<std::int64_t>(tok->m_pieces.size());
+    const auto pieceCount = static_cast<std::int64_t>(m_pieces.size());
     const auto addToken = [&](const std::string& content) {
         // _add_tokens: only tokens that piece_to_id maps to unk, never the unk token itself.
-        if (content == unkToken || tok->tokenToId(content) != tok->m_unkPieceId) return;
-        tok->m_addedIds[content] = pieceCount + static_cast<std::int64_t>(tok->m_addedTokens.size());
-        tok->m_addedTokens.push_back(content);
+        if (content == unkToken || tokenToId(content) != m_unkPieceId) return;
+        m_addedIds[content] = pieceCount + static_cast<std::int64_t>(m_addedTokens.size());
+        m_addedTokens.push_back(content);
     };
     const std::vector<AddedTokenSpec> specials = files.specialTokens();
     std::vector<AddedTokenSpec> noSplit = specials;
     for (const auto& [content, id] : files.addedTokens) {
-        const std::int64_t expected = pieceCount + static_cast<std::int64_t>(tok->m_addedTokens.size());
+        const std::int64_t expected = pieceCount + static_cast<std::int64_t>(m_addedTokens.size());
         if (id != expected)
             throw Error((dir / "added_tokens.json").string() + ": token '" + content + "' has id " +
                         std::to_string(id) + ", expected " + std::to_string(expected) +
@@ -447,21 +470,20 @@ std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::fromModelDir(con
                          [&](const auto& s) { return s.content == t.content; }))
             noSplit.push_back(t);
     }
-    tok->m_splitter = AddedTokenSplitter(std::move(noSplit));
+    m_splitter = AddedTokenSplitter(std::move(noSplit));
 
     const auto idOf = [&](const std::optional<AddedTokenSpec>& t) -> std::int64_t {
-        return t ? tok->tokenToId(t->content) : -1;
+        return t ? tokenToId(t->content) : -1;
     };
-    tok->m_bosId = idOf(files.bos);
-    tok->m_eosId = idOf(files.eos);
-    tok->m_padId = idOf(files.pad);
-    if (tok->m_addBos && tok->m_bosId < 0)
+    m_bosId = idOf(files.bos);
+    m_eosId = idOf(files.eos);
+    m_padId = idOf(files.pad);
+    if (m_addBos && m_bosId < 0)
         throw Error((dir / "tokenizer_config.json").string() +
                     ": add_bos_token is true but there is no bos_token");
-    if (tok->m_addEos && tok->m_eosId < 0)
+    if (m_addEos && m_eosId < 0)
         throw Error((dir / "tokenizer_config.json").string() +
                     ": add_eos_token is true but there is no eos_token");
-    return tok;
 }
 
 } // namespace outlierlens

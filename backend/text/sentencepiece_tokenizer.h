@@ -11,7 +11,10 @@
 #include "text/added_tokens.h"
 #include "text/decoder_tokenizer.h"
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -29,6 +32,14 @@ public:
     /// is missing, does not parse or uses a feature we do not implement (unigram models, a
     /// precompiled normalization map, other tokenizer.json pipelines).
     static std::unique_ptr<SentencePieceTokenizer> fromModelDir(const std::string& modelDir);
+    /// fromModelDir for a folder without tokenizer.model whose tokenizer.json (`json`, read from
+    /// `path`) is LLaMA-style.
+    static std::unique_ptr<SentencePieceTokenizer>
+    fromTokenizerJson(const std::string& modelDir, const nlohmann::json& json, const std::string& path);
+    /// True if a parsed tokenizer.json is the LLaMA-style pipeline that transformers' LlamaConverter
+    /// writes (Prepend("▁") + Replace(" ", "▁"), or a Metaspace without split), which this class reads
+    /// with the slow tokenizer's handling of special tokens and legacy.
+    static bool isLlamaStyle(const nlohmann::json& json);
 
     Encoding encode(const std::string& text, const std::optional<std::string>& pair = std::nullopt,
                     int maxLength = 0, bool addSpecialTokens = true) const override;
@@ -63,7 +74,10 @@ private:
     SentencePieceTokenizer() = default;
     void parseModel(const std::string& path);
     // Returns tokenizer.json's added tokens (ids past the vocabulary become added tokens).
-    std::vector<AddedTokenSpec> parseTokenizerJson(const std::string& path);
+    std::vector<AddedTokenSpec> parseTokenizerJson(const nlohmann::json& j, const std::string& path);
+    // tokenizer_config.json, special_tokens_map.json and added_tokens.json, after the pieces.
+    void loadSpecialTokens(const std::filesystem::path& dir,
+                           const std::vector<AddedTokenSpec>& jsonAddedTokens);
     std::string normalize(const std::string& text) const;
     std::vector<std::string> tokenizeChunk(const std::string& text) const;
     std::vector<std::int64_t> toIds(const std::string& text) const;

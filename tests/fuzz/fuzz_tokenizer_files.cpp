@@ -18,7 +18,7 @@ struct Case
     bool wordpiece;
 };
 
-constexpr std::array<Case, 10> kCases{{
+constexpr std::array<Case, 12> kCases{{
     {"text/cased_model", "vocab.txt", true},
     {"text/cased_model", "tokenizer_config.json", true},
     {"decoders/tokenizers/gpt2", "vocab.json", false},
@@ -29,6 +29,9 @@ constexpr std::array<Case, 10> kCases{{
     {"decoders/tokenizers/llama", "tokenizer.model", false},
     {"decoders/tokenizers/llama", "tokenizer_config.json", false},
     {"decoders/tokenizers/llama-tokenizer-json", "tokenizer.json", false},
+    {"tokenizers/tiny", "tokenizer.json",
+     false}, // the tokenizers library's pipeline (TokenizerJsonTokenizer)
+    {"tokenizers/tiny", "tokenizer_config.json", false},
 }};
 
 } // namespace
