@@ -64,30 +64,28 @@ int createDecoder(Command& cmd, const std::string& preset, const std::string& ou
     std::printf("creating %s (%d layers, hidden %d, vocabulary %d) ...\n", preset.c_str(), config.numLayers,
                 config.hiddenSize, config.vocabSize);
     std::fflush(stdout);
-    // The whole model is built in float32 before it is stored: a 7B preset needs ~28 GB. Say so, with the
-    // folder and the shape, instead of "std::bad_alloc" or LibTorch's allocator message.
+    // One tensor at a time is drawn in float32 and written: a 7B preset in bf16 takes a few GB. Out of
+    // memory (or address space) says so, with the folder and the shape, instead of "std::bad_alloc" or
+    // LibTorch's allocator message.
     const auto outOfMemory = [&](const std::string& detail) {
         return Error(out + ": not enough memory to build " + preset + " (" +
                      std::to_string(config.numLayers) + " layers, hidden " +
                      std::to_string(config.hiddenSize) + ", FFN " + std::to_string(config.intermediateSize) +
-                     ", vocabulary " + std::to_string(config.vocabSize) +
-                     ") in float32 before it is stored as " + dtypeName + detail);
+                     ", vocabulary " + std::to_string(config.vocabSize) + ") as " + dtypeName + detail);
     };
-    const DecoderNetwork network = [&] {
-        try {
-            return DecoderNetwork::create(config, std::uint64_t(seed));
-        } catch (const std::bad_alloc&) {
-            throw outOfMemory("");
-        } catch (const c10::Error& e) {
-            const std::string what = e.what_without_backtrace();
-            if (what.find("allocate") == std::string::npos)
-                throw; // ours: "cannot allocate", LibTorch's: "can't allocate"
-            throw outOfMemory(": " + what.substr(0, what.find('\n')));
-        }
-    }();
     AtomicFolder folder(out); // removed again if anything below fails (a full disk)
     const fs::path tempDir(folder.path());
-    network.save(tempDir.string(), dtypes.at(dtypeName).first);
+    try {
+        DecoderNetwork::writeRandom(config, std::uint64_t(seed), tempDir.string(),
+                                    dtypes.at(dtypeName).first);
+    } catch (const std::bad_alloc&) {
+        throw outOfMemory("");
+    } catch (const c10::Error& e) {
+        const std::string what = e.what_without_backtrace();
+        if (what.find("allocate") == std::string::npos)
+            throw; // ours: "cannot allocate", LibTorch's: "can't allocate"
+        throw outOfMemory(": " + what.substr(0, what.find('\n')));
+    }
     for (const fs::path& f : tokenizerFiles)
         copyFileContents(f.string(), (tempDir / f.filename()).string());
     {
@@ -120,7 +118,8 @@ int runCreateModel(const QStringList& args)
     cmd.parser().addOptions({
         {"preset",
          "Model size: bert-base, bert-large, bert-6l, bert-small, bert-mini, bert-tiny; decoders: gpt2-tiny, "
-         "opt-tiny, llama-tiny, gpt2, opt-125m, tinyllama-1.1b, llama-7b.",
+         "opt-tiny, llama-tiny, gpt2, opt-125m, opt-350m, tinyllama-1.1b, llama-7b, llama3-8b, qwen2.5-7b, "
+         "mistral-7b.",
          "name"},
         {"head", "classifier (default), mlm or encoder.", "kind"},
         {"labels", "Comma-separated class names (default entailment,neutral,contradiction).", "list"},

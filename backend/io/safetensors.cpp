@@ -352,43 +352,65 @@ StateDict mapSafetensors(const std::string& path, std::map<std::string, std::str
 void writeSafetensors(const std::string& path, const StateDict& tensors, SafetensorsDtype dtype,
                       const std::map<std::string, std::string>& metadata)
 {
-    struct Planned
-    {
-        const torch::Tensor* tensor;
-        torch::ScalarType stored;
-    };
-    std::vector<Planned> planned;
+    std::vector<TensorSpec> specs;
+    std::vector<const torch::Tensor*> order;
+    for (const auto& [name, t] : tensors) {
+        if (!t.defined()) throw Error(path + ": tensor '" + printableText(name) + "': tensor is undefined");
+        specs.push_back({name, t.sizes().vec(), t.scalar_type()});
+        order.push_back(&t);
+    }
+    writeSafetensorsStreamed(
+        path, specs, [&](std::size_t i) { return *order[i]; }, dtype, metadata);
+}
+
+void writeSafetensorsStreamed(const std::string& path, const std::vector<TensorSpec>& specs,
+                              const std::function<torch::Tensor(std::size_t)>& produce,
+                              SafetensorsDtype dtype, const std::map<std::string, std::string>& metadata)
+{
+    // The file lists tensors in name order (as a StateDict iterates); they are produced in `specs` order
+    // and each written at its offset.
+    std::vector<std::size_t> byName(specs.size());
+    for (std::size_t i = 0; i < specs.size(); ++i)
+        byName[i] = i;
+    std::sort(byName.begin(), byName.end(),
+              [&](std::size_t a, std::size_t b) { return specs[a].name < specs[b].name; });
+    std::vector<torch::ScalarType> stored(specs.size());
+    std::vector<std::uint64_t> offsets(specs.size());
     nlohmann::json header = nlohmann::json::object();
     std::uint64_t offset = 0;
-    for (const auto& [name, t] : tensors) {
-        const std::string where = path + ": tensor '" + printableText(name) + "'";
-        if (name == "__metadata__") throw Error(where + ": the name is reserved for metadata");
-        if (!t.defined()) throw Error(where + ": tensor is undefined");
-        torch::ScalarType stored;
+    for (std::size_t k = 0; k < byName.size(); ++k) {
+        const std::size_t i = byName[k];
+        const TensorSpec& spec = specs[i];
+        const std::string where = path + ": tensor '" + printableText(spec.name) + "'";
+        if (spec.name == "__metadata__") throw Error(where + ": the name is reserved for metadata");
+        if (k > 0 && specs[byName[k - 1]].name == spec.name) throw Error(where + ": the name appears twice");
         const char* dtypeName;
-        if (c10::isFloatingType(t.scalar_type())) {
-            stored = dtype == SafetensorsDtype::Float16    ? torch::kHalf
-                     : dtype == SafetensorsDtype::BFloat16 ? torch::kBFloat16
-                                                           : torch::kFloat;
+        if (c10::isFloatingType(spec.type)) {
+            stored[i] = dtype == SafetensorsDtype::Float16    ? torch::kHalf
+                        : dtype == SafetensorsDtype::BFloat16 ? torch::kBFloat16
+                                                              : torch::kFloat;
             dtypeName = dtype == SafetensorsDtype::Float16    ? "F16"
                         : dtype == SafetensorsDtype::BFloat16 ? "BF16"
                                                               : "F32";
-        } else if (t.scalar_type() == torch::kBool) {
-            stored = torch::kBool;
+        } else if (spec.type == torch::kBool) {
+            stored[i] = torch::kBool;
             dtypeName = "BOOL";
-        } else if (c10::isIntegralType(t.scalar_type(), /*includeBool=*/false)) {
-            stored = torch::kLong;
+        } else if (c10::isIntegralType(spec.type, /*includeBool=*/false)) {
+            stored[i] = torch::kLong;
             dtypeName = "I64";
         } else {
-            throw Error(where + ": unsupported dtype " + std::string(c10::toString(t.scalar_type())) +
+            throw Error(where + ": unsupported dtype " + std::string(c10::toString(spec.type)) +
                         " (expected a floating, integer or bool tensor)");
         }
-        const std::uint64_t nbytes = std::uint64_t(t.numel()) * c10::elementSize(stored);
-        header[name] = {{"dtype", dtypeName},
-                        {"shape", t.sizes().vec()},
-                        {"data_offsets", nlohmann::json::array({offset, offset + nbytes})}};
+        std::uint64_t numel = 1;
+        for (const std::int64_t n : spec.sizes)
+            numel *= std::uint64_t(n);
+        const std::uint64_t nbytes = numel * c10::elementSize(stored[i]);
+        header[spec.name] = {{"dtype", dtypeName},
+                             {"shape", spec.sizes},
+                             {"data_offsets", nlohmann::json::array({offset, offset + nbytes})}};
+        offsets[i] = offset;
         offset += nbytes;
-        planned.push_back({&t, stored});
     }
     if (!metadata.empty()) header["__metadata__"] = metadata;
 
@@ -410,11 +432,17 @@ void writeSafetensors(const std::string& path, const StateDict& tensors, Safeten
         lengthBytes[i] = static_cast<unsigned char>(std::uint64_t(headerText.size()) >> (8 * i));
     out.write(reinterpret_cast<const char*>(lengthBytes), 8);
     out.write(headerText.data(), std::streamsize(headerText.size()));
+    const std::uint64_t dataStart = 8 + headerText.size();
     errno = 0;
-    for (const Planned& p : planned) {
-        const torch::Tensor data = p.tensor->detach().to(torch::kCPU, p.stored).contiguous();
+    for (std::size_t i = 0; i < specs.size() && out; ++i) {
+        const torch::Tensor t = produce(i);
+        if (!t.defined() || t.sizes().vec() != specs[i].sizes)
+            throw Error(path + ": tensor '" + printableText(specs[i].name) + "' was produced with shape " +
+                        (t.defined() ? shapeString(t) : std::string("(undefined)")) + ", expected " +
+                        shapeString(c10::IntArrayRef(specs[i].sizes)));
+        const torch::Tensor data = t.detach().to(torch::kCPU, stored[i]).contiguous();
+        out.seekp(std::streamoff(dataStart + offsets[i]));
         out.write(static_cast<const char*>(data.data_ptr()), std::streamsize(data.nbytes()));
-        if (!out) break;
     }
     out.close();
     // The stream keeps the failing write's errno (ENOSPC, EFBIG): say it, as every writer does.

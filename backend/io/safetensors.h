@@ -3,8 +3,11 @@
 
 #include "io/state_dict.h"
 
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace outlierlens {
 
@@ -31,5 +34,24 @@ enum class SafetensorsDtype { Float32, Float16, BFloat16 };
 void writeSafetensors(const std::string& path, const StateDict& tensors,
                       SafetensorsDtype dtype = SafetensorsDtype::Float32,
                       const std::map<std::string, std::string>& metadata = {});
+
+/// One tensor of a file written piece by piece: its name, shape and dtype (floating tensors are stored
+/// as the file's dtype).
+struct TensorSpec
+{
+    std::string name;
+    std::vector<std::int64_t> sizes;
+    torch::ScalarType type = torch::kFloat;
+};
+
+/// The same file as writeSafetensors() (tensors in name order, same header), but with one tensor in
+/// memory at a time: `produce(i)` returns tensor `specs[i]` (of its shape; any dtype of its kind) and is
+/// called once for each i in the order of `specs`; each is written at its place and released before the
+/// next. For files larger than the memory a whole state dict would take (a 7B model made tensor by
+/// tensor). Errors as writeSafetensors(), also for a produced tensor of the wrong shape.
+void writeSafetensorsStreamed(const std::string& path, const std::vector<TensorSpec>& specs,
+                              const std::function<torch::Tensor(std::size_t)>& produce,
+                              SafetensorsDtype dtype = SafetensorsDtype::Float32,
+                              const std::map<std::string, std::string>& metadata = {});
 
 } // namespace outlierlens

@@ -441,8 +441,9 @@ void DecoderConfig::validate(const std::string& where) const
 
 std::vector<std::string> DecoderConfig::presetNames()
 {
-    return {"gpt2-tiny",      "opt-tiny", "llama-tiny", "gpt2",       "opt-125m",  "opt-350m",
-            "tinyllama-1.1b", "llama-7b", "llama3-8b",  "qwen2.5-7b", "mistral-7b"};
+    return {"gpt2-tiny", "opt-tiny",       "llama-tiny",  "qwen3-tiny",     "mistral-tiny", "gemma2-tiny",
+            "phi-tiny",  "pythia-tiny",    "falcon-tiny", "falcon40b-tiny", "gpt2",         "opt-125m",
+            "opt-350m",  "tinyllama-1.1b", "llama-7b",    "llama3-8b",      "qwen2.5-7b",   "mistral-7b"};
 }
 
 DecoderConfig DecoderConfig::preset(const std::string& name)
@@ -452,6 +453,68 @@ DecoderConfig DecoderConfig::preset(const std::string& name)
     if (name == "llama-tiny") {
         DecoderConfig c = base(DecoderArch::Llama, 1000, 64, 2, 4, 172, 128);
         c.numKvHeads = 2;
+        return c;
+    }
+    // Tiny shapes of the other layouts (tests, trying the tools): 2 layers, hidden 64, 4 heads.
+    if (name == "qwen3-tiny") {
+        DecoderConfig c = base(DecoderArch::Llama, 1000, 64, 2, 4, 172, 128);
+        c.modelType = "qwen3";
+        c.architectures = {"Qwen3ForCausalLM"};
+        c.numKvHeads = 2;
+        c.headDimension = 24;
+        c.qkNorm = true;
+        c.ropeTheta = 1000000.0;
+        c.normEps = 1e-6;
+        return c;
+    }
+    if (name == "mistral-tiny") {
+        DecoderConfig c = base(DecoderArch::Llama, 1000, 64, 2, 4, 172, 128);
+        c.modelType = "mistral";
+        c.architectures = {"MistralForCausalLM"};
+        c.numKvHeads = 2;
+        c.slidingWindow = 8;
+        return c;
+    }
+    if (name == "gemma2-tiny") {
+        DecoderConfig c = base(DecoderArch::Gemma2, 1000, 64, 2, 4, 172, 128);
+        c.numKvHeads = 2;
+        c.headDimension = 24;
+        c.activation = "gelu_pytorch_tanh";
+        c.normEps = 1e-6;
+        c.tieWordEmbeddings = true;
+        c.slidingWindow = 8;
+        c.slidingWindowAlternates = true;
+        c.queryPreAttnScalar = 24;
+        c.attnLogitSoftcap = 50.0;
+        c.finalLogitSoftcap = 30.0;
+        return c;
+    }
+    if (name == "phi-tiny") {
+        DecoderConfig c = base(DecoderArch::Phi, 1000, 64, 2, 4, 256, 128);
+        c.activation = "gelu_new";
+        c.partialRotaryFactor = 0.5;
+        c.parallelResidual = true;
+        c.headBias = true;
+        return c;
+    }
+    if (name == "pythia-tiny") {
+        DecoderConfig c = base(DecoderArch::GptNeox, 1000, 64, 2, 4, 256, 128);
+        c.activation = "gelu";
+        c.partialRotaryFactor = 0.25;
+        c.parallelResidual = true;
+        c.mlpNorm = true;
+        return c;
+    }
+    if (name == "falcon-tiny" || name == "falcon40b-tiny") {
+        const bool grouped = name == "falcon40b-tiny";
+        DecoderConfig c = base(DecoderArch::Falcon, 1000, 64, 2, grouped ? 8 : 4, 256, 128);
+        c.activation = "gelu";
+        c.numKvHeads = grouped ? 2 : 1;
+        c.newDecoderArchitecture = grouped;
+        c.mlpNorm = grouped;
+        c.parallelResidual = true;
+        c.linearBias = false;
+        c.tieWordEmbeddings = true;
         return c;
     }
     if (name == "gpt2") return base(DecoderArch::Gpt2, 50257, 768, 12, 12, 3072, 1024);

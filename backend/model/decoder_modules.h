@@ -170,8 +170,6 @@ public:
     /// The token embedding parameter's name (what a tied head must equal).
     virtual std::string embeddingName() const = 0;
     virtual Naming naming() const = 0;
-    /// Checkpoint tensors whose shapes the config fixes, checked before the module allocates.
-    virtual std::vector<ImpliedShape> impliedShapes() const = 0;
     /// Logits [B, T, V] in the compute dtype from the last hidden state: the head without bias by
     /// default (Phi: with its bias; Gemma 2: soft-capped).
     virtual torch::Tensor logits(const torch::Tensor& lastHidden) const;
@@ -187,12 +185,15 @@ public:
     virtual bool embeddingHasPaddingRow() const { return true; }
 };
 
-std::shared_ptr<DecoderLmImpl> makeGpt2(const DecoderConfig& config);
-std::shared_ptr<DecoderLmImpl> makeOpt(const DecoderConfig& config);
-std::shared_ptr<DecoderLmImpl> makeLlama(const DecoderConfig& config);
-std::shared_ptr<DecoderLmImpl> makeGemma2(const DecoderConfig& config);
-std::shared_ptr<DecoderLmImpl> makePhi(const DecoderConfig& config);
-std::shared_ptr<DecoderLmImpl> makeGptNeox(const DecoderConfig& config);
-std::shared_ptr<DecoderLmImpl> makeFalcon(const DecoderConfig& config);
+/// A layout (its own file): how its module is built, and the checkpoint tensors whose shapes a config
+/// fixes, checked against a checkpoint before anything is built (a config asking for 10^5 layers or a
+/// 2^20-row table fails before it allocates).
+struct DecoderLayout
+{
+    std::shared_ptr<DecoderLmImpl> (*make)(const DecoderConfig& config);
+    std::vector<ImpliedShape> (*impliedShapes)(const DecoderConfig& config);
+};
+extern const DecoderLayout kGpt2Layout, kOptLayout, kLlamaLayout, kGemma2Layout, kPhiLayout, kGptNeoxLayout,
+    kFalconLayout;
 
 } // namespace outlierlens::decoder

@@ -34,19 +34,23 @@ bool endsWith(const std::string& s, const std::string& suffix)
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-/// The module of the config's layout. A new layout: its file (a make function, decoder_modules.h) and
-/// one row here.
+/// The config's layout. A new layout: its file (defining its DecoderLayout, decoder_modules.h) and one
+/// row here.
+const decoder::DecoderLayout& layoutOf(const DecoderConfig& config)
+{
+    static const std::pair<DecoderArch, const decoder::DecoderLayout*> kLayouts[] = {
+        {DecoderArch::Gpt2, &decoder::kGpt2Layout},    {DecoderArch::Opt, &decoder::kOptLayout},
+        {DecoderArch::Llama, &decoder::kLlamaLayout},  {DecoderArch::Gemma2, &decoder::kGemma2Layout},
+        {DecoderArch::Phi, &decoder::kPhiLayout},      {DecoderArch::GptNeox, &decoder::kGptNeoxLayout},
+        {DecoderArch::Falcon, &decoder::kFalconLayout}};
+    for (const auto& [arch, layout] : kLayouts)
+        if (arch == config.arch) return *layout;
+    throw Error("no module for the decoder layout '" + toString(config.arch) + "'");
+}
+
 std::shared_ptr<decoder::DecoderLmImpl> makeModule(const DecoderConfig& config)
 {
-    using Make = std::shared_ptr<decoder::DecoderLmImpl> (*)(const DecoderConfig&);
-    static const std::pair<DecoderArch, Make> kMakers[] = {
-        {DecoderArch::Gpt2, decoder::makeGpt2},    {DecoderArch::Opt, decoder::makeOpt},
-        {DecoderArch::Llama, decoder::makeLlama},  {DecoderArch::Gemma2, decoder::makeGemma2},
-        {DecoderArch::Phi, decoder::makePhi},      {DecoderArch::GptNeox, decoder::makeGptNeox},
-        {DecoderArch::Falcon, decoder::makeFalcon}};
-    for (const auto& [arch, make] : kMakers)
-        if (arch == config.arch) return make(config);
-    throw Error("no module for the decoder layout '" + toString(config.arch) + "'");
+    return layoutOf(config).make(config);
 }
 
 /// The reason a checkpoint tensor is not a parameter here (a buffer Hugging Face itself never loads), or
@@ -112,38 +116,60 @@ StateDict mapDecoderKeys(StateDict tensors, const decoder::DecoderLmImpl& module
     return out;
 }
 
-/// Hugging Face's _init_weights for the family: normal(0, 0.02) weights, zero biases, unit norms (Gemma's
-/// (1 + w) norms: zero); the layout's own exceptions (GPT-2's c_proj scaled by 1/sqrt(2 n_layer));
-/// padding rows zero; An et al.'s variant parameters as their nanoGPT code (fixed v' zero, k' and v'
-/// slots N(0, 0.02)).
-void initializeLikeHuggingFace(decoder::DecoderLmImpl& module, const DecoderConfig& c)
+/// Hugging Face's _init_weights for the family, for one parameter: normal(0, 0.02) weights, zero biases,
+/// unit norms (Gemma's (1 + w) norms: zero); the layout's own exceptions (GPT-2's c_proj scaled by
+/// 1/sqrt(2 n_layer)); the padding row of the token embeddings zero; An et al.'s variant parameters as
+/// their nanoGPT code (fixed v' zero, k' and v' slots N(0, 0.02)). Gates keep their constructor's init
+/// (bias logit(pi_init)). Called in named_parameters order, the random draws are create()'s.
+void initParameter(const std::string& name, torch::Tensor& p, const decoder::DecoderLmImpl& module,
+                   const DecoderConfig& c)
 {
     torch::NoGradGuard noGrad;
     const double std = 0.02;
-    for (auto& item : module.named_parameters(true)) {
-        const std::string& name = item.key();
-        torch::Tensor& p = item.value();
-        if (name.find(".alpha") != std::string::npos) continue; // gates keep their init (bias logit(pi_init))
-        const bool norm = name.find("ln_") != std::string::npos ||
-                          name.find("layer_norm") != std::string::npos ||
-                          name.find("layernorm") != std::string::npos || endsWith(name, "norm.weight") ||
-                          endsWith(name, "norm.bias");
-        if (norm)
-            p.fill_(endsWith(name, "weight") ? module.normWeightInit() : 0.0);
-        else if (endsWith(name, "v_bias") && p.dim() == 1) // fixed-bias: v' starts at zero, as An et al.'s
-            p.zero_();
-        else if (endsWith(name, "k_bias") || endsWith(name, "v_bias")) // context-/attention-bias: N(0, 0.02)
-            p.normal_(0.0, std);
-        else if (p.dim() >= 2 && module.initStd(name) > 0)
-            p.normal_(0.0, module.initStd(name));
-        else if (p.dim() >= 2)
-            p.normal_(0.0, std);
-        else
-            p.zero_();
+    if (name.find(".alpha") != std::string::npos) return;
+    const bool norm = name.find("ln_") != std::string::npos || name.find("layer_norm") != std::string::npos ||
+                      name.find("layernorm") != std::string::npos || endsWith(name, "norm.weight") ||
+                      endsWith(name, "norm.bias");
+    if (norm)
+        p.fill_(endsWith(name, "weight") ? module.normWeightInit() : 0.0);
+    else if (endsWith(name, "v_bias") && p.dim() == 1) // fixed-bias: v' starts at zero, as An et al.'s
+        p.zero_();
+    else if (endsWith(name, "k_bias") || endsWith(name, "v_bias")) // context-/attention-bias: N(0, 0.02)
+        p.normal_(0.0, std);
+    else if (p.dim() >= 2 && module.initStd(name) > 0)
+        p.normal_(0.0, module.initStd(name));
+    else if (p.dim() >= 2)
+        p.normal_(0.0, std);
+    else
+        p.zero_();
+    if (c.padTokenId >= 0 && c.padTokenId < c.vocabSize && module.embeddingHasPaddingRow() &&
+        endsWith(name, "embed_tokens.weight"))
+        p[c.padTokenId].zero_();
+}
+
+/// "float32", "float16" or "bfloat16" and the file's storage type; Error for anything else.
+std::pair<std::string, SafetensorsDtype> storageOf(torch::ScalarType dtype, const std::string& dir)
+{
+    if (dtype == torch::kFloat) return {"float32", SafetensorsDtype::Float32};
+    if (dtype == torch::kHalf) return {"float16", SafetensorsDtype::Float16};
+    if (dtype == torch::kBFloat16) return {"bfloat16", SafetensorsDtype::BFloat16};
+    throw Error(dir + ": cannot save weights as " + std::string(c10::toString(dtype)) +
+                " (expected float32, float16 or bfloat16)");
+}
+
+const std::map<std::string, std::string> kFileMetadata = {{"format", "pt"},
+                                                          {"producer", "outlierlens " OUTLIERLENS_VERSION}};
+
+void writeConfig(const std::string& dir, DecoderConfig config, const std::string& dtypeName)
+{
+    config.torchDtype = dtypeName;
+    AtomicFile configFile((fs::path(dir) / "config.json").string());
+    {
+        std::ofstream out(configFile.tempPath(), std::ios::binary);
+        out << config.toJson();
+        if (!out) throw Error(configFile.finalPath() + ": cannot write");
     }
-    if (c.padTokenId >= 0 && c.padTokenId < c.vocabSize && module.embeddingHasPaddingRow())
-        for (auto& item : module.named_parameters(true))
-            if (endsWith(item.key(), "embed_tokens.weight")) item.value()[c.padTokenId].zero_();
+    configFile.commit();
 }
 
 } // namespace
@@ -182,9 +208,9 @@ DecoderNetwork DecoderNetwork::load(const std::string& modelDir, const VariantOv
     // Read (safetensors: memory-mapped, nothing resident yet) before the module is built, so that a
     // config that does not fit the weights fails before it allocates.
     StateDict tensors = mapStateDict(impl->weightsFile);
-    impl->module = makeModule(impl->config); // parameters are torch::empty: nothing allocated yet
-    checkConfigAgainstCheckpoint(tensors, impl->module->impliedShapes(), impl->config.numLayers, configPath,
-                                 impl->weightsFile);
+    checkConfigAgainstCheckpoint(tensors, layoutOf(impl->config).impliedShapes(impl->config),
+                                 impl->config.numLayers, configPath, impl->weightsFile);
+    impl->module = makeModule(impl->config);
     impl->module->eval();
 
     const ExpectedTensors expected = releaseModuleTensors(*impl->module);
@@ -209,36 +235,48 @@ DecoderNetwork DecoderNetwork::create(const DecoderConfig& config, std::uint64_t
     impl->config = config;
     impl->module = makeModule(config);
     impl->module->eval();
-    initializeLikeHuggingFace(*impl->module, config);
+    for (auto& item : impl->module->named_parameters(true))
+        initParameter(item.key(), item.value(), *impl->module, config);
     return DecoderNetwork(std::move(impl));
+}
+
+void DecoderNetwork::writeRandom(const DecoderConfig& config, std::uint64_t seed, const std::string& dir,
+                                 torch::ScalarType dtype)
+{
+    config.validate("decoder config");
+    const auto [dtypeName, stored] = storageOf(dtype, dir);
+    torch::manual_seed(seed);
+    // The module only names the parameters and their shapes: its torch::empty storage is never written,
+    // so it takes address space, not memory. One parameter at a time is drawn in float32 (in create()'s
+    // order, so the numbers are create()'s), converted and written.
+    const auto module = makeModule(config);
+    std::vector<std::pair<std::string, torch::Tensor>> params;
+    std::vector<TensorSpec> specs;
+    for (const auto& item : module->named_parameters(true)) {
+        params.emplace_back(item.key(), item.value());
+        specs.push_back({item.key(), item.value().sizes().vec(), torch::kFloat});
+    }
+    fs::create_directories(dir);
+    writeSafetensorsStreamed((fs::path(dir) / "model.safetensors").string(), specs,
+                             [&](std::size_t i) {
+                                 const auto& [name, p] = params[i];
+                                 torch::Tensor t = name.find(".alpha") != std::string::npos
+                                                       ? p.detach().clone()
+                                                       : torch::empty(p.sizes(), torch::kFloat);
+                                 initParameter(name, t, *module, config);
+                                 return t;
+                             },
+                             stored, kFileMetadata);
+    writeConfig(dir, config, dtypeName);
 }
 
 void DecoderNetwork::save(const std::string& dir, torch::ScalarType dtype) const
 {
-    SafetensorsDtype stored = SafetensorsDtype::Float32;
-    std::string dtypeName = "float32";
-    if (dtype == torch::kHalf) {
-        stored = SafetensorsDtype::Float16;
-        dtypeName = "float16";
-    } else if (dtype == torch::kBFloat16) {
-        stored = SafetensorsDtype::BFloat16;
-        dtypeName = "bfloat16";
-    } else if (dtype != torch::kFloat) {
-        throw Error(dir + ": cannot save weights as " + std::string(c10::toString(dtype)) +
-                    " (expected float32, float16 or bfloat16)");
-    }
+    const auto [dtypeName, stored] = storageOf(dtype, dir);
     fs::create_directories(dir);
     writeSafetensors((fs::path(dir) / "model.safetensors").string(), moduleStateDict(*m_impl->module), stored,
-                     {{"format", "pt"}, {"producer", "outlierlens " OUTLIERLENS_VERSION}});
-    DecoderConfig config = m_impl->config;
-    config.torchDtype = dtypeName;
-    AtomicFile configFile((fs::path(dir) / "config.json").string());
-    {
-        std::ofstream out(configFile.tempPath(), std::ios::binary);
-        out << config.toJson();
-        if (!out) throw Error(configFile.finalPath() + ": cannot write");
-    }
-    configFile.commit();
+                     kFileMetadata);
+    writeConfig(dir, m_impl->config, dtypeName);
 }
 
 namespace {

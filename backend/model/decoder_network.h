@@ -50,6 +50,11 @@ public:
     /// Writes config.json and model.safetensors (Hugging Face key names) into `dir`, atomically;
     /// `dtype` kFloat, kHalf or kBFloat16.
     void save(const std::string& dir, torch::ScalarType dtype = torch::kFloat) const;
+    /// What create(config, seed) followed by save(dir, dtype) writes, bit for bit, with one parameter in
+    /// memory at a time (in float32, then stored as `dtype`): a 7B model in bfloat16 is written within a
+    /// few GB. Throws Error as save() does.
+    static void writeRandom(const DecoderConfig& config, std::uint64_t seed, const std::string& dir,
+                            torch::ScalarType dtype = torch::kFloat);
 
     /// inputIds, attentionMask: [B, T] int64 (mask 1 = real token; undefined = all real). Positions
     /// are cumsum(mask) - 1 per row, as Hugging Face's generate() passes them, so left- and right-

@@ -144,12 +144,6 @@ public:
     {
         return {"transformer.", {""}, {{".rotary_emb.inv_freq", "rotary inverse frequencies, recomputed"}}};
     }
-    std::vector<ImpliedShape> impliedShapes() const override
-    {
-        const std::int64_t d = config.hiddenSize, f = config.intermediateSize;
-        return {{"word_embeddings.weight", {config.vocabSize, d}, "vocab_size x hidden_size"},
-                {"h.0.mlp.dense_h_to_4h.weight", {f, d}, "ffn_hidden_size x hidden_size"}};
-    }
 
     DecoderConfig config;
     std::shared_ptr<EmbeddingImpl> word_embeddings;
@@ -159,11 +153,21 @@ public:
     std::shared_ptr<LinearImpl> lm_head;
 };
 
+/// The checkpoint tensors whose shapes the config fixes (checked before the module is built).
+std::vector<ImpliedShape> impliedShapes(const DecoderConfig& c)
+{
+    const std::int64_t d = c.hiddenSize, f = c.intermediateSize;
+    return {{"word_embeddings.weight", {c.vocabSize, d}, "vocab_size x hidden_size"},
+            {"h.0.mlp.dense_h_to_4h.weight", {f, d}, "ffn_hidden_size x hidden_size"}};
+}
+
 } // namespace
 
 std::shared_ptr<DecoderLmImpl> makeFalcon(const DecoderConfig& config)
 {
     return std::make_shared<FalconLmImpl>(config);
 }
+
+const DecoderLayout kFalconLayout = {makeFalcon, impliedShapes};
 
 } // namespace outlierlens::decoder

@@ -145,12 +145,6 @@ public:
     {
         return {"model.", {""}, {{".rotary_emb.inv_freq", "rotary inverse frequencies, recomputed"}}};
     }
-    std::vector<ImpliedShape> impliedShapes() const override
-    {
-        const std::int64_t d = config.hiddenSize, f = config.intermediateSize;
-        return {{"embed_tokens.weight", {config.vocabSize, d}, "vocab_size x hidden_size"},
-                {"layers.0.mlp.up_proj.weight", {f, d}, "intermediate_size x hidden_size"}};
-    }
     double normWeightInit() const override { return 0.0; } // Gemma2RMSNorm: zeros, scaled by 1 + w
 
     DecoderConfig config;
@@ -160,11 +154,21 @@ public:
     std::shared_ptr<NormImpl> norm;
 };
 
+/// The checkpoint tensors whose shapes the config fixes (checked before the module is built).
+std::vector<ImpliedShape> impliedShapes(const DecoderConfig& c)
+{
+    const std::int64_t d = c.hiddenSize, f = c.intermediateSize;
+    return {{"embed_tokens.weight", {c.vocabSize, d}, "vocab_size x hidden_size"},
+            {"layers.0.mlp.up_proj.weight", {f, d}, "intermediate_size x hidden_size"}};
+}
+
 } // namespace
 
 std::shared_ptr<DecoderLmImpl> makeGemma2(const DecoderConfig& config)
 {
     return std::make_shared<Gemma2LmImpl>(config);
 }
+
+const DecoderLayout kGemma2Layout = {makeGemma2, impliedShapes};
 
 } // namespace outlierlens::decoder

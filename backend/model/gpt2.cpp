@@ -149,13 +149,6 @@ public:
             {""},
             {{".attn.bias", "GPT-2 causal mask buffer"}, {".attn.masked_bias", "GPT-2 causal mask buffer"}}};
     }
-    std::vector<ImpliedShape> impliedShapes() const override
-    {
-        const std::int64_t d = config.hiddenSize;
-        return {{"wte.weight", {config.vocabSize, d}, "vocab_size x n_embd"},
-                {"wpe.weight", {config.maxPositions, d}, "n_positions x n_embd"},
-                {"h.0.mlp.c_fc.weight", {d, config.intermediateSize}, "n_embd x n_inner"}};
-    }
     bool learnedPositions() const override { return true; }
     bool embeddingHasPaddingRow() const override { return false; }
     double initStd(const std::string& name) const override
@@ -176,11 +169,22 @@ public:
     std::shared_ptr<LinearImpl> lm_head;
 };
 
+/// The checkpoint tensors whose shapes the config fixes (checked before the module is built).
+std::vector<ImpliedShape> impliedShapes(const DecoderConfig& c)
+{
+    const std::int64_t d = c.hiddenSize;
+    return {{"wte.weight", {c.vocabSize, d}, "vocab_size x n_embd"},
+            {"wpe.weight", {c.maxPositions, d}, "n_positions x n_embd"},
+            {"h.0.mlp.c_fc.weight", {d, c.intermediateSize}, "n_embd x n_inner"}};
+}
+
 } // namespace
 
 std::shared_ptr<DecoderLmImpl> makeGpt2(const DecoderConfig& config)
 {
     return std::make_shared<Gpt2LmImpl>(config);
 }
+
+const DecoderLayout kGpt2Layout = {makeGpt2, impliedShapes};
 
 } // namespace outlierlens::decoder

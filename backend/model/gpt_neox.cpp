@@ -134,12 +134,6 @@ public:
                  {".attention.masked_bias", "GPT-NeoX causal mask buffer"}},
                 {"embed_out."}};
     }
-    std::vector<ImpliedShape> impliedShapes() const override
-    {
-        const std::int64_t d = config.hiddenSize, f = config.intermediateSize;
-        return {{"embed_in.weight", {config.vocabSize, d}, "vocab_size x hidden_size"},
-                {"layers.0.mlp.dense_h_to_4h.weight", {f, d}, "intermediate_size x hidden_size"}};
-    }
 
     DecoderConfig config;
     std::shared_ptr<EmbeddingImpl> embed_in;
@@ -149,11 +143,21 @@ public:
     std::shared_ptr<LinearImpl> embed_out;
 };
 
+/// The checkpoint tensors whose shapes the config fixes (checked before the module is built).
+std::vector<ImpliedShape> impliedShapes(const DecoderConfig& c)
+{
+    const std::int64_t d = c.hiddenSize, f = c.intermediateSize;
+    return {{"embed_in.weight", {c.vocabSize, d}, "vocab_size x hidden_size"},
+            {"layers.0.mlp.dense_h_to_4h.weight", {f, d}, "intermediate_size x hidden_size"}};
+}
+
 } // namespace
 
 std::shared_ptr<DecoderLmImpl> makeGptNeox(const DecoderConfig& config)
 {
     return std::make_shared<NeoxLmImpl>(config);
 }
+
+const DecoderLayout kGptNeoxLayout = {makeGptNeox, impliedShapes};
 
 } // namespace outlierlens::decoder

@@ -140,12 +140,6 @@ public:
     {
         return {"model.", {""}, {{".rotary_emb.inv_freq", "rotary inverse frequencies, recomputed"}}};
     }
-    std::vector<ImpliedShape> impliedShapes() const override
-    {
-        const std::int64_t d = config.hiddenSize, f = config.intermediateSize;
-        return {{"embed_tokens.weight", {config.vocabSize, d}, "vocab_size x hidden_size"},
-                {"layers.0.mlp.up_proj.weight", {f, d}, "intermediate_size x hidden_size"}};
-    }
 
     DecoderConfig config;
     std::shared_ptr<EmbeddingImpl> embed_tokens;
@@ -155,11 +149,21 @@ public:
     std::shared_ptr<LinearImpl> lm_head;
 };
 
+/// The checkpoint tensors whose shapes the config fixes (checked before the module is built).
+std::vector<ImpliedShape> impliedShapes(const DecoderConfig& c)
+{
+    const std::int64_t d = c.hiddenSize, f = c.intermediateSize;
+    return {{"embed_tokens.weight", {c.vocabSize, d}, "vocab_size x hidden_size"},
+            {"layers.0.mlp.up_proj.weight", {f, d}, "intermediate_size x hidden_size"}};
+}
+
 } // namespace
 
 std::shared_ptr<DecoderLmImpl> makeLlama(const DecoderConfig& config)
 {
     return std::make_shared<LlamaLmImpl>(config);
 }
+
+const DecoderLayout kLlamaLayout = {makeLlama, impliedShapes};
 
 } // namespace outlierlens::decoder

@@ -105,7 +105,6 @@ class OptLmImpl : public DecoderLmImpl
 public:
     explicit OptLmImpl(const DecoderConfig& c)
         : DecoderLmImpl("OPTForCausalLM")
-        , config(c)
     {
         const int E = c.embedDim(), d = c.hiddenSize;
         auto model = register_module("model", std::make_shared<torch::nn::Module>("OPTModel"));
@@ -154,19 +153,8 @@ public:
     {
         return {"model.decoder.", {"decoder.", ""}, {}}; // hub OPT: "decoder.layers..." (OPTModel's names)
     }
-    std::vector<ImpliedShape> impliedShapes() const override
-    {
-        const std::int64_t d = config.hiddenSize, n = config.maxPositions;
-        return {{"embed_tokens.weight",
-                 {config.vocabSize, config.embedDim()},
-                 "vocab_size x word_embed_proj_dim"},
-                {"embed_positions.weight", {n + 2, d}, "(max_position_embeddings + 2) x hidden_size"},
-                {"layers.0.fc1.weight", {config.intermediateSize, d}, "ffn_dim x hidden_size"}};
-    }
     bool learnedPositions() const override { return true; }
     std::int64_t paddingPosition() const override { return -1; }
-
-    DecoderConfig config;
 
     std::shared_ptr<EmbeddingImpl> embed_tokens, embed_positions;
     std::shared_ptr<NormImpl> final_layer_norm;
@@ -175,11 +163,22 @@ public:
     std::vector<std::shared_ptr<OptLayerImpl>> blocks;
 };
 
+/// The checkpoint tensors whose shapes the config fixes (checked before the module is built).
+std::vector<ImpliedShape> impliedShapes(const DecoderConfig& c)
+{
+    const std::int64_t d = c.hiddenSize, n = c.maxPositions;
+    return {{"embed_tokens.weight", {c.vocabSize, c.embedDim()}, "vocab_size x word_embed_proj_dim"},
+            {"embed_positions.weight", {n + 2, d}, "(max_position_embeddings + 2) x hidden_size"},
+            {"layers.0.fc1.weight", {c.intermediateSize, d}, "ffn_dim x hidden_size"}};
+}
+
 } // namespace
 
 std::shared_ptr<DecoderLmImpl> makeOpt(const DecoderConfig& config)
 {
     return std::make_shared<OptLmImpl>(config);
 }
+
+const DecoderLayout kOptLayout = {makeOpt, impliedShapes};
 
 } // namespace outlierlens::decoder

@@ -169,6 +169,53 @@ private Q_SLOTS:
         QVERIFY2(ppl < std::exp(first) / 10, qPrintable(QString("perplexity %1").arg(ppl)));
     }
 
+    /// train --task clm on every decoder layout (issue #38): the loss of a repeated sentence falls, and the
+    /// saved model reloads as its family.
+    void everyLayoutTrains_data()
+    {
+        QTest::addColumn<QString>("preset");
+        QTest::addColumn<QString>("family");
+        QTest::newRow("qwen3") << "qwen3-tiny"
+                               << "qwen3";
+        QTest::newRow("mistral") << "mistral-tiny"
+                                 << "mistral";
+        QTest::newRow("gemma2") << "gemma2-tiny"
+                                << "gemma2";
+        QTest::newRow("phi") << "phi-tiny"
+                             << "phi";
+        QTest::newRow("pythia") << "pythia-tiny"
+                                << "gpt_neox";
+        QTest::newRow("falcon-7b") << "falcon-tiny"
+                                   << "falcon";
+        QTest::newRow("falcon-40b") << "falcon40b-tiny"
+                                    << "falcon";
+    }
+
+    void everyLayoutTrains()
+    {
+        QFETCH(QString, preset);
+        QFETCH(QString, family);
+        const std::string corpus = (m_dir.path() + "/repeated-" + preset + ".txt").toStdString();
+        {
+            std::ofstream out(corpus);
+            for (int i = 0; i < 200; ++i)
+                out << "The city of Paris is the capital of France and its largest city.\n";
+        }
+        TrainConfig c = tinyClm((m_dir.path() + "/layout-" + preset).toStdString(), 12);
+        c.preset = preset.toStdString();
+        c.corpus = corpus;
+        c.validCorpus.clear();
+        Collected run;
+        QVERIFY(train(c, false, run).outcome == TrainOutcome::Finished);
+        const double first = run.losses.at(1), last = (run.losses.at(11) + run.losses.at(12)) / 2;
+        QVERIFY2(last < first - 1.0, qPrintable(QString("loss %1 -> %2").arg(first).arg(last)));
+        std::unique_ptr<TrainingTask> task = makeTrainingTask(c);
+        const std::string folder = (m_dir.path() + "/layout-model-" + preset).toStdString();
+        task->saveModel(folder, "# test\n");
+        const DecoderNetwork net = DecoderNetwork::load(folder);
+        QCOMPARE(QString::fromStdString(net.config().familyId()), family);
+    }
+
     void evaluateIsExpOfMeanNextTokenCrossEntropy()
     {
         TrainConfig c = tinyClm((m_dir.path() + "/eval").toStdString(), 1);
