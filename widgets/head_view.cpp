@@ -106,9 +106,9 @@ MatrixData probabilityDistributionPerRow(const MatrixData& probabilities)
     std::array<int, kEdgeCount + 2> counts{};
     for (int r = 0; r < probabilities.rows; ++r) {
         counts.fill(0);
-        const int seen = probabilities.causal ? std::min(r + 1, probabilities.cols) : probabilities.cols;
+        const int first = probabilities.firstSeen(r), seen = probabilities.endSeen(r);
         const float* row = probabilities.values.constData() + qsizetype(r) * probabilities.cols;
-        for (int c = 0; c < seen; ++c) {
+        for (int c = first; c < seen; ++c) {
             const float p = row[c];
             int bin = 0;
             if (p > 0)

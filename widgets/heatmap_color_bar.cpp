@@ -130,7 +130,7 @@ void HeatmapRenderer::paintColorBar(QPainter& painter, const Frame& f) const
         painter.setFont(f.fonts.small);
         painter.setPen(f.fonts.text);
         painter.drawText(QRectF(swatch.right() + kGap, legendTop, f.metrics.colorBarWidth, m.lineHeight),
-                         Qt::AlignLeft | Qt::AlignVCenter, tr("masked (causal)"));
+                         Qt::AlignLeft | Qt::AlignVCenter, m_data.maskedName());
     }
     painter.restore();
 }

@@ -96,7 +96,7 @@ QStringList HeatmapRenderer::legendEntries() const
 {
     QStringList entries;
     if (m_markZeros && m_hasZeros) entries << tr("exactly 0");
-    if (hasMaskedCells()) entries << tr("masked (causal)");
+    if (hasMaskedCells()) entries << m_data.maskedName();
     return entries;
 }
 
@@ -502,7 +502,10 @@ QString HeatmapRenderer::cellToolTip(int row, int col) const
     const float v = m_data.at(row, col);
     QString value = QString::asprintf("%.6g", double(v));
     if (m_data.isMasked(row, col))
-        value = tr("masked (the key comes after the query: causal attention never looks there)");
+        value =
+            col > row
+                ? tr("masked (the key comes after the query: causal attention never looks there)")
+                : tr("masked (the key is outside the query's sliding window of %1 keys)").arg(m_data.window);
     else if (v == 0.0f && m_markZeros)
         value += tr("  (exactly 0)");
     const QString valueTitle = m_data.valueTitle.isEmpty() ? tr("value") : m_data.valueTitle;
@@ -521,9 +524,9 @@ void HeatmapRenderer::updateColorRange()
     bool zeros = false;
     for (int r = 0; r < rows; ++r) {
         const float* values = m_data.values.constData() + qsizetype(r) * cols;
-        const int end = m_data.causal ? std::min(cols, r + 1) : cols; // masked cells are not values
+        const int end = m_data.endSeen(r); // masked cells are not values
         float top = 0;
-        for (int c = 0; c < end; ++c) {
+        for (int c = m_data.firstSeen(r); c < end; ++c) {
             const float v = values[c];
             if (!std::isfinite(v)) continue;
             top = std::max(top, sequential ? v : std::abs(v));
@@ -566,8 +569,8 @@ QImage HeatmapRenderer::colorBlocks(int kx, int ky, const QRect& blocks, bool ze
         const int colEnd = std::min((blocks.left() + width) * kx, m_data.cols);
         for (int r = rowStart; r < rowEnd; ++r) {
             const float* values = m_data.values.constData() + qsizetype(r) * m_data.cols;
-            const int end = m_data.causal ? std::min(colEnd, r + 1) : colEnd;
-            for (int c = colStart; c < end; ++c) {
+            const int end = std::min(colEnd, m_data.endSeen(r));
+            for (int c = std::max(colStart, m_data.firstSeen(r)); c < end; ++c) {
                 const std::size_t b = std::size_t((c - colStart) / kx);
                 const float v = values[c];
                 seen[b] = 1;

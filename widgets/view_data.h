@@ -7,6 +7,8 @@
 #include <QStringList>
 #include <QVector>
 
+#include <algorithm>
+
 namespace outlierlens {
 
 /// Where a figure's numbers come from; written into every export.
@@ -37,8 +39,23 @@ struct MatrixData
     /// Causal attention: a cell whose column (key) comes after its row (query) is masked, i.e. not
     /// computed by the model. Such cells are drawn as masked, never as a value of the colour scale.
     bool causal = false;
+    /// With causal: a sliding window (Mistral; Gemma 2's even layers): a query sees only its `window` most
+    /// recent keys, itself included, and earlier keys are masked too. 0: every earlier key.
+    int window = 0;
 
-    bool isMasked(int row, int col) const { return causal && col > row; }
+    bool isMasked(int row, int col) const
+    {
+        return causal && (col > row || (window > 0 && col <= row - window));
+    }
+    /// The first key (column) a query row sees, and one past the last.
+    int firstSeen(int row) const { return causal && window > 0 ? std::max(0, row - window + 1) : 0; }
+    int endSeen(int row) const { return causal ? std::min(cols, row + 1) : cols; }
+    /// The legend's and tooltips' name of a masked cell.
+    QString maskedName() const
+    {
+        return window > 0 ? QStringLiteral("masked (causal, window %1)").arg(window)
+                          : QStringLiteral("masked (causal)");
+    }
 
     float at(int row, int col) const { return values[row * cols + col]; }
     bool isEmpty() const { return rows == 0 || cols == 0; }

@@ -35,6 +35,10 @@ struct ModelInfo
     int imageSize = 0, gridSize = 0; ///< ViT
     bool preLayerNorm = false;       ///< blocks normalise their input (ViT, GPT-2, pre-LN OPT, LLaMA)
     QString tokenizerKind;           ///< decoders: "byte-level BPE" or "SentencePiece"
+    /// Decoders with sliding-window attention: a query sees its `slidingWindow` most recent keys, on
+    /// every layer (Mistral) or on the even layers only (Gemma 2). 0: no window.
+    int slidingWindow = 0;
+    bool windowOnEvenLayersOnly = false;
 
     bool isOpen() const { return family != nullptr; }
     /// A decoder LLM: causal attention, keys after the query are masked.
@@ -44,6 +48,8 @@ struct ModelInfo
     /// Takes sentence pairs (BERT over MNLI).
     bool takesPairs() const { return family && family->sentencePairs; }
     bool takesImages() const { return family && family->takesImages(); }
+    /// The sliding window of a layer (0-based), 0 where the layer has none.
+    int windowOf(int layer) const { return windowOnEvenLayersOnly && layer % 2 != 0 ? 0 : slidingWindow; }
 };
 
 /// Outliers of one [T x d] tensor of one layer and input, computed by the inspection worker with

@@ -251,6 +251,8 @@ void InspectionWorker::loadModel(quint64 generation, const QString& dirText)
             describeAttention(info, c.variant, c.numLayers, c.numHeads, c.hiddenSize, c.headDim(),
                               model->decoder->checkpointSha256());
             info.preLayerNorm = c.preLayerNorm();
+            info.slidingWindow = c.slidingWindow;
+            info.windowOnEvenLayersOnly = c.slidingWindowAlternates;
             info.tokenizerKind = QString::fromStdString(model->decoderTokenizer->kind());
         } else if (family.engine == FamilyEngine::Bert) {
             model->bert = std::make_unique<BertNetwork>(BertNetwork::load(dir));

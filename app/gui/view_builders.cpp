@@ -224,6 +224,7 @@ SystematicViewData buildSystematic(const InspectionSnapshot& s, int layer)
     v.attention = matrix(mean, T, T, s.tokens, s.tokens, QStringLiteral("query token"),
                          QStringLiteral("key token"), QStringLiteral("head-mean attention"));
     v.attention.causal = s.model.isDecoder();
+    v.attention.window = s.model.windowOf(layer);
     fillSystematicNumbers(v, y.stats, s.L(), layer, &y);
     return v;
 }
@@ -334,6 +335,7 @@ HeadViewData buildHeadView(const InspectionSnapshot& s, int layer, int head)
     v.clippedSoftmax = s.model.clipped;
     v.causal = s.model.isDecoder();
     v.probabilities.causal = s.model.isDecoder();
+    v.probabilities.window = s.model.windowOf(layer);
     v.provenance = provenanceOf(s, QStringLiteral("layer %1, head %2").arg(layer + 1).arg(head + 1));
     return v;
 }
@@ -353,6 +355,7 @@ OverviewData buildOverview(const InspectionSnapshot& s)
                                       QStringLiteral("query token"), QStringLiteral("key token"),
                                       QStringLiteral("attention probability"));
             o.probabilities.last().causal = decoder;
+            o.probabilities.last().window = s.model.windowOf(l);
             double mass = 0; // masked (future) keys hold no mass
             for (int i = 0; i < s.T; ++i)
                 mass += sinkShare(s, p + std::size_t(i) * s.T, s.T);
