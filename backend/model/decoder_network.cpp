@@ -38,12 +38,12 @@ bool endsWith(const std::string& s, const std::string& suffix)
 /// row here.
 const decoder::DecoderLayout& layoutOf(const DecoderConfig& config)
 {
-    static const std::pair<DecoderArch, const decoder::DecoderLayout*> kLayouts[] = {
+    static const std::pair<DecoderArch, const decoder::DecoderLayout*> kModules[] = {
         {DecoderArch::Gpt2, &decoder::kGpt2Layout},    {DecoderArch::Opt, &decoder::kOptLayout},
         {DecoderArch::Llama, &decoder::kLlamaLayout},  {DecoderArch::Gemma2, &decoder::kGemma2Layout},
         {DecoderArch::Phi, &decoder::kPhiLayout},      {DecoderArch::GptNeox, &decoder::kGptNeoxLayout},
         {DecoderArch::Falcon, &decoder::kFalconLayout}};
-    for (const auto& [arch, layout] : kLayouts)
+    for (const auto& [arch, layout] : kModules)
         if (arch == config.arch) return *layout;
     throw Error("no module for the decoder layout '" + toString(config.arch) + "'");
 }

@@ -97,6 +97,11 @@ private Q_SLOTS:
         j["num_key_value_heads"] = 3;
         writeText(dir / "config.json", j.dump());
         expectLoadError(dir.string(), {"config.json", "num_key_value_heads"});
+        // A rope_scaling type this app does not compute: one error naming it (issue #38).
+        j["num_key_value_heads"] = 2;
+        j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+        writeText(dir / "config.json", j.dump());
+        expectLoadError(dir.string(), {"config.json", "rope_scaling type 'yarn' is not supported"});
     }
 
     /// Issue #15.5: a config the weights contradict fails before the model is allocated (a 2^20-token
