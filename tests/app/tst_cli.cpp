@@ -675,8 +675,9 @@ private Q_SLOTS:
                  qPrintable(QDir(dir.path()).entryList(QDir::NoDotAndDotDot | QDir::AllEntries).join(", ")));
     }
 
-    /// Issue #41.6: create-model out of memory (here a 4 GB address-space limit; a 7B preset is built in
-    /// float32 first) names the folder and the model's shape, exit 1, and leaves nothing.
+    /// Issue #41.6: create-model out of memory (here a 4 GB address-space limit, less than the 7B preset's
+    /// parameter shapes reserve before it writes them one at a time) names the folder and the model's
+    /// shape, exit 1, and leaves nothing.
     void createModelOutOfMemorySaysWhat()
     {
         if (!QFileInfo::exists(QStringLiteral("/usr/bin/prlimit"))) QSKIP("needs prlimit (util-linux)");
