@@ -800,6 +800,7 @@ private Q_SLOTS:
             const Encoding e = tokenizer->encode(s->input.toStdString());
             const auto T = std::int64_t(e.inputIds.size());
             QCOMPARE(s->T, int(T));
+            qInfo("%s (%s): %d tokens, head view = backend", name, qPrintable(s->model.head), int(T));
             RecordingSink sink;
             {
                 c10::InferenceMode guard;
@@ -831,12 +832,13 @@ private Q_SLOTS:
                 QVERIFY2(panel->cellToolTip(int(T) - 1, 0).contains(QStringLiteral("sliding window")),
                          qPrintable(panel->cellToolTip(int(T) - 1, 0)));
 
-            // Every page draws it.
-            for (QWidget* page : {static_cast<QWidget*>(m_window->outliersPage()),
-                                  static_cast<QWidget*>(m_window->headView())}) {
-                m_window->pages()->setCurrentWidget(page);
-                QVERIFY(!page->grab().isNull());
+            // Every page opens with it and draws.
+            for (int i = 0; i < m_window->pages()->count(); ++i) {
+                m_window->pages()->setCurrentIndex(i);
+                QWidget* page = m_window->pages()->currentWidget();
+                QVERIFY2(page && !page->grab().isNull(), qPrintable(m_window->pages()->tabText(i)));
             }
+            m_window->pages()->setCurrentWidget(m_window->outliersPage());
             QTRY_VERIFY(!m_window->outliersPage()->dashboard()->data().perDimension.values.isEmpty());
         }
 
