@@ -111,6 +111,12 @@ QVector<FigureInput> textInputs(const std::string& path, int count)
 QVector<FigureInput> figureInputs(const ModelInfo& model, const QString& dataSpec, int count)
 {
     QVector<FigureInput> inputs;
+    if (model.synthetic && !dataSpec.isEmpty()) {
+        DataSpec::parse(dataSpec.toStdString()); // a malformed spec says what is wrong with it first
+        throw Error("--data '" + dataSpec.toStdString() + "': " + model.name.toStdString() +
+                    " was trained on the synthetic task; its figures are drawn from generated examples of "
+                    "that task, so it takes no --data");
+    }
     if (model.synthetic) {
         for (int i = 0; i < count; ++i)
             inputs << FigureInput{FigureInput::Kind::Synthetic,

@@ -553,6 +553,22 @@ private Q_SLOTS:
         QCOMPARE(r.exitCode, 1);
         QVERIFY2(r.err.contains(out.path() + QStringLiteral("/missing")), qPrintable(r.err));
         QVERIFY(!QFileInfo::exists(fresh));
+        // Issue #39.6: a bad --data is an error for every model, the synthetic-task ones included (they
+        // draw from generated examples and take no --data), before anything is written.
+        for (const QString& m :
+             {QStringLiteral("models/synthetic-vanilla"), QStringLiteral("models/backcopy-vanilla")}) {
+            r = runApp({QStringLiteral("figures"), QStringLiteral("--model"), sample(m),
+                        QStringLiteral("--data"), QStringLiteral("bogus:x"), QStringLiteral("--out"), fresh});
+            QCOMPARE(r.exitCode, 1);
+            QVERIFY2(r.err.contains(QStringLiteral("--data 'bogus:x'")), qPrintable(r.err));
+            QVERIFY(!QFileInfo::exists(fresh + QStringLiteral("/index.html")));
+        }
+        r = runApp({QStringLiteral("figures"), QStringLiteral("--model"),
+                    sample(QStringLiteral("models/synthetic-vanilla")), QStringLiteral("--data"),
+                    QStringLiteral("text:") + sample(QStringLiteral("text/wiki_en_valid.txt")),
+                    QStringLiteral("--out"), fresh});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains(QStringLiteral("generated examples")), qPrintable(r.err));
     }
 };
 
