@@ -424,6 +424,7 @@ QVector<Planned> Planner::plan()
             QStringLiteral("Task metric, max inf norm and kurtosis of every run of %1.").arg(o.sweep),
             [this, sweep] {
                 auto view = std::make_unique<SweepView>();
+                view->setLogInfNorm(true); // as the paper draws Figures 6 and 7: max inf norm on a log axis
                 view->setPoints(sweep, QDir(o.sweep).filePath(QStringLiteral("summary.json")));
                 return std::unique_ptr<QWidget>(std::move(view));
             });

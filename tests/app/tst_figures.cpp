@@ -400,13 +400,19 @@ private Q_SLOTS:
         setRelativeMetrics(rows);
         QVERIFY(QDir().mkpath(sweep));
         writeSweepSummary(sweep.toStdString(), rows);
-        const auto r =
-            runApp({QStringLiteral("figures"), QStringLiteral("--model"),
-                    sample(QStringLiteral("models/backcopy-clipped")), QStringLiteral("--sweep"), sweep,
-                    QStringLiteral("--only"), QStringLiteral("6,7"), QStringLiteral("--format"),
-                    QStringLiteral("png"), QStringLiteral("--out"), out.path() + QStringLiteral("/figures")});
+        const auto r = runApp({QStringLiteral("figures"), QStringLiteral("--model"),
+                               sample(QStringLiteral("models/backcopy-clipped")), QStringLiteral("--sweep"),
+                               sweep, QStringLiteral("--only"), QStringLiteral("6,7"),
+                               QStringLiteral("--format"), QStringLiteral("png,svg"), QStringLiteral("--out"),
+                               out.path() + QStringLiteral("/figures")});
         QVERIFY2(r.exitCode == 0, qPrintable(r.err + r.out));
         QVERIFY(notBlank(out.path() + QStringLiteral("/figures/figure-6.png")));
+        {
+            // Issue #39.4: the max inf norm on a log axis, as the paper draws Figure 6.
+            QFile svg(out.path() + QStringLiteral("/figures/figure-6.svg"));
+            QVERIFY(svg.open(QIODevice::ReadOnly));
+            QVERIFY(svg.readAll().contains("max inf norm (log scale)"));
+        }
         QVERIFY2(r.out.contains(QStringLiteral("not drawn: Figure 7")), qPrintable(r.out));
         const Csv csv = readCsv(out.path() + QStringLiteral("/figures/figure-6.csv"));
         for (const char* name : {"alpha=2", "alpha=4", "alpha=8"})
