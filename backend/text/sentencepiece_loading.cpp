@@ -262,6 +262,9 @@ void SentencePieceTokenizer::parseModel(const std::string& path)
 bool SentencePieceTokenizer::isLlamaStyle(const nlohmann::json& j)
 {
     if (!j.is_object()) return false;
+    // Only a BPE model: a Unigram one with the same normalizer runs in the tokenizer.json pipeline.
+    const nlohmann::json model = j.value("model", nlohmann::json());
+    if (!model.is_object() || model.value("type", "BPE") != "BPE") return false;
     // The normalizer (or a Metaspace pre-tokenizer) must do what SentencePiece's identity
     // normalizer does with add_dummy_prefix and no whitespace folding.
     const auto isSpaceNormalizer = [](const nlohmann::json& n) {

@@ -1,6 +1,6 @@
 // Loading a tokenizer.json and running its pipeline (tokenizers' tokenizer/mod.rs and
 // tokenizer/added_vocabulary.rs); the stages are in tokenizer_json_pipeline.cpp and
-// tokenizer_json_bpe.cpp.
+// tokenizer_json_bpe.cpp (the BPE and Unigram models).
 
 #include "text/tokenizer_json.h"
 
@@ -131,7 +131,7 @@ struct Pipeline
     AddedTokenMatcher normalized; // the others, matched in normalized text
     std::vector<Normalizer> normalizers;
     std::vector<PreTokenizer> preTokenizers;
-    BpeModel bpe;
+    std::unique_ptr<Model> model; // BPE or Unigram
     PostProcessor post;
     std::unordered_map<std::string, std::int64_t> addedIds;
     std::array<std::string, 256> byteSymbols;
@@ -196,8 +196,12 @@ std::unique_ptr<TokenizerJsonTokenizer> TokenizerJsonTokenizer::fromFile(const s
     const Where modelWhere{path, "model"};
     const std::string modelType =
         modelIt->contains("type") ? componentType(*modelIt, modelWhere) : std::string("BPE");
-    if (modelType != "BPE") unsupportedType(modelWhere, modelType, "BPE");
-    p.bpe = BpeModel::parse(*modelIt, file, modelWhere);
+    if (modelType == "BPE")
+        p.model = std::make_unique<BpeModel>(BpeModel::parse(*modelIt, file, modelWhere));
+    else if (modelType == "Unigram")
+        p.model = UnigramModel::parse(*modelIt, file, modelWhere);
+    else
+        unsupportedType(modelWhere, modelType, "BPE and Unigram");
     p.normalizers = parseNormalizer(part("normalizer"), {path, "normalizer"});
     p.preTokenizers = parsePreTokenizer(part("pre_tokenizer"), {path, "pre_tokenizer"});
     p.post = parsePostProcessor(part("post_processor"), {path, "post_processor"});
@@ -213,7 +217,7 @@ std::unique_ptr<TokenizerJsonTokenizer> TokenizerJsonTokenizer::fromFile(const s
         if (pre.kind == PreTokenizer::Kind::Metaspace) p.spaceSymbol = pre.replacement;
 
     // The id table: the vocabulary, then the added tokens (which may repeat vocabulary entries).
-    std::int64_t maxId = static_cast<std::int64_t>(p.bpe.tokens().size()) - 1;
+    std::int64_t maxId = static_cast<std::int64_t>(p.model->tokens().size()) - 1;
     const nlohmann::json added = part("added_tokens");
     if (!added.is_null() && !added.is_array()) throw Error(path + ": added_tokens must be a list");
     std::vector<std::pair<std::int64_t, std::string>> addedList;
@@ -244,11 +248,11 @@ std::unique_ptr<TokenizerJsonTokenizer> TokenizerJsonTokenizer::fromFile(const s
     p.raw.finish();
     p.normalized.finish();
 
-    tok->m_idToToken = p.bpe.tokens();
+    tok->m_idToToken = p.model->tokens();
     tok->m_idToToken.resize(static_cast<std::size_t>(maxId + 1));
     tok->m_hasId.assign(static_cast<std::size_t>(maxId + 1), false);
-    for (std::size_t id = 0; id < p.bpe.tokens().size(); ++id)
-        tok->m_hasId[id] = !p.bpe.tokens()[id].empty();
+    for (std::size_t id = 0; id < p.model->tokens().size(); ++id)
+        tok->m_hasId[id] = p.model->hasToken(id);
     for (const auto& [id, content] : addedList) {
         tok->m_idToToken[id] = content;
         tok->m_hasId[id] = true;
@@ -277,13 +281,15 @@ std::unique_ptr<TokenizerJsonTokenizer> TokenizerJsonTokenizer::fromFile(const s
 
 std::string TokenizerJsonTokenizer::kind() const
 {
-    return m_pipeline->byteLevel ? "byte-level BPE (tokenizer.json)" : "BPE (tokenizer.json)";
+    if (m_pipeline->byteLevel)
+        return std::string("byte-level ") + m_pipeline->model->name() + " (tokenizer.json)";
+    return std::string(m_pipeline->model->name()) + " (tokenizer.json)";
 }
 
 std::int64_t TokenizerJsonTokenizer::tokenToId(const std::string& token) const
 {
     if (const auto it = m_pipeline->addedIds.find(token); it != m_pipeline->addedIds.end()) return it->second;
-    return m_pipeline->bpe.idOf(token);
+    return m_pipeline->model->idOf(token);
 }
 
 std::vector<std::int64_t> TokenizerJsonTokenizer::tokenizeToIds(const std::string& text) const
@@ -297,7 +303,7 @@ std::vector<std::int64_t> TokenizerJsonTokenizer::tokenizeToIds(const std::strin
     const auto model = [&](const std::string& piece, bool atStart) {
         for (const PreToken& pre : preTokenize(p.preTokenizers, {piece, atStart}, p.byteSymbols)) {
             wordIds.clear();
-            p.bpe.tokenize(pre.text, wordIds);
+            p.model->tokenize(pre.text, wordIds);
             ids.insert(ids.end(), wordIds.begin(), wordIds.end());
         }
     };
@@ -393,7 +399,7 @@ std::string TokenizerJsonTokenizer::displayToken(std::int64_t id) const
         }
         return utf8::printable(bytes);
     }
-    if (p.bpe.byteFallback() && token.size() == 6 && token.compare(0, 3, "<0x") == 0 && token[5] == '>' &&
+    if (p.model->byteFallback() && token.size() == 6 && token.compare(0, 3, "<0x") == 0 && token[5] == '>' &&
         std::isxdigit(static_cast<unsigned char>(token[3])) &&
         std::isxdigit(static_cast<unsigned char>(token[4])))
         return utf8::printable(std::string(1, static_cast<char>(std::stoi(token.substr(3, 2), nullptr, 16))));

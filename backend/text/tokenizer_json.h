@@ -5,11 +5,12 @@
 // A Hugging Face tokenizer.json pipeline run as the `tokenizers` library runs it (LLaMA 3, Qwen 2/3,
 // Gemma 2 and other fast tokenizers): added tokens cut out first (leftmost, longest), then per piece
 // the normalizer (NFC/NFD/NFKC/NFKD, Lowercase, Replace, Prepend, Strip, Sequence), the
-// pre-tokenizer (Split with the file's regex, ByteLevel, Metaspace, Digits, Sequence), the BPE model
-// (merges by rank, byte fallback, unk, ignore_merges) and the post-processor (TemplateProcessing,
-// ByteLevel, RobertaProcessing, BertProcessing, Sequence). A component it does not implement
-// (Unigram, WordPiece, precompiled normalizers, ...) is an Error naming the file, the JSON path and
-// the type, never an approximation.
+// pre-tokenizer (Split with the file's regex, ByteLevel, Metaspace, Digits, WhitespaceSplit,
+// Sequence), the model (BPE: merges by rank, byte fallback, unk, ignore_merges; Unigram: the best
+// segmentation by score, unk, byte fallback) and the post-processor (TemplateProcessing, ByteLevel,
+// RobertaProcessing, BertProcessing, Sequence). A component it does not implement (WordPiece,
+// Precompiled normalizers, ...) is an Error naming the file, the JSON path and the type, never an
+// approximation.
 
 #include "text/decoder_tokenizer.h"
 
@@ -51,7 +52,7 @@ public:
     std::int64_t bosId() const override { return m_bosId; }
     std::int64_t eosId() const override { return m_eosId; }
     std::int64_t padId() const override { return m_padId; }
-    /// "byte-level BPE (tokenizer.json)" or "BPE (tokenizer.json)".
+    /// "byte-level BPE (tokenizer.json)", "BPE (tokenizer.json)" or "Unigram (tokenizer.json)".
     std::string kind() const override;
 
     /// The ids of a text without special tokens of the post-processor (added tokens in the text

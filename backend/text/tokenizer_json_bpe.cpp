@@ -1,6 +1,7 @@
-// The BPE model of a tokenizer.json, as Hugging Face's tokenizers runs it (models/bpe/model.rs,
+// The models of a tokenizer.json, as Hugging Face's tokenizers runs them. BPE (models/bpe/model.rs,
 // word.rs): characters to ids (byte fallback, unk), then merges by rank, lowest first, leftmost
-// first among equal ranks.
+// first among equal ranks. Unigram (models/unigram/model.rs, encode_optimized and tokenize): the
+// best-scoring segmentation, unknown characters fused, then byte fallback.
 
 #include "text/tokenizer_json_parts.h"
 
@@ -11,6 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <queue>
 
 namespace outlierlens::tokjson {
@@ -241,6 +244,176 @@ void BpeModel::tokenize(const std::string& word, std::vector<std::int32_t>& out)
     }
     for (std::size_t k = 0; k < n; ++k)
         if (alive[k]) out.push_back(symbols[k]);
+}
+
+// ---- Unigram ------------------------------------------------------------------------------------
+
+namespace {
+
+// tokenizers' K_UNK_PENALTY: <unk> scores this much below the lowest piece.
+constexpr double kUnkPenalty = 10.0;
+
+} // namespace
+
+std::int32_t UnigramModel::idOf(std::string_view token) const
+{
+    const auto it = m_vocab.find(token);
+    return it == m_vocab.end() ? -1 : it->second;
+}
+
+std::unique_ptr<UnigramModel> UnigramModel::parse(const nlohmann::json& model, const TokenizerJsonFile& file,
+                                                  const Where& where)
+{
+    std::unique_ptr<UnigramModel> m(new UnigramModel());
+    const std::string w = where.str();
+    const auto vocabIt = model.find("vocab");
+    if (file.vocabTaken || vocabIt == model.end() || !vocabIt->is_array())
+        throw Error(w + ": field 'vocab' must be a list of [piece, score]");
+    const nlohmann::json& vocab = *vocabIt;
+    if (vocab.size() > static_cast<std::size_t>(kMaxTokenId))
+        throw Error(w + ".vocab: more than " + std::to_string(kMaxTokenId) + " pieces");
+    m->m_tokens.reserve(vocab.size());
+    m->m_scores.reserve(vocab.size());
+    double minScore = std::numeric_limits<double>::infinity();
+    for (std::size_t i = 0; i < vocab.size(); ++i) {
+        const nlohmann::json& entry = vocab[i];
+        if (!entry.is_array() || entry.size() != 2 || !entry[0].is_string() || !entry[1].is_number())
+            throw Error(w + ".vocab[" + std::to_string(i) + "]: expected [piece, score], found " +
+                        entry.dump().substr(0, 80));
+        std::string piece = entry[0].get<std::string>();
+        if (utf8::firstInvalidByte(piece) != std::string::npos)
+            throw Error(w + ".vocab[" + std::to_string(i) + "]: the piece is not valid UTF-8");
+        const double score = entry[1].get<double>();
+        if (!std::isfinite(score))
+            throw Error(w + ".vocab[" + std::to_string(i) + "]: the score must be a finite number");
+        minScore = std::min(minScore, score);
+        m->m_tokens.push_back(std::move(piece));
+        m->m_scores.push_back(score);
+    }
+
+    // unk_id: null or absent means none; tokenizers refuses one outside the vocabulary.
+    if (const auto it = model.find("unk_id"); it != model.end() && !it->is_null()) {
+        if (!it->is_number_integer() || it->get<long long>() < 0)
+            throw Error(w + ": unk_id must be a non-negative integer or null, found " + it->dump());
+        if (m->m_tokens.empty()) throw Error(w + ": the vocabulary is empty but unk_id needs a piece");
+        if (it->get<long long>() >= static_cast<long long>(m->m_tokens.size()))
+            throw Error(w + ": unk_id " + it->dump() + " is not in the vocabulary of " +
+                        std::to_string(m->m_tokens.size()) + " pieces");
+        m->m_unkId = it->get<std::int32_t>();
+    }
+    m->m_byteFallback = jsonutil::getBool(model, "byte_fallback", w, false);
+    m->m_unkScore = minScore - kUnkPenalty;
+
+    // The index (a piece listed twice is found as its last id, as tokenizers' map keeps it) and the
+    // byte trie of the pieces (the empty piece is never matched).
+    m->m_vocab.reserve(m->m_tokens.size());
+    for (std::size_t id = 0; id < m->m_tokens.size(); ++id)
+        m->m_vocab[m->m_tokens[id]] = static_cast<std::int32_t>(id);
+    // The trie grows as it goes: pieces share prefixes, so far fewer edges than bytes.
+    m->m_nodePiece.assign(1, -1);
+    for (const auto& [piece, id] : m->m_vocab) {
+        std::int32_t node = 0;
+        for (const char c : piece) {
+            const auto byte = static_cast<std::int32_t>(static_cast<unsigned char>(c));
+            if (const MergeTable::Merge* edge = m->m_trie.find(node, byte)) {
+                node = edge->merged;
+                continue;
+            }
+            const auto child = static_cast<std::int32_t>(m->m_nodePiece.size());
+            m->m_nodePiece.push_back(-1);
+            m->m_trie.set(node, byte, {0, child});
+            node = child;
+        }
+        if (node != 0) m->m_nodePiece[static_cast<std::size_t>(node)] = id;
+    }
+    static const char* const hex = "0123456789ABCDEF";
+    for (int b = 0; b < 256; ++b)
+        m->m_byteIds[b] = m->idOf(std::string("<0x") + hex[b >> 4] + hex[b & 15] + ">");
+    return m;
+}
+
+void UnigramModel::tokenize(const std::string& word, std::vector<std::int32_t>& out) const
+{
+    if (word.empty()) return;
+    const std::size_t n = word.size();
+
+    // best[e]: the best path over word[0, e): its score, where its last piece starts, that piece.
+    // A candidate replaces the one there only when strictly better, so among equal scores the
+    // first found wins (earlier start, then shorter piece), as in tokenizers.
+    struct Best
+    {
+        double score = 0.0;
+        std::size_t start = std::string::npos;
+        std::int32_t id = -1;
+    };
+    std::vector<Best> best(n + 1);
+    for (std::size_t start = 0; start < n;) {
+        const std::size_t charLen = utf8::sequenceLength(static_cast<unsigned char>(word[start]));
+        const double here = best[start].score;
+        bool hasSingle = false;
+        std::int32_t node = 0;
+        for (std::size_t k = start; k < n; ++k) {
+            const MergeTable::Merge* edge =
+                m_trie.find(node, static_cast<std::int32_t>(static_cast<unsigned char>(word[k])));
+            if (!edge) break;
+            node = edge->merged;
+            const std::int32_t piece = m_nodePiece[static_cast<std::size_t>(node)];
+            if (piece < 0) continue;
+            const double candidate = m_scores[static_cast<std::size_t>(piece)] + here;
+            Best& target = best[k + 1];
+            if (target.start == std::string::npos || candidate > target.score)
+                target = {candidate, start, piece};
+            if (k + 1 - start == charLen) hasSingle = true;
+        }
+        if (!hasSingle) {
+            Best& target = best[start + charLen];
+            const double candidate = m_unkScore + here;
+            if (target.start == std::string::npos || candidate > target.score) {
+                if (m_unkId < 0)
+                    throw Error("tokenizer: '" + utf8::printable(word.substr(start, charLen)) +
+                                "' has no piece in the Unigram vocabulary and the model has no unk_id");
+                target = {candidate, start, m_unkId};
+            }
+        }
+        start += charLen;
+    }
+
+    // The path back from the end, then forward: a run of <unk> nodes is one string.
+    std::vector<std::size_t> ends;
+    for (std::size_t end = n; end > 0; end = best[end].start)
+        ends.push_back(end);
+    std::reverse(ends.begin(), ends.end());
+    std::size_t unkBegin = std::string::npos; // start of the pending run of <unk>
+    const auto flushUnk = [&](std::size_t end) {
+        if (unkBegin == std::string::npos) return;
+        const std::string_view text = std::string_view(word).substr(unkBegin, end - unkBegin);
+        unkBegin = std::string::npos;
+        if (const std::int32_t id = idOf(text); id >= 0) {
+            out.push_back(id);
+            return;
+        }
+        if (m_byteFallback) {
+            bool all = true;
+            for (const char c : text)
+                all = all && m_byteIds[static_cast<unsigned char>(c)] >= 0;
+            if (all) {
+                for (const char c : text)
+                    out.push_back(m_byteIds[static_cast<unsigned char>(c)]);
+                return;
+            }
+        }
+        out.push_back(m_unkId);
+    };
+    for (const std::size_t end : ends) {
+        const Best& node = best[end];
+        if (node.id == m_unkId) {
+            if (unkBegin == std::string::npos) unkBegin = node.start;
+            continue;
+        }
+        flushUnk(node.start);
+        out.push_back(node.id);
+    }
+    flushUnk(n);
 }
 
 } // namespace outlierlens::tokjson

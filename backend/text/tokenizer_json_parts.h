@@ -67,7 +67,7 @@ enum class SplitBehavior { Removed, Isolated, MergedWithPrevious, MergedWithNext
 
 struct PreTokenizer
 {
-    enum class Kind { Split, ByteLevel, Metaspace, Digits };
+    enum class Kind { Split, ByteLevel, Metaspace, Digits, WhitespaceSplit };
     Kind kind = Kind::Split;
     Pattern pattern; ///< Split; ByteLevel with use_regex: GPT-2's pattern
     SplitBehavior behavior = SplitBehavior::Isolated;
@@ -151,9 +151,28 @@ private:
     std::size_t m_used = 0;
 };
 
+/// What the pipeline asks of a model (BPE or Unigram).
+class Model
+{
+public:
+    virtual ~Model() = default;
+    /// Appends the ids of one pre-token. Throws Error where tokenizers fails (Unigram: an unknown
+    /// character and no unk_id).
+    virtual void tokenize(const std::string& word, std::vector<std::int32_t>& out) const = 0;
+    /// The vocabulary by id.
+    virtual const std::vector<std::string>& tokens() const = 0;
+    /// Whether a token has id `id` (< tokens().size()).
+    virtual bool hasToken(std::size_t id) const = 0;
+    /// The id of a vocabulary token, or -1.
+    virtual std::int32_t idOf(std::string_view token) const = 0;
+    virtual bool byteFallback() const = 0;
+    /// "BPE" or "Unigram".
+    virtual const char* name() const = 0;
+};
+
 /// The BPE model of tokenizers (models/bpe): vocabulary, merges by rank, unk, byte fallback.
 /// Move-only: the vocabulary index points into the token strings.
-class BpeModel
+class BpeModel final : public Model
 {
 public:
     BpeModel() = default;
@@ -166,13 +185,13 @@ public:
     /// Throws Error naming `where` (e.g. "tokenizer.json: model.merges[12]") on anything malformed.
     static BpeModel parse(const nlohmann::json& model, TokenizerJsonFile& file, const Where& where);
 
-    /// Appends the ids of one pre-token.
-    void tokenize(const std::string& word, std::vector<std::int32_t>& out) const;
+    void tokenize(const std::string& word, std::vector<std::int32_t>& out) const override;
     /// model.vocab by id ("" where no token has the id).
-    const std::vector<std::string>& tokens() const { return m_tokens; }
-    /// The id of a vocabulary token, or -1.
-    std::int32_t idOf(std::string_view token) const;
-    bool byteFallback() const { return m_byteFallback; }
+    const std::vector<std::string>& tokens() const override { return m_tokens; }
+    bool hasToken(std::size_t id) const override { return !m_tokens[id].empty(); }
+    std::int32_t idOf(std::string_view token) const override;
+    bool byteFallback() const override { return m_byteFallback; }
+    const char* name() const override { return "BPE"; }
 
 private:
     std::vector<std::string> m_tokens;
@@ -184,6 +203,40 @@ private:
     bool m_fuseUnk = false;
     bool m_ignoreMerges = false;
     std::string m_prefix, m_suffix; // continuing_subword_prefix, end_of_word_suffix
+};
+
+/// The Unigram model of tokenizers (models/unigram): model.vocab as [piece, score] pairs (the id is
+/// the index), unk_id, byte_fallback. A pre-token is cut where the sum of the pieces' scores is
+/// highest (Viterbi over the pieces that start at each character); a character with no
+/// one-character piece may be <unk>, scored min(score) - 10; runs of <unk> become one, which is
+/// then its own piece if the vocabulary has it, else its UTF-8 bytes as <0xNN> (byte_fallback, if
+/// all of them are pieces), else <unk>.
+class UnigramModel final : public Model
+{
+public:
+    /// Reads `model` (file.json's "model"). Throws Error naming `where` on anything malformed.
+    static std::unique_ptr<UnigramModel> parse(const nlohmann::json& model, const TokenizerJsonFile& file,
+                                               const Where& where);
+
+    void tokenize(const std::string& word, std::vector<std::int32_t>& out) const override;
+    const std::vector<std::string>& tokens() const override { return m_tokens; }
+    bool hasToken(std::size_t) const override { return true; }
+    std::int32_t idOf(std::string_view token) const override;
+    bool byteFallback() const override { return m_byteFallback; }
+    const char* name() const override { return "Unigram"; }
+
+private:
+    UnigramModel() = default;
+
+    std::vector<std::string> m_tokens;
+    std::vector<double> m_scores;
+    std::unordered_map<std::string_view, std::int32_t> m_vocab; // views into m_tokens; last id wins
+    MergeTable m_trie;                         // (node, byte) -> child node in Merge::merged; root 0
+    std::vector<std::int32_t> m_nodePiece;     // the piece id that ends at a node, -1 where none
+    std::array<std::int32_t, 256> m_byteIds{}; // "<0xNN>" ids, -1 where absent
+    std::int32_t m_unkId = -1;
+    double m_unkScore = 0.0;
+    bool m_byteFallback = false;
 };
 
 /// What a post-processor adds around the sequences: a template of special tokens and sequences.

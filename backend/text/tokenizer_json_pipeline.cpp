@@ -340,8 +340,10 @@ std::vector<PreTokenizer> parsePreTokenizer(const nlohmann::json& j, const Where
     } else if (type == "Digits") {
         p.kind = PreTokenizer::Kind::Digits;
         p.individualDigits = jsonutil::getBool(j, "individual_digits", w, false);
+    } else if (type == "WhitespaceSplit") {
+        p.kind = PreTokenizer::Kind::WhitespaceSplit;
     } else {
-        unsupportedType(where, type, "Split, ByteLevel, Metaspace, Digits and Sequence");
+        unsupportedType(where, type, "Split, ByteLevel, Metaspace, Digits, WhitespaceSplit and Sequence");
     }
     steps.push_back(std::move(p));
     return steps;
@@ -397,6 +399,11 @@ std::vector<PreToken> preTokenize(const std::vector<PreTokenizer>& steps, PreTok
                 ranges =
                     splitAt(text, charMatches(text, textclass::isNumber),
                             p.individualDigits ? SplitBehavior::Isolated : SplitBehavior::Contiguous, false);
+                break;
+            case PreTokenizer::Kind::WhitespaceSplit:
+                // Rust's char::is_whitespace (Unicode White_Space), the whitespace removed.
+                ranges =
+                    splitAt(text, charMatches(text, textclass::isWhiteSpace), SplitBehavior::Removed, false);
                 break;
             }
             for (const auto& [b, e] : ranges) {

@@ -228,8 +228,8 @@ private Q_SLOTS:
         QTest::addColumn<QByteArray>("content");
         QTest::addColumn<QString>("expected");
         QTest::newRow("syntax") << QByteArray("{\"model\": ") << "tokenizer.json";
-        QTest::newRow("unigram") << QByteArray("{\"model\": {\"type\": \"Unigram\", \"vocab\": []}}")
-                                 << "Unigram";
+        QTest::newRow("wordpiece") << QByteArray("{\"model\": {\"type\": \"WordPiece\", \"vocab\": {}}}")
+                                   << "WordPiece";
         // Not LLaMA-style: the tokenizer.json reader (tst_tokenizer_json) names what it does not know.
         QTest::newRow("unknown pre-tokenizer")
             << QByteArray("{\"normalizer\": null, \"pre_tokenizer\": {\"type\": \"Whitespace\"},"

@@ -1,6 +1,7 @@
 // The tokenizer.json reader (TokenizerJsonTokenizer): every golden case of the real LLaMA 3, Qwen 3
-// and Gemma 2 tokenizers (made by transformers.js, tests/fixtures/tokenizers/README.md), how
-// DecoderTokenizer::fromModelDir picks it, and one clear error for each kind of bad file.
+// and Gemma 2 tokenizers (made by transformers.js, tests/fixtures/tokenizers/README.md) and of two
+// small Unigram tokenizers (made by Hugging Face's tokenizers, tokenizers/unigram-tiny/README.md),
+// how DecoderTokenizer::fromModelDir picks it, and one clear error for each kind of bad file.
 
 #include "common/error.h"
 #include "text/decoder_tokenizer.h"
@@ -89,6 +90,15 @@ nlohmann::json tinyTokenizerJson()
     })");
 }
 
+// A Unigram model.vocab: a list of [piece, score] (a braced list of pairs would be a JSON object).
+nlohmann::json unigramVocab(const std::vector<std::pair<std::string, nlohmann::json>>& pieces)
+{
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& [piece, score] : pieces)
+        list.push_back(nlohmann::json::array({piece, score}));
+    return list;
+}
+
 } // namespace
 
 class TstTokenizerJson : public QObject
@@ -97,6 +107,7 @@ class TstTokenizerJson : public QObject
 
 private:
     std::map<std::string, std::unique_ptr<DecoderTokenizer>> m_tokenizers;
+    std::map<std::string, std::unique_ptr<DecoderTokenizer>> m_unigram; // unigram-tiny, loaded on use
 
 private Q_SLOTS:
     void initTestCase()
@@ -288,6 +299,130 @@ private Q_SLOTS:
                 }).startsWith("where: invalid regular expression"));
     }
 
+    // ---- Unigram -------------------------------------------------------------------------------
+
+    void unigramCases_data()
+    {
+        // unigram-tiny: every case as Hugging Face's tokenizers 0.22.2 gives it (README.md there).
+        QTest::addColumn<QByteArray>("line");
+        std::ifstream in(kTokenizers + "/unigram-tiny/cases.jsonl");
+        QVERIFY(in.good());
+        std::string line;
+        int count = 0, byteFallback = 0;
+        while (std::getline(in, line)) {
+            if (line.empty()) continue;
+            const auto c = nlohmann::json::parse(line);
+            QTest::newRow(c.at("id").get<std::string>().c_str()) << QByteArray::fromStdString(line);
+            ++count;
+            if (!c.at("transformers_js_agrees").get<bool>()) ++byteFallback;
+        }
+        QCOMPARE(count, 84);
+        // transformers.js has no Unigram byte fallback: it differs on those cases only.
+        QCOMPARE(byteFallback, 18);
+    }
+    void unigramCases()
+    {
+        QFETCH(QByteArray, line);
+        const auto c = nlohmann::json::parse(line.toStdString());
+        const std::string name = c.at("tokenizer").get<std::string>();
+        // Through the app's entry point: a Unigram model goes to the tokenizer.json pipeline even where its
+        // normalizer and pre-tokenizer look like LLaMA's (byte-fallback/).
+        if (m_unigram.count(name) == 0) {
+            m_unigram[name] = DecoderTokenizer::fromModelDir(kTokenizers + "/unigram-tiny/" + name);
+            QCOMPARE(QString::fromStdString(m_unigram[name]->kind()),
+                     QStringLiteral("Unigram (tokenizer.json)"));
+        }
+        const DecoderTokenizer& tok = *m_unigram.at(name);
+        const Encoding enc = tok.encode(c.at("text").get<std::string>(), std::nullopt, 0,
+                                        c.at("add_special_tokens").get<bool>());
+        const std::string id = c.at("id").get<std::string>();
+        if (!c.at("transformers_js_agrees").get<bool>())
+            QVERIFY(c.at("tokenizer").get<std::string>() == "byte-fallback");
+        std::string diff = firstDifference(enc.inputIds, c.at("input_ids").get<std::vector<std::int64_t>>());
+        QVERIFY2(diff.empty(), (id + ": input_ids: " + diff).c_str());
+        diff = firstDifference(enc.tokens, c.at("tokens").get<std::vector<std::string>>());
+        QVERIFY2(diff.empty(), (id + ": tokens: " + diff).c_str());
+    }
+
+    void unigramTokenizerInfo()
+    {
+        const auto plain = DecoderTokenizer::fromModelDir(kTokenizers + "/unigram-tiny/plain");
+        QCOMPARE(QString::fromStdString(plain->kind()), QStringLiteral("Unigram (tokenizer.json)"));
+        QCOMPARE(plain->vocabSize(), qint64(58));
+        QCOMPARE(plain->eosId(), qint64(1));
+        QCOMPARE(plain->padId(), qint64(0));
+        QCOMPARE(plain->bosId(), qint64(-1));
+        QCOMPARE(plain->idToToken(3), std::string("\u2581"));
+        QCOMPARE(plain->displayToken(18), std::string(" hello"));
+        const auto bytes = TokenizerJsonTokenizer::fromModelDir(kTokenizers + "/unigram-tiny/byte-fallback");
+        QCOMPARE(bytes->vocabSize(), qint64(313));
+        QCOMPARE(bytes->displayToken(bytes->tokenToId("<0x41>")), std::string("A"));
+        QCOMPARE(bytes->tokenToId("<0xF3>"), std::int64_t(-1));
+        // A pair: "$A </s> $B </s>".
+        QCOMPARE(bytes->encode("the", std::string("the")).tokens,
+                 (std::vector<std::string>{"\u2581the", "</s>", "\u2581the", "</s>"}));
+    }
+
+    void unigramRules()
+    {
+        // Small models whose results follow from tokenizers' rules by hand (no pre-tokenizer, so the
+        // whole text is one piece for the model).
+        QTemporaryDir dir;
+        const std::string d = dir.path().toStdString();
+        const auto load = [&](const nlohmann::json& model) {
+            nlohmann::json j = {{"version", "1.0"}, {"model", model}};
+            writeFile(d + "/tokenizer.json", j.dump());
+            return DecoderTokenizer::fromModelDir(d);
+        };
+        const auto tokens = [](const DecoderTokenizer& tok, const std::string& text) {
+            return tok.encode(text, std::nullopt, 0, false).tokens;
+        };
+        using Tokens = std::vector<std::string>;
+        // tokenizers' own doc example (models/unigram/model.rs): "abcd" 10 beats "abc" 5 + "d" 0;
+        // then "a" 0 + "cd" 1 = 1 beats "a" + "c" + "d" = 0; "xx" is two unknown characters fused.
+        const auto doc = load({{"type", "Unigram"},
+                               {"unk_id", 0},
+                               {"vocab", unigramVocab({{"<unk>", 0.0},
+                                                       {"a", 0.0},
+                                                       {"b", 0.0},
+                                                       {"c", 0.0},
+                                                       {"d", 0.0},
+                                                       {"cd", 1.0},
+                                                       {"ab", 2.0},
+                                                       {"abc", 5.0},
+                                                       {"abcd", 10.0}})}});
+        QCOMPARE(doc->encode("abcdacdxx", std::nullopt, 0, false).inputIds,
+                 (std::vector<std::int64_t>{8, 1, 5, 0}));
+        // Not the longest match: "ab" -1 + "cd" -1 = -2 beats "abc" -3 + "d" -1 = -4.
+        const auto scores = load({{"type", "Unigram"},
+                                  {"unk_id", 0},
+                                  {"vocab", unigramVocab({{"<unk>", 0.0},
+                                                          {"ab", -1.0},
+                                                          {"cd", -1.0},
+                                                          {"abc", -3.0},
+                                                          {"d", -1.0},
+                                                          {"a", -2.0},
+                                                          {"c", -2.0},
+                                                          {"b", -2.0}})}});
+        QCOMPARE(tokens(*scores, "abcd"), (Tokens{"ab", "cd"}));
+        // "é" and "e" have no piece: each is an <unk> node scored min - 10 = -13, and the two
+        // adjacent ones are fused into one <unk> ("ée" is no piece and there is no byte fallback).
+        QCOMPARE(tokens(*scores, "a\u00e9eab"), (Tokens{"a", "<unk>", "ab"}));
+        // Equal scores (-2): the path to the end is set by "bc" from position 1 first, and "c" from
+        // position 2 is not strictly better, so "a" + "bc" (tokenizers keeps the first found).
+        const auto ties =
+            load({{"type", "Unigram"},
+                  {"unk_id", 0},
+                  {"vocab",
+                   unigramVocab({{"<unk>", 0.0}, {"a", -1.0}, {"bc", -1.0}, {"ab", -1.0}, {"c", -1.0}})}});
+        QCOMPARE(tokens(*ties, "abc"), (Tokens{"a", "bc"}));
+        // No unk_id: an unknown character is an error, as tokenizers' MissingUnkId.
+        const auto noUnk = load({{"type", "Unigram"}, {"vocab", unigramVocab({{"a", -1.0}})}});
+        QCOMPARE(tokens(*noUnk, "aa"), (Tokens{"a", "a"}));
+        const QString msg = errorOf([&] { noUnk->encode("ab"); });
+        QVERIFY2(msg.contains("'b'") && msg.contains("unk_id"), qPrintable(msg));
+    }
+
     // ---- bad input -------------------------------------------------------------------------------
 
     void badTokenizerJson_data()
@@ -309,8 +444,32 @@ private Q_SLOTS:
                                        << QStringList{"tokenizer.json", "pre_tokenizer.pretokenizers[1]",
                                                       "'Whitespace'", "not supported"};
         QTest::newRow("model") << edited([](auto& j) {
-            j["model"] = {{"type", "Unigram"}, {"vocab", nlohmann::json::array()}};
-        }) << QStringList{"tokenizer.json", "model", "'Unigram'", "not supported"};
+            j["model"] = {{"type", "WordPiece"}, {"vocab", {{"a", 0}}}, {"unk_token", "a"}};
+        }) << QStringList{"tokenizer.json", "model", "'WordPiece'", "not supported"};
+        // T5's and ALBERT's normalizer: SentencePiece's compiled character map, not read yet.
+        QTest::newRow("precompiled") << edited([](auto& j) {
+            j["normalizer"] = {
+                {"type", "Sequence"},
+                {"normalizers", {{{"type", "Precompiled"}, {"precompiled_charsmap", "AAAA"}}}}};
+        }) << QStringList{"tokenizer.json", "normalizer.normalizers[0]", "'Precompiled'", "not supported"};
+        const auto unigram = [](nlohmann::json model) {
+            nlohmann::json j = tinyTokenizerJson();
+            j["model"] = std::move(model);
+            return QByteArray::fromStdString(j.dump());
+        };
+        QTest::newRow("unigram vocab object")
+            << unigram({{"type", "Unigram"}, {"vocab", {{"a", 0}}}, {"unk_id", 0}})
+            << QStringList{"tokenizer.json", "model", "'vocab'", "[piece, score]"};
+        QTest::newRow("unigram vocab entry")
+            << unigram(
+                   {{"type", "Unigram"}, {"vocab", unigramVocab({{"a", -1.0}, {"b", "low"}})}, {"unk_id", 0}})
+            << QStringList{"tokenizer.json", "model.vocab[1]", "[piece, score]"};
+        QTest::newRow("unigram unk_id")
+            << unigram({{"type", "Unigram"}, {"vocab", unigramVocab({{"a", -1.0}})}, {"unk_id", 1}})
+            << QStringList{"tokenizer.json", "model", "unk_id 1"};
+        QTest::newRow("unigram empty")
+            << unigram({{"type", "Unigram"}, {"vocab", nlohmann::json::array()}, {"unk_id", 0}})
+            << QStringList{"tokenizer.json", "model", "empty"};
         QTest::newRow("post-processor") << edited([](auto& j) {
             j["post_processor"] = {{"type", "Sequence"},
                                    {"processors", {{{"type", "ByteLevel"}}, {{"type", "Frobnicate"}}}}};
