@@ -234,10 +234,14 @@ void InputPanel::setModelKind(const ModelInfo& model)
     m_tabs->setTabVisible(m_tabs->indexOf(m_imagesTab), !text);
     m_tabs->setTabVisible(m_tabs->indexOf(m_syntheticTab), synthetic);
     m_tabs->setTabText(m_tabs->indexOf(m_textTab), decoder ? tr("Text") : tr("Your text"));
+    const bool ids = model.takesTokenIds();
     m_premiseLabel->setText(
-        decoder ? tr("Text (tokenized as Hugging Face does: BOS only where the model's tokenizer adds one)")
-                : tr("Premise"));
-    m_premise->setPlaceholderText(decoder ? tr("Any text") : tr("Premise (or any text)"));
+        ids ? tr("Token ids, e.g. 1, 5, 9 (this model folder has no tokenizer files; they run as given)")
+        : decoder ? tr("Text (tokenized as Hugging Face does: BOS only where the model's tokenizer adds one)")
+                  : tr("Premise"));
+    m_premise->setPlaceholderText(ids       ? tr("1, 5, 9")
+                                  : decoder ? tr("Any text")
+                                            : tr("Premise (or any text)"));
     m_hypothesisLabel->setVisible(!decoder);
     m_hypothesis->setVisible(!decoder);
     m_openText->setVisible(decoder);

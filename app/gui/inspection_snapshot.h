@@ -35,6 +35,7 @@ struct ModelInfo
     int imageSize = 0, gridSize = 0; ///< ViT
     bool preLayerNorm = false;       ///< blocks normalise their input (ViT, GPT-2, pre-LN OPT, LLaMA)
     QString tokenizerKind;           ///< decoders: "byte-level BPE" or "SentencePiece"
+    bool noTokenizer = false;        ///< decoders: the folder has no tokenizer files
     /// Decoders with sliding-window attention: a query sees its `slidingWindow` most recent keys, on
     /// every layer (Mistral) or on the even layers only (Gemma 2). 0: no window.
     int slidingWindow = 0;
@@ -48,6 +49,8 @@ struct ModelInfo
     /// Takes sentence pairs (BERT over MNLI).
     bool takesPairs() const { return family && family->sentencePairs; }
     bool takesImages() const { return family && family->takesImages(); }
+    /// A decoder whose folder has no tokenizer files: its input is token ids ("1, 5, 9").
+    bool takesTokenIds() const { return isDecoder() && noTokenizer; }
     /// The sliding window of a layer (0-based), 0 where the layer has none.
     int windowOf(int layer) const { return windowOnEvenLayersOnly && layer % 2 != 0 ? 0 : slidingWindow; }
 };

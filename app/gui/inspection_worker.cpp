@@ -240,9 +240,11 @@ void InspectionWorker::loadModel(quint64 generation, const QString& dirText)
         info.family = &family;
         if (family.engine == FamilyEngine::Decoder) {
             model->decoder = std::make_unique<DecoderNetwork>(DecoderNetwork::load(dir));
-            model->decoderTokenizer = DecoderTokenizer::fromModelDir(dir);
+            // A folder without tokenizer files runs token ids (as `inspect --input-ids`).
+            if (DecoderTokenizer::existsIn(dir))
+                model->decoderTokenizer = DecoderTokenizer::fromModelDir(dir);
             const DecoderConfig& c = model->decoder->config();
-            if (model->decoderTokenizer->vocabSize() > c.vocabSize)
+            if (model->decoderTokenizer && model->decoderTokenizer->vocabSize() > c.vocabSize)
                 throw Error(dir + ": the tokenizer has " +
                             std::to_string(model->decoderTokenizer->vocabSize()) +
                             " tokens but the model's vocab_size is " + std::to_string(c.vocabSize));
@@ -253,7 +255,9 @@ void InspectionWorker::loadModel(quint64 generation, const QString& dirText)
             info.preLayerNorm = c.preLayerNorm();
             info.slidingWindow = c.slidingWindow;
             info.windowOnEvenLayersOnly = c.slidingWindowAlternates;
-            info.tokenizerKind = QString::fromStdString(model->decoderTokenizer->kind());
+            if (model->decoderTokenizer)
+                info.tokenizerKind = QString::fromStdString(model->decoderTokenizer->kind());
+            info.noTokenizer = !model->decoderTokenizer;
         } else if (family.engine == FamilyEngine::Bert) {
             model->bert = std::make_unique<BertNetwork>(BertNetwork::load(dir));
             model->tokenizer = std::make_unique<BertTokenizer>(BertTokenizer::fromModelDir(dir));
@@ -344,8 +348,11 @@ void InspectionWorker::inspectDecoderText(quint64 generation, const QString& tex
                                                                               : torch::kFloat);
     std::set<std::string> captures = snapshotCaptureNames(layers);
     captures.merge(systematicCaptureNames(layers));
-    const DecoderInspection r = inspectDecoder(*m_model->decoder, *m_model->decoderTokenizer,
-                                               text.toStdString(), limit, true, captures);
+    const DecoderTokenizer* tokenizer = m_model->decoderTokenizer.get();
+    const DecoderInspection r =
+        tokenizer
+            ? inspectDecoder(*m_model->decoder, *tokenizer, text.toStdString(), limit, true, captures)
+            : inspectDecoderIds(*m_model->decoder, parseTokenIds(text.toStdString()), nullptr, captures);
     s->generation = generation;
     s->model = m_model->info;
     s->input = text;
@@ -359,13 +366,14 @@ void InspectionWorker::inspectDecoderText(quint64 generation, const QString& tex
     fillActivations(*s, r.activations);
     std::vector<std::string> decoded; // as `stats` categorises a decoder's tokens
     for (std::int64_t id : r.encoding.inputIds)
-        decoded.push_back(m_model->decoderTokenizer->displayToken(id));
+        decoded.push_back(tokenizer ? tokenizer->displayToken(id) : std::to_string(id));
     fillSystematic(*s, r.activations, m_model->decoder->module(), m_model->info.family->conv1dWeights,
                    tokenCategories(decoded), m_model->systematicWeights);
     s->outputNotice = QString::fromStdString(r.outputNotice);
     for (const auto& [id, p] : r.nextTokens)
         s->prediction << QStringLiteral("%1 (%2)")
-                             .arg(QString::fromStdString(decoderTokenLabel(*m_model->decoderTokenizer, id)))
+                             .arg(tokenizer ? QString::fromStdString(decoderTokenLabel(*tokenizer, id))
+                                            : QStringLiteral("#%1").arg(id))
                              .arg(p, 0, 'f', 3);
     Q_EMIT inspected(generation, s);
 }

@@ -156,6 +156,8 @@ FirstInput ModelCatalog::firstInput(const ModelInfo& model, const StartPoint& st
     const bool userText = last.kind == Kind::Text && !lastWasSample;
     if (model.synthetic)
         return run(last.kind == Kind::Synthetic ? last : InputRequest{Kind::Synthetic, {}, {}, {}, {}, 1});
+    if (model.takesTokenIds()) // no tokenizer files: a few ids of the vocabulary's start
+        return runText(QStringLiteral("1, 5, 9, 14, 20, 3, 7, 11, 2, 16"), true);
     if (model.isDecoder()) {
         if (userText && last.pair.isEmpty())
             return runText(last.text); // free text carries over between decoders

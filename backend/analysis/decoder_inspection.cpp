@@ -53,6 +53,37 @@ DecoderInspection inspectDecoder(DecoderNetwork& network, const DecoderTokenizer
     return result;
 }
 
+std::vector<std::int64_t> parseTokenIds(const std::string& text)
+{
+    std::vector<std::int64_t> ids;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        const std::size_t comma = std::min(text.find(',', start), text.size());
+        std::string item = text.substr(start, comma - start);
+        item.erase(0, std::min(item.size(), item.find_first_not_of(" \t\r\n")));
+        item.erase(item.find_last_not_of(" \t\r\n") + 1);
+        // White space separates ids too ("1 5 9"), but an empty entry between commas is an error.
+        std::size_t pos = 0;
+        do {
+            const std::size_t end = std::min(item.find_first_of(" \t\r\n", pos), item.size());
+            const std::string one = item.substr(pos, end - pos);
+            std::size_t used = 0;
+            long long value = -1;
+            try {
+                value = std::stoll(one, &used);
+            } catch (const std::exception&) {
+                used = 0;
+            }
+            if (one.empty() || used != one.size() || value < 0)
+                throw Error("'" + one + "' is not a token id (expected e.g. 1,5,9)");
+            ids.push_back(value);
+            pos = item.find_first_not_of(" \t\r\n", end);
+        } while (pos != std::string::npos && pos < item.size());
+        start = comma + 1;
+    }
+    return ids;
+}
+
 DecoderInspection inspectDecoderIds(DecoderNetwork& network, const std::vector<std::int64_t>& inputIds,
                                     const DecoderTokenizer* tokenizer,
                                     const std::set<std::string>& captureNames, int topNext)

@@ -41,6 +41,10 @@ DecoderInspection inspectDecoderIds(DecoderNetwork& network, const std::vector<s
                                     const DecoderTokenizer* tokenizer,
                                     const std::set<std::string>& captureNames = {}, int topNext = 5);
 
+/// "1,5,9" or "1 5 9" (commas and/or white space) -> {1, 5, 9}. Throws Error naming an entry that is not a
+/// non-negative integer, and for no ids at all.
+std::vector<std::int64_t> parseTokenIds(const std::string& text);
+
 /// A readable label for a decoder token: the tokenizer's display string with spaces made visible
 /// ("\u00b7" for a leading space, "\\n" for a newline), never empty.
 std::string decoderTokenLabel(const DecoderTokenizer& tokenizer, std::int64_t id);

@@ -6,6 +6,7 @@
 #include "../common/gui_test_home.h"
 #include "../common/tensor_compare.h"
 
+#include "analysis/decoder_inspection.h"
 #include "analysis/recording_sink.h"
 #include "analysis/showcase.h"
 #include "colormap.h"
@@ -749,6 +750,45 @@ private Q_SLOTS:
             if (a->text() == QStringLiteral("viridis")) a->trigger();
         QCOMPARE(QSettings().value(QStringLiteral("view/sequentialColormap")).toString(),
                  QStringLiteral("viridis"));
+    }
+
+    /// Issue #38: a decoder folder without tokenizer files opens; its input is token ids, run as given,
+    /// and the head view shows the backend's numbers on them.
+    void decoderWithoutTokenizerTakesIds()
+    {
+        const QString dir = QString::fromStdString(fixture("families/qwen3/hf"));
+        m_window->openModel(dir);
+        QTRY_COMPARE_WITH_TIMEOUT(m_window->controller()->model().dir, dir, 60000);
+        QVERIFY(m_window->controller()->model().takesTokenIds());
+        QTRY_VERIFY_WITH_TIMEOUT(m_window->controller()->snapshot() &&
+                                     m_window->controller()->snapshot()->model.dir == dir,
+                                 60000);
+        const SnapshotPtr s = m_window->controller()->snapshot();
+        const std::vector<std::int64_t> ids = parseTokenIds(s->input.toStdString());
+        QCOMPARE(s->T, int(ids.size()));
+        for (int t = 0; t < s->T; ++t)
+            QCOMPARE(s->tokens[t], QString::number(ids[std::size_t(t)]));
+        QVERIFY2(s->prediction.value(0).startsWith(QLatin1Char('#')), qPrintable(s->prediction.join(", ")));
+        m_window->pages()->setCurrentWidget(m_window->headView());
+        m_window->setSelection(1, 3);
+        const HeadViewData shown = m_window->headView()->data();
+        DecoderNetwork net = DecoderNetwork::load(dir.toStdString());
+        RecordingSink sink;
+        {
+            c10::InferenceMode guard;
+            const auto T = std::int64_t(ids.size());
+            net.forward(torch::tensor(ids, torch::kLong).view({1, T}), {}, &sink);
+        }
+        const torch::Tensor probs = sink.at("layer1/attn_probs")[0][3].contiguous();
+        const torch::Tensor shownProbs =
+            torch::from_blob(const_cast<float*>(shown.probabilities.values.constData()), {s->T, s->T},
+                             torch::kFloat)
+                .clone();
+        OL_COMPARE_TENSORS("qwen3 without tokenizer", shownProbs, probs, 1e-6);
+        // Text that is not ids is an error that says what to type, and the last snapshot stays.
+        m_window->inputPanel()->runText(QStringLiteral("Summer is warm."));
+        QTRY_VERIFY_WITH_TIMEOUT(!m_window->controller()->loadingOrInspecting(), 60000);
+        QCOMPARE(m_window->controller()->snapshot()->input, s->input);
     }
 
     void decoderModelsOpenWithCausalAttention()
