@@ -5,8 +5,10 @@
 #include "analysis/bert_inspection.h"
 #include "analysis/decoder_inspection.h"
 #include "analysis/inspection_dump.h"
+#include "analysis/metrics.h"
 #include "analysis/vit_inspection.h"
 #include "common/error.h"
+#include "io/npy.h"
 #include "model/config.h"
 #include "model/model_family.h"
 #include "model/runtime.h"
@@ -94,29 +96,14 @@ int inspectBertModel(Command& cmd, const std::string& modelDir)
     return finish(modelDir, result.outputNotice);
 }
 
-/// "1,5,9" (spaces allowed) -> {1, 5, 9}; a usage error names an entry that is not a number.
-std::vector<std::int64_t> parseTokenIds(const std::string& text)
+/// --input-ids as a list of ids (analysis/decoder_inspection.h); a usage error names a bad entry.
+std::vector<std::int64_t> inputIdsOption(const std::string& text)
 {
-    std::vector<std::int64_t> ids;
-    std::size_t start = 0;
-    while (start <= text.size()) {
-        const std::size_t comma = std::min(text.find(',', start), text.size());
-        std::string item = text.substr(start, comma - start);
-        item.erase(0, item.find_first_not_of(" \t"));
-        item.erase(item.find_last_not_of(" \t") + 1);
-        std::size_t used = 0;
-        long long value = -1;
-        try {
-            value = std::stoll(item, &used);
-        } catch (const std::exception&) {
-            used = 0;
-        }
-        if (item.empty() || used != item.size() || value < 0)
-            throw UsageException{"--input-ids: '" + item + "' is not a token id (expected e.g. 1,5,9)"};
-        ids.push_back(value);
-        start = comma + 1;
+    try {
+        return parseTokenIds(text);
+    } catch (const Error& e) {
+        throw UsageException{std::string("--input-ids: ") + e.what()};
     }
-    return ids;
 }
 
 int inspectDecoderModel(Command& cmd, const std::string& modelDir, Precision precision)
@@ -125,7 +112,7 @@ int inspectDecoderModel(Command& cmd, const std::string& modelDir, Precision pre
     const bool givenIds = cmd.isSet("input-ids");
     if (givenIds && cmd.isSet("text")) throw UsageException{"give --text or --input-ids, not both"};
     const std::string text = givenIds ? cmd.value("input-ids") : cmd.requiredText("text");
-    const std::vector<std::int64_t> ids = givenIds ? parseTokenIds(text) : std::vector<std::int64_t>();
+    const std::vector<std::int64_t> ids = givenIds ? inputIdsOption(text) : std::vector<std::int64_t>();
     const int maxLength = cmd.intValue("max-length", 0, 1, 1 << 20);
     DecoderNetwork network = DecoderNetwork::load(modelDir, cmd.variantOverride());
     if (precision == Precision::Bf16) network.setComputeDtype(torch::kBFloat16);
@@ -186,17 +173,46 @@ std::vector<std::string> vitClassNames(const VitConfig& c)
     return names;
 }
 
+/// An already preprocessed input from --pixels: float32 [C, h, w] or [1, C, h, w] (NumPy .npy).
+torch::Tensor readPixels(const std::string& path, const VitConfig& c)
+{
+    torch::Tensor pixels = readNpyFloat32(path);
+    if (pixels.dim() == 3) pixels = pixels.unsqueeze(0);
+    if (pixels.dim() != 4 || pixels.size(0) != 1 || pixels.size(1) != c.numChannels)
+        throw Error(path + ": expected preprocessed pixels of shape [" + std::to_string(c.numChannels) +
+                    ", h, w] or [1, " + std::to_string(c.numChannels) + ", h, w], found " +
+                    shapeString(pixels));
+    return pixels;
+}
+
 int inspectVitModel(Command& cmd, const std::string& modelDir)
 {
-    const std::string imagePath = cmd.required("image");
+    const bool givenPixels = cmd.isSet("pixels");
+    if (givenPixels && cmd.isSet("image")) throw UsageException{"give --image or --pixels, not both"};
+    const std::string input = givenPixels ? cmd.required("pixels") : cmd.required("image");
     VitNetwork network = VitNetwork::load(modelDir, cmd.variantOverride());
-    const ImagePreprocessing preprocessing = ImagePreprocessing::fromModelDir(modelDir);
     const VitConfig& c = network.config();
-    std::printf("model: %s (%s, %d layers, %d heads, hidden %d, %dx%d patches; %s)\n", modelDir.c_str(),
-                c.architecture.c_str(), c.numLayers, c.numHeads, c.hiddenSize, c.gridSize(), c.gridSize(),
+    // --pixels bypasses the image processor: the model sees exactly the file's numbers, at its size.
+    const torch::Tensor pixels = givenPixels ? readPixels(input, c) : torch::Tensor();
+    const int rows = givenPixels ? int(pixels.size(2) / c.patchSize) : c.gridSize();
+    const int cols = givenPixels ? int(pixels.size(3) / c.patchSize) : c.gridSize();
+    std::printf("model: %s (%s, %d layers, %d heads, hidden %d, %dx%d patches%s; %s)\n", modelDir.c_str(),
+                c.architecture.c_str(), c.numLayers, c.numHeads, c.hiddenSize, rows, cols,
+                c.numRegisters > 0 ? (", " + std::to_string(c.numRegisters) + " registers").c_str() : "",
                 c.variant.describe().c_str());
-    std::printf("preprocessing: %s\n", preprocessing.describe().c_str());
-    const VitInspection result = inspectVit(network, preprocessing, imagePath);
+    for (const auto& note : network.loadReport().ignored)
+        std::printf("note: left out %s\n", note.c_str());
+    VitInspection result;
+    if (givenPixels) {
+        std::printf("pixels: %s, [%lld, %lld, %lld] as given (no preprocessing)\n", input.c_str(),
+                    static_cast<long long>(pixels.size(1)), static_cast<long long>(pixels.size(2)),
+                    static_cast<long long>(pixels.size(3)));
+        result = inspectVitPixels(network, pixels);
+    } else {
+        const ImagePreprocessing preprocessing = ImagePreprocessing::fromModelDir(modelDir);
+        std::printf("preprocessing: %s\n", preprocessing.describe().c_str());
+        result = inspectVit(network, preprocessing, input);
+    }
     if (!result.top.empty()) {
         const std::vector<std::string> names = vitClassNames(c);
         std::printf("top-%zu:", result.top.size());
@@ -210,10 +226,10 @@ int inspectVitModel(Command& cmd, const std::string& modelDir)
     if (cmd.isSet("dump")) {
         if (interruptFlag()) return interruptedExitCode();
         const std::string dumpPath = cmd.value("dump");
-        writeInspectionDump(dumpPath, result.activations, 0, c.numTokens(), vitTokenLabels(c),
-                            {modelDir, network.checkpointSha256(), imagePath},
-                            c.numClasses > 0 ? vitClassNames(c) : std::vector<std::string>{},
-                            {c.gridSize(), c.gridSize()});
+        const std::vector<std::string> labels = c.tokenLabels(rows, cols);
+        writeInspectionDump(dumpPath, result.activations, 0, std::int64_t(labels.size()), labels,
+                            {modelDir, network.checkpointSha256(), input},
+                            c.numClasses > 0 ? vitClassNames(c) : std::vector<std::string>{}, {rows, cols});
         std::printf("dump: %s (%zu activations)\n", dumpPath.c_str(), result.activations.tensors().size());
     }
     return finish(modelDir, result.outputNotice);
@@ -234,6 +250,11 @@ int runInspect(const QStringList& args)
          "ids"},
         {"pair", "Second segment (BERT): the hypothesis.", "text"},
         {"image", "Image file (ViT).", "file"},
+        {"pixels",
+         "ViT: an already preprocessed input, a NumPy .npy of float32 [3, h, w] or [1, 3, h, w] "
+         "(little-endian, C order), run as it is without the image processor; h and w are the model's "
+         "size, or multiples of its patch size for models that interpolate positions (DINOv2, CLIP).",
+         "X.npy"},
         {"max-length", "Truncate the token sequence to N tokens (default: the model's maximum).", "N"},
         {"no-special-tokens", "Decoders: do not add the tokenizer's BOS (OPT </s>, LLaMA <s>)."},
         {"dump", "Write every capture point to this HDF5 file.", "out.h5"},
@@ -251,8 +272,8 @@ int runInspect(const QStringList& args)
         const std::string modelDir = cmd.required("model");
         const Precision precision = cmd.precision();
         const ModelFamily& family = modelFamilyOfDir(modelDir);
-        if (cmd.isSet("image") && !family.takesImages())
-            throw UsageException{"--image needs a model that reads images; " + modelDir + " is a " +
+        if ((cmd.isSet("image") || cmd.isSet("pixels")) && !family.takesImages())
+            throw UsageException{"--image/--pixels need a model that reads images; " + modelDir + " is a " +
                                  family.name + " model (use --text)"};
         if ((cmd.isSet("text") || cmd.isSet("pair")) && !family.takesText())
             throw UsageException{"--text/--pair need a model that reads text; " + modelDir + " is a " +

@@ -392,7 +392,7 @@ void InspectionWorker::inspectImage(quint64 generation, const QString& path, con
         s->model = m_model->info;
         s->input = path;
         s->imageCredit = credit;
-        for (const auto& t : vitTokenLabels(m_model->vit->config()))
+        for (const auto& t : m_model->vit->config().tokenLabels())
             s->tokens << QString::fromStdString(t);
         s->T = s->tokens.size();
         s->image = QImage(r.resized.pixels.data(), r.resized.width, r.resized.height, r.resized.width * 3,
@@ -400,7 +400,7 @@ void InspectionWorker::inspectImage(quint64 generation, const QString& path, con
                        .copy();
         fillActivations(*s, r.activations);
         fillSystematic(*s, r.activations, *m_model->vit->module(), false,
-                       tokenCategories(vitTokenLabels(m_model->vit->config())), m_model->systematicWeights);
+                       tokenCategories(m_model->vit->config().tokenLabels()), m_model->systematicWeights);
         s->probabilities = QVector<double>(r.probabilities.begin(), r.probabilities.end());
         s->outputNotice = QString::fromStdString(r.outputNotice);
         for (int k : r.top)

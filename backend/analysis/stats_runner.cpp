@@ -424,7 +424,7 @@ StatsRunResult runImages(const StatsRunOptions& o, const std::atomic<bool>& canc
     StreamingStatisticsSink sink(stats, captures);
     SystematicStatistics systematic(systematicOptionsFor(so));
     if (o.systematic) sink.addSystematic(systematic);
-    const std::vector<TokenCategory> patchCategories = tokenCategories(vitTokenLabels(c)); // [CLS], patches
+    const std::vector<TokenCategory> patchCategories = tokenCategories(c.tokenLabels()); // [CLS], patches
 
     StatsRunResult result;
     std::int64_t top1 = 0, top5 = 0, labelled = 0, done = 0;

@@ -7,16 +7,6 @@
 
 namespace outlierlens {
 
-std::vector<std::string> vitTokenLabels(const VitConfig& config)
-{
-    std::vector<std::string> labels{"[CLS]"};
-    const int grid = config.gridSize();
-    for (int r = 0; r < grid; ++r)
-        for (int c = 0; c < grid; ++c)
-            labels.push_back("patch " + std::to_string(r) + "," + std::to_string(c));
-    return labels;
-}
-
 VitInspection inspectVit(VitNetwork& network, const ImagePreprocessing& preprocessing,
                          const std::string& imagePath, const std::set<std::string>& captureNames)
 {
@@ -33,10 +23,18 @@ VitInspection inspectVit(VitNetwork& network, const ImagePreprocessing& preproce
     if (c.numChannels != 3)
         throw Error("only 3-channel (RGB) ViTs can take photos; this one has " +
                     std::to_string(c.numChannels) + " channels");
+    VitInspection result =
+        inspectVitPixels(network, preprocessImage(image, preprocessing).unsqueeze(0), captureNames);
+    result.resized = resizeAndCrop(image, preprocessing);
+    return result;
+}
+
+VitInspection inspectVitPixels(VitNetwork& network, const torch::Tensor& pixels,
+                               const std::set<std::string>& captureNames)
+{
     VitInspection result;
     result.activations = captureNames.empty() ? RecordingSink() : RecordingSink(captureNames);
-    result.resized = resizeAndCrop(image, preprocessing);
-    result.pixels = preprocessImage(image, preprocessing).unsqueeze(0);
+    result.pixels = pixels;
     c10::InferenceMode guard;
     const VitOutputs out = network.forward(result.pixels, &result.activations);
     if (out.logits.defined()) result.outputNotice = nonFiniteOutputNotice(out.logits);

@@ -23,9 +23,6 @@ struct VitInspection
     std::string outputNotice{};
 };
 
-/// Token labels of a ViT input: "[CLS]" then "patch r,c" (0-based row, column) in row-major order.
-std::vector<std::string> vitTokenLabels(const VitConfig& config);
-
 /// Decodes, preprocesses and runs an image file under InferenceMode, recording `captureNames`
 /// (empty = every capture point).
 VitInspection inspectVit(VitNetwork& network, const ImagePreprocessing& preprocessing,
@@ -33,5 +30,9 @@ VitInspection inspectVit(VitNetwork& network, const ImagePreprocessing& preproce
 /// The same for an image already decoded.
 VitInspection inspectVit(VitNetwork& network, const ImagePreprocessing& preprocessing, const RgbImage& image,
                          const std::set<std::string>& captureNames = {});
+/// The same for pixels already preprocessed, [1, C, h, w] float32, run as they are (`inspect --pixels`);
+/// `resized` stays empty.
+VitInspection inspectVitPixels(VitNetwork& network, const torch::Tensor& pixels,
+                               const std::set<std::string>& captureNames = {});
 
 } // namespace outlierlens

@@ -15,6 +15,26 @@ torch::nn::LayerNorm makeLayerNorm(int size, double eps)
     return torch::nn::LayerNorm(torch::nn::LayerNormOptions({size}).eps(eps));
 }
 
+/// quick_gelu (OpenAI CLIP, HF's QuickGELUActivation, timm's quick_gelu): x * sigmoid(1.702 x).
+torch::Tensor activate(const torch::Tensor& x, const std::string& name)
+{
+    if (name == "quick_gelu") return x * torch::sigmoid(1.702 * x);
+    return applyActivation(x, name);
+}
+
+const char* interpolationName(PosInterpolation mode)
+{
+    switch (mode) {
+    case PosInterpolation::None:
+        break;
+    case PosInterpolation::Bicubic:
+        return "bicubic";
+    case PosInterpolation::BicubicAntialias:
+        return "antialiased bicubic";
+    }
+    return "none";
+}
+
 } // namespace
 
 VitBlockImpl::VitBlockImpl(const VitConfig& c)
@@ -27,10 +47,14 @@ VitBlockImpl::VitBlockImpl(const VitConfig& c)
     proj = attn->register_module("proj", torch::nn::Linear(c.hiddenSize, c.hiddenSize));
     gates.create(*attn, c.variant, c.numHeads, c.headDim());
     attnDropout = register_module("attn_drop", torch::nn::Dropout(0.0));
+    if (c.layerScale)
+        ls1Gamma = addContainer(*this, "ls1")->register_parameter("gamma", torch::ones({c.hiddenSize}));
     norm2 = register_module("norm2", makeLayerNorm(c.hiddenSize, c.layerNormEps));
     auto mlp = addContainer(*this, "mlp");
     fc1 = mlp->register_module("fc1", torch::nn::Linear(c.hiddenSize, c.intermediateSize));
     fc2 = mlp->register_module("fc2", torch::nn::Linear(c.intermediateSize, c.hiddenSize));
+    if (c.layerScale)
+        ls2Gamma = addContainer(*this, "ls2")->register_parameter("gamma", torch::ones({c.hiddenSize}));
     spec = AttentionSpec{c.numHeads, c.headDim(), c.variant};
 }
 
@@ -45,16 +69,17 @@ torch::Tensor VitBlockImpl::forward(const torch::Tensor& x, const CaptureScope& 
     torch::Tensor attnOut = linearLayer(proj, context);
     capture.put(CapturePoint::AttnOut, attnOut);
     attnOut = capture.quant(QuantSite::AttnOut, attnOut);
+    if (ls1Gamma.defined()) attnOut = attnOut * ls1Gamma; // the capture is before LayerScale (DESIGN.md)
     const torch::Tensor afterAttention = capture.quant(QuantSite::AttnResidual, x + attnOut);
-    const torch::Tensor inner =
-        capture.quant(QuantSite::FfnIntermediate,
-                      applyActivation(linearLayer(fc1, capture.quant(QuantSite::FfnNorm,
-                                                                     layerNormOf(norm2, afterAttention))),
-                                      hiddenAct));
+    const torch::Tensor inner = capture.quant(
+        QuantSite::FfnIntermediate,
+        activate(linearLayer(fc1, capture.quant(QuantSite::FfnNorm, layerNormOf(norm2, afterAttention))),
+                 hiddenAct));
     capture.put(CapturePoint::DownIn, inner);
     torch::Tensor ffnOut = linearLayer(fc2, inner);
     capture.put(CapturePoint::FfnOut, ffnOut);
     ffnOut = capture.quant(QuantSite::FfnOut, ffnOut);
+    if (ls2Gamma.defined()) ffnOut = ffnOut * ls2Gamma;
     torch::Tensor out = afterAttention + ffnOut;
     capture.put(CapturePoint::Residual, out); // pre-LN: the block output is the residual stream
     capture.put(CapturePoint::Out, out);
@@ -66,12 +91,16 @@ VisionTransformerImpl::VisionTransformerImpl(const VitConfig& c)
 {
     auto patchEmbed = addContainer(*this, "patch_embed");
     patchProj = patchEmbed->register_module(
-        "proj", torch::nn::Conv2d(
-                    torch::nn::Conv2dOptions(c.numChannels, c.hiddenSize, c.patchSize).stride(c.patchSize)));
+        "proj", torch::nn::Conv2d(torch::nn::Conv2dOptions(c.numChannels, c.hiddenSize, c.patchSize)
+                                      .stride(c.patchSize)
+                                      .bias(c.patchBias)));
     if (c.patchEmbedNorm)
         patchNorm = patchEmbed->register_module("norm", makeLayerNorm(c.hiddenSize, c.layerNormEps));
     clsToken = register_parameter("cls_token", torch::zeros({1, 1, c.hiddenSize}));
-    posEmbed = register_parameter("pos_embed", torch::zeros({1, c.numTokens(), c.hiddenSize}));
+    if (c.numRegisters > 0)
+        regToken = register_parameter("reg_token", torch::zeros({1, c.numRegisters, c.hiddenSize}));
+    posEmbed = register_parameter("pos_embed", torch::zeros({1, c.numPositions(), c.hiddenSize}));
+    if (c.preNorm) normPre = register_module("norm_pre", makeLayerNorm(c.hiddenSize, c.layerNormEps));
     blocks = torch::nn::ModuleList();
     for (int i = 0; i < c.numLayers; ++i)
         blocks->push_back(VitBlock(c));
@@ -80,29 +109,65 @@ VisionTransformerImpl::VisionTransformerImpl(const VitConfig& c)
     if (c.numClasses > 0) head = register_module("head", torch::nn::Linear(c.hiddenSize, c.numClasses));
 }
 
+torch::Tensor VisionTransformerImpl::patchPositions(std::int64_t rows, std::int64_t cols) const
+{
+    const std::int64_t grid = config.gridSize(), d = config.hiddenSize;
+    const torch::Tensor table = config.posClsRow ? posEmbed.narrow(1, 1, grid * grid) : posEmbed;
+    if (rows == grid && cols == grid) return table;
+    // HF Dinov2/CLIP's interpolate_pos_encoding and timm's resample_abs_pos_embed: the grid as an image
+    // [1, d, grid, grid], resized in float32 to the new grid, back to rows.
+    namespace F = torch::nn::functional;
+    const torch::Tensor image = table.reshape({1, grid, grid, d}).permute({0, 3, 1, 2}).to(torch::kFloat);
+    const torch::Tensor resized =
+        F::interpolate(image, F::InterpolateFuncOptions()
+                                  .size(std::vector<std::int64_t>{rows, cols})
+                                  .mode(torch::kBicubic)
+                                  .align_corners(false)
+                                  .antialias(config.posInterpolation == PosInterpolation::BicubicAntialias));
+    return resized.permute({0, 2, 3, 1}).reshape({1, rows * cols, d}).to(table.dtype());
+}
+
 VitOutputs VisionTransformerImpl::forward(const torch::Tensor& pixels, ActivationSink* sink)
 {
-    if (pixels.dim() != 4 || pixels.size(1) != config.numChannels || pixels.size(2) != config.imageSize ||
-        pixels.size(3) != config.imageSize)
-        throw Error("ViT input must be [B, " + std::to_string(config.numChannels) + ", " +
-                    std::to_string(config.imageSize) + ", " + std::to_string(config.imageSize) + "], found " +
-                    shapeString(pixels));
+    const int p = config.patchSize;
+    const bool anySize = config.posInterpolation != PosInterpolation::None;
+    if (pixels.dim() != 4 || pixels.size(1) != config.numChannels ||
+        (!anySize && (pixels.size(2) != config.imageSize || pixels.size(3) != config.imageSize)) ||
+        (anySize && (pixels.size(2) < p || pixels.size(3) < p || pixels.size(2) % p || pixels.size(3) % p)))
+        throw Error(anySize ? "ViT input must be [B, " + std::to_string(config.numChannels) +
+                                  ", H, W] with H and W multiples of the patch size " + std::to_string(p) +
+                                  " (positions are resized by " + interpolationName(config.posInterpolation) +
+                                  " interpolation), found " + shapeString(pixels)
+                            : "ViT input must be [B, " + std::to_string(config.numChannels) + ", " +
+                                  std::to_string(config.imageSize) + ", " + std::to_string(config.imageSize) +
+                                  "], found " + shapeString(pixels));
     const auto B = pixels.size(0);
     torch::Tensor patches = float32InInference([&] { return patchProj->forward(pixels); })
                                 .flatten(2)
                                 .transpose(1, 2); // [B, N, d], row-major patches
     if (patchNorm) patches = layerNormOf(patchNorm, patches);
-    torch::Tensor x = torch::cat({clsToken.expand({B, -1, -1}), patches}, 1) + posEmbed;
+    // Positions go to the class token (when the table has its row) and the patches; registers are inserted
+    // after, without positions (HF Dinov2WithRegisters, timm's no_embed_class).
+    patches = patches + patchPositions(pixels.size(2) / p, pixels.size(3) / p);
+    torch::Tensor cls = clsToken.expand({B, -1, -1});
+    if (config.posClsRow) cls = cls + posEmbed.narrow(1, 0, 1);
+    std::vector<torch::Tensor> parts{cls};
+    if (regToken.defined()) parts.push_back(regToken.expand({B, -1, -1}));
+    parts.push_back(patches);
+    torch::Tensor x = torch::cat(parts, 1);
+    if (normPre) x = layerNormOf(normPre, x); // CLIP: layer 0's input is after pre_layrnorm
     CaptureScope(sink, -1).put(CapturePoint::Embeddings, x);
     x = CaptureScope(sink, -1).quant(QuantSite::EmbeddingSum, x);
     for (std::size_t i = 0; i < blocks->size(); ++i)
         x = blocks[i]->as<VitBlock>()->forward(x, CaptureScope(sink, int(i)));
     VitOutputs out;
     out.sequence = x;
+    out.normed = layerNormOf(norm, x);
+    out.lastHiddenState = config.lastHiddenNormed ? out.normed : x;
+    out.pooled = out.normed.select(1, 0);
     if (head) {
         const CaptureScope outside(sink, -1);
-        out.logits =
-            linearLayer(head, outside.quant(QuantSite::FinalNorm, layerNormOf(norm, x)).select(1, 0));
+        out.logits = linearLayer(head, outside.quant(QuantSite::FinalNorm, out.normed).select(1, 0));
         outside.put(CapturePoint::Logits, out.logits);
         out.logits = outside.quant(QuantSite::Logits, out.logits);
     }

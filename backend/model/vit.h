@@ -18,7 +18,8 @@ namespace outlierlens {
 // Module and parameter names are timm's (VisionTransformer); Hugging Face checkpoints are mapped
 // onto them when loading (VitNetwork).
 
-/// One pre-LN block: x + attn(norm1(x)), then + mlp(norm2(.)).
+/// One pre-LN block: x + ls1 * attn(norm1(x)), then + ls2 * mlp(norm2(.)); ls1/ls2 (LayerScale) only when
+/// the config has them (DINOv2), else 1.
 class VitBlockImpl : public torch::nn::Module
 {
 public:
@@ -30,6 +31,7 @@ public:
     torch::nn::Linear qkv{nullptr}, proj{nullptr}, fc1{nullptr}, fc2{nullptr};
     AttentionGates gates;
     torch::nn::Dropout attnDropout{nullptr};
+    torch::Tensor ls1Gamma, ls2Gamma; ///< [d] LayerScale; undefined without it
     AttentionSpec spec;
     std::string hiddenAct;
 };
@@ -38,6 +40,10 @@ TORCH_MODULE(VitBlock);
 struct VitOutputs
 {
     torch::Tensor sequence; ///< [B, T, d] last block output, before the final LayerNorm
+    torch::Tensor normed;   ///< [B, T, d] the final LayerNorm of every token (timm's forward_features)
+    /// [B, T, d] the reference's last hidden state: `normed` (timm, DINOv2) or `sequence` (HF CLIP)
+    torch::Tensor lastHiddenState;
+    torch::Tensor pooled; ///< [B, d] the class token of `normed` (HF pooler_output of DINOv2 and CLIP)
     torch::Tensor
         logits; ///< [B, classes] from the class token after the final LayerNorm; undefined without a head
 };
@@ -46,13 +52,20 @@ class VisionTransformerImpl : public torch::nn::Module
 {
 public:
     explicit VisionTransformerImpl(const VitConfig& config);
-    /// pixels: [B, C, H, W] float32, preprocessed as the checkpoint expects.
+    /// pixels: [B, C, H, W] float32, preprocessed as the checkpoint expects. H and W are the config's
+    /// image size, or (when the config interpolates positions) any multiples of the patch size:
+    /// T = 1 + registers + (H / patch) * (W / patch) tokens, patches row-major.
     VitOutputs forward(const torch::Tensor& pixels, ActivationSink* sink = nullptr);
+    /// The position rows of a rows x cols patch grid, [1, rows * cols, d]: the table's own grid, else
+    /// resized by the config's PosInterpolation (an Error when it has none).
+    torch::Tensor patchPositions(std::int64_t rows, std::int64_t cols) const;
 
     VitConfig config;
     torch::nn::Conv2d patchProj{nullptr};
     torch::nn::LayerNorm patchNorm{nullptr};
     torch::Tensor clsToken, posEmbed;
+    torch::Tensor regToken;                ///< [1, registers, d]; undefined without registers
+    torch::nn::LayerNorm normPre{nullptr}; ///< CLIP's pre-encoder LayerNorm; null without it
     torch::nn::ModuleList blocks{nullptr};
     torch::nn::LayerNorm norm{nullptr};
     torch::nn::Linear head{nullptr};

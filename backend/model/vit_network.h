@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace outlierlens {
 
@@ -48,5 +49,14 @@ private:
 /// Maps Hugging Face ViT names onto timm's (query/key/value concatenated into qkv). Exposed for tests.
 StateDict mapHuggingFaceVitKeys(StateDict tensors, int numLayers, const std::string& file,
                                 LoadReport& report);
+/// The same for any Hugging Face naming (ViT, DINOv2, CLIP's vision tower): q/k/v concatenated into qkv,
+/// LayerScale lambda1 -> ls1/ls2.gamma, CLIP's [d] class embedding and [N, d] position table reshaped to
+/// timm's [1, 1, d] and [1, N, d]; tensors the tower does not use (DINOv2's mask token, CLIP's text tower
+/// and projections) are left out and listed in `report`.
+StateDict mapHuggingFaceVisionKeys(StateDict tensors, VitNaming naming, int numLayers,
+                                   const std::string& file, LoadReport& report);
+/// The checkpoint tensors whose shapes the config fixes, under the checkpoint's own names (for
+/// checkConfigAgainstCheckpoint): the patch conv (patch size), the registers, the position table.
+std::vector<ImpliedShape> vitImpliedShapes(const VitConfig& config);
 
 } // namespace outlierlens
