@@ -139,6 +139,27 @@ torch::Tensor attnOut(const torch::Tensor& projected, const CaptureScope& captur
 /// A pre-norm block's output: captured as residual and out, quantized.
 torch::Tensor blockOut(const torch::Tensor& out, const CaptureScope& capture);
 
+/// The body of a rotary layout (LLaMA's, Gemma 2's, Phi's, GPT-NeoX's, Falcon's): the rotary tables, the
+/// token embeddings (times `embeddingScale` when defined: Gemma's sqrt(hidden) in the compute dtype),
+/// captured as embeddings and quantized, every block in order, the final norm, quantized. Returns the
+/// last hidden state.
+template<class Block>
+torch::Tensor rotaryBody(const DecoderConfig& config, const torch::Tensor& ids,
+                         const torch::Tensor& positions, PassContext& pass, const EmbeddingImpl& embedding,
+                         const std::vector<std::shared_ptr<Block>>& blocks, const NormImpl& finalNorm,
+                         const torch::Tensor& embeddingScale = {})
+{
+    const CaptureScope top(pass.sink, -1);
+    rotaryTables(config, positions, pass);
+    torch::Tensor x = embedding.forward(ids, pass.dtype);
+    if (embeddingScale.defined()) x = x * embeddingScale;
+    put(top, CapturePoint::Embeddings, x);
+    x = top.quant(QuantSite::EmbeddingSum, x);
+    for (std::size_t i = 0; i < blocks.size(); ++i)
+        x = blocks[i]->forward(x, pass, CaptureScope(pass.sink, int(i)));
+    return top.quant(QuantSite::FinalNorm, finalNorm.forward(x));
+}
+
 /// The prefix a layout's module names carry ("transformer.", "model.decoder.", "model.", "gpt_neox.") and
 /// the shorter prefixes checkpoints of other provenance use for the same tensors.
 struct Naming

@@ -127,14 +127,7 @@ public:
 
     torch::Tensor body(const torch::Tensor& ids, const torch::Tensor& positions, PassContext& pass) override
     {
-        const CaptureScope top(pass.sink, -1);
-        rotaryTables(config, positions, pass);
-        torch::Tensor x = word_embeddings->forward(ids, pass.dtype);
-        put(top, CapturePoint::Embeddings, x);
-        x = top.quant(QuantSite::EmbeddingSum, x);
-        for (std::size_t i = 0; i < blocks.size(); ++i)
-            x = blocks[i]->forward(x, pass, CaptureScope(pass.sink, int(i)));
-        return top.quant(QuantSite::FinalNorm, ln_f->forward(x));
+        return rotaryBody(config, ids, positions, pass, *word_embeddings, blocks, *ln_f);
     }
 
     torch::Tensor headWeight() const override { return lm_head ? lm_head->weight : word_embeddings->weight; }

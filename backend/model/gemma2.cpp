@@ -118,17 +118,10 @@ public:
 
     torch::Tensor body(const torch::Tensor& ids, const torch::Tensor& positions, PassContext& pass) override
     {
-        const CaptureScope top(pass.sink, -1);
-        rotaryTables(config, positions, pass);
         // normalizer = torch.tensor(hidden_size ** 0.5, dtype=hidden_states.dtype): rounded to the dtype.
         const torch::Tensor normalizer =
             torch::tensor(std::sqrt(double(config.hiddenSize)), torch::dtype(torch::kDouble)).to(pass.dtype);
-        torch::Tensor x = embed_tokens->forward(ids, pass.dtype) * normalizer;
-        put(top, CapturePoint::Embeddings, x);
-        x = top.quant(QuantSite::EmbeddingSum, x);
-        for (std::size_t i = 0; i < blocks.size(); ++i)
-            x = blocks[i]->forward(x, pass, CaptureScope(pass.sink, int(i)));
-        return top.quant(QuantSite::FinalNorm, norm->forward(x));
+        return rotaryBody(config, ids, positions, pass, *embed_tokens, blocks, *norm, normalizer);
     }
 
     torch::Tensor logits(const torch::Tensor& lastHidden) const override

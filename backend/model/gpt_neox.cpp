@@ -111,14 +111,7 @@ public:
 
     torch::Tensor body(const torch::Tensor& ids, const torch::Tensor& positions, PassContext& pass) override
     {
-        const CaptureScope top(pass.sink, -1);
-        rotaryTables(config, positions, pass);
-        torch::Tensor x = embed_in->forward(ids, pass.dtype);
-        put(top, CapturePoint::Embeddings, x);
-        x = top.quant(QuantSite::EmbeddingSum, x);
-        for (std::size_t i = 0; i < blocks.size(); ++i)
-            x = blocks[i]->forward(x, pass, CaptureScope(pass.sink, int(i)));
-        return top.quant(QuantSite::FinalNorm, final_layer_norm->forward(x));
+        return rotaryBody(config, ids, positions, pass, *embed_in, blocks, *final_layer_norm);
     }
 
     torch::Tensor headWeight() const override { return embed_out ? embed_out->weight : embed_in->weight; }

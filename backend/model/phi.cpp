@@ -98,14 +98,7 @@ public:
 
     torch::Tensor body(const torch::Tensor& ids, const torch::Tensor& positions, PassContext& pass) override
     {
-        const CaptureScope top(pass.sink, -1);
-        rotaryTables(config, positions, pass);
-        torch::Tensor x = embed_tokens->forward(ids, pass.dtype);
-        put(top, CapturePoint::Embeddings, x);
-        x = top.quant(QuantSite::EmbeddingSum, x);
-        for (std::size_t i = 0; i < blocks.size(); ++i)
-            x = blocks[i]->forward(x, pass, CaptureScope(pass.sink, int(i)));
-        return top.quant(QuantSite::FinalNorm, final_layernorm->forward(x));
+        return rotaryBody(config, ids, positions, pass, *embed_tokens, blocks, *final_layernorm);
     }
 
     torch::Tensor logits(const torch::Tensor& lastHidden) const override
