@@ -158,13 +158,18 @@ void readGemma2(const json& j, const std::string& path, DecoderConfig& c)
     readLlama(j, path, c); // the same names for sizes, rope and head_dim
     c.activation = getString(j, "hidden_activation", path, std::string("gelu_pytorch_tanh"));
     c.tieWordEmbeddings = true; // Gemma2ForCausalLM ties its head whatever the config says
-    c.slidingWindow = isNull(j, "sliding_window") ? 0 : getInt32(j, "sliding_window", path);
+    // Gemma2Config's defaults where a field is absent; null switches a window or a cap off.
+    const auto numberOr = [&](const char* key, double fallback) {
+        if (!j.contains(key)) return fallback;
+        return j[key].is_null() ? 0.0 : getNumber(j, key, path);
+    };
+    c.slidingWindow = !j.contains("sliding_window")   ? 4096
+                      : j["sliding_window"].is_null() ? 0
+                                                      : getInt32(j, "sliding_window", path);
     c.slidingWindowAlternates = true;
-    c.queryPreAttnScalar = getNumber(j, "query_pre_attn_scalar", path, 224.0);
-    c.attnLogitSoftcap =
-        isNull(j, "attn_logit_softcapping") ? 0 : getNumber(j, "attn_logit_softcapping", path);
-    c.finalLogitSoftcap =
-        isNull(j, "final_logit_softcapping") ? 0 : getNumber(j, "final_logit_softcapping", path);
+    c.queryPreAttnScalar = getNumber(j, "query_pre_attn_scalar", path, 256.0);
+    c.attnLogitSoftcap = numberOr("attn_logit_softcapping", 50.0);
+    c.finalLogitSoftcap = numberOr("final_logit_softcapping", 30.0);
 }
 
 /// The size fields of the parallel-block families (Phi, GPT-NeoX).
@@ -228,7 +233,7 @@ void readFalcon(const json& j, const std::string& path, DecoderConfig& c)
     c.newDecoderArchitecture = getBool(j, "new_decoder_architecture", path, false);
     c.linearBias = getBool(j, "bias", path, false);
     if (c.newDecoderArchitecture) {
-        c.numKvHeads = getInt32(j, "num_kv_heads", path);
+        c.numKvHeads = intOrNull(j, "num_kv_heads", path, c.numHeads); // FalconConfig: null = every head
         c.parallelResidual = true;
         // num_ln_in_parallel_attn: null means 2 for the new architecture (ln_attn and ln_mlp).
         c.mlpNorm = intOrNull(j, "num_ln_in_parallel_attn", path, 2) == 2;

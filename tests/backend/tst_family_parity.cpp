@@ -15,7 +15,10 @@
 #include "model/model_family.h"
 #include "model/runtime.h"
 
+#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+
+#include <fstream>
 
 #include <QFile>
 #include <QTemporaryDir>
@@ -198,6 +201,31 @@ private Q_SLOTS:
                      QString::fromStdString(c->ropeScalingType));
             QCOMPARE(back.ropeHighFreqFactor, c->ropeHighFreqFactor);
         }
+        // Gemma 2: a field the config leaves out takes Gemma2Config's default (window 4096, caps 50 and 30,
+        // query_pre_attn_scalar 256); null switches a cap or the window off.
+        std::ifstream in(fixture("families/gemma2/hf/config.json"));
+        nlohmann::json j = nlohmann::json::parse(in);
+        for (const char* key :
+             {"sliding_window", "attn_logit_softcapping", "final_logit_softcapping", "query_pre_attn_scalar"})
+            j.erase(key);
+        const QString path = tmp.path() + "/gemma2.json";
+        auto write = [&](const nlohmann::json& config) {
+            QFile file(path);
+            QVERIFY(file.open(QIODevice::WriteOnly | QIODevice::Truncate));
+            file.write(QByteArray::fromStdString(config.dump()));
+        };
+        write(j);
+        DecoderConfig gemma = DecoderConfig::fromFile(path.toStdString());
+        QCOMPARE(gemma.slidingWindow, 4096);
+        QCOMPARE(gemma.attnLogitSoftcap, 50.0);
+        QCOMPARE(gemma.finalLogitSoftcap, 30.0);
+        QCOMPARE(gemma.queryPreAttnScalar, 256.0);
+        j["attn_logit_softcapping"] = nullptr;
+        j["sliding_window"] = nullptr;
+        write(j);
+        gemma = DecoderConfig::fromFile(path.toStdString());
+        QCOMPARE(gemma.attnLogitSoftcap, 0.0);
+        QCOMPARE(gemma.slidingWindow, 0);
     }
 };
 
