@@ -158,7 +158,13 @@ void FigureIndexWriter::drawTable(const StatisticsFile& stats, FigureOutcome& f)
         QStringLiteral(
             "# title: %1\n# model: %2\n# checkpoint_sha256: %3\n# data: %4\n# rule: %5\n# precision: %6\n")
             .arg(f.title, m_model.dir, m_model.sha256, m_data, m_rule, m_precision);
-    csv += QStringLiteral("layer,max_inf_norm,kurtosis\n");
+    // The columns name their tensors (#39.8): the inf norm is one tensor's, the kurtosis a mean over several.
+    QString kurtosisOf;
+    for (const std::string& t : stats.summary.kurtosisTensors)
+        kurtosisOf +=
+            (kurtosisOf.isEmpty() ? QString() : QStringLiteral("_and_")) + QString::fromStdString(t);
+    csv += QStringLiteral("layer,max_inf_norm_%1,mean_kurtosis_%2\n")
+               .arg(QString::fromStdString(stats.summary.infNormTensor), kurtosisOf);
     for (std::size_t i = 0; i < stats.summary.layers.size(); ++i)
         csv += QStringLiteral("%1,%2,%3\n")
                    .arg(stats.summary.layers[i] + 1)
@@ -175,8 +181,11 @@ void FigureIndexWriter::drawTable(const StatisticsFile& stats, FigureOutcome& f)
     drawHeading(f, width);
     QPainter& p = *m_painter;
     p.setFont(FigureStyle::labelFont());
-    const QStringList header{QStringLiteral("layer"), QStringLiteral("max inf norm"),
-                             QStringLiteral("kurtosis")};
+    const QStringList header{
+        QStringLiteral("layer"),
+        QStringLiteral("max inf norm (%1)").arg(QString::fromStdString(stats.summary.infNormTensor)),
+        QStringLiteral("kurtosis (%1)")
+            .arg(QString(kurtosisOf).replace(QStringLiteral("_and_"), QStringLiteral(", ")))};
     for (int c = 0; c < 3; ++c)
         p.drawText(QRectF(kMargin + c * 160, y, 150, row), Qt::AlignRight | Qt::AlignVCenter, header[c]);
     for (std::size_t i = 0; i < stats.summary.layers.size(); ++i) {

@@ -205,7 +205,14 @@ private Q_SLOTS:
         const StatisticsFile stats = readStatisticsFile(statsPath.toStdString());
         QCOMPARE(stats.samples, std::int64_t(12));
         const Csv table = readCsv(out.path() + QStringLiteral("/table.csv"));
-        QCOMPARE(table.lines.value(0), QStringLiteral("layer,max_inf_norm,kurtosis"));
+        // Issue #39.8: the columns say which tensors (the statistics file's inf-norm tensor; the mean of its
+        // kurtosis tensors, for a decoder `out`).
+        QStringList kurtosisOf;
+        for (const std::string& t : stats.summary.kurtosisTensors)
+            kurtosisOf << QString::fromStdString(t);
+        QCOMPARE(kurtosisOf, QStringList{QStringLiteral("out")});
+        QCOMPARE(table.lines.value(0), QStringLiteral("layer,max_inf_norm_%1,mean_kurtosis_out")
+                                           .arg(QString::fromStdString(stats.summary.infNormTensor)));
         QCOMPARE(int(stats.summary.layers.size()), 3);
         for (int l = 0; l < 3; ++l) {
             const QStringList cells = table.lines.value(1 + l).split(QLatin1Char(','));
