@@ -416,8 +416,11 @@ void DecoderConfig::validate(const std::string& where) const
     if (!(partialRotaryFactor > 0 && partialRotaryFactor <= 1))
         throw Error(where + ": the rotary fraction must be in (0, 1], found " +
                     std::to_string(partialRotaryFactor));
-    if (attnLogitSoftcap < 0 || finalLogitSoftcap < 0 || queryPreAttnScalar < 0)
-        throw Error(where + ": soft-caps and query_pre_attn_scalar must not be negative");
+    if (attnLogitSoftcap < 0 || finalLogitSoftcap < 0)
+        throw Error(where + ": soft-caps must not be negative (null switches one off)");
+    if (arch == DecoderArch::Gemma2 && !(queryPreAttnScalar > 0))
+        throw Error(where + ": field 'query_pre_attn_scalar' must be positive (the scores are scaled by its "
+                            "-1/2 power)");
     static const std::vector<std::string> activations = {"gelu_new", "gelu", "relu", "silu",
                                                          "gelu_pytorch_tanh"};
     if (std::find(activations.begin(), activations.end(), activation) == activations.end())

@@ -82,8 +82,9 @@ StateDict mapDecoderKeys(StateDict tensors, const decoder::DecoderLmImpl& module
             continue;
         }
         std::string mapped = name;
+        const std::string& key = name; // a structured binding cannot be captured in C++17 (clang)
         const bool topLevel = std::any_of(naming.topLevel.begin(), naming.topLevel.end(),
-                                          [&](const std::string& p) { return startsWith(name, p); });
+                                          [&](const std::string& p) { return startsWith(key, p); });
         if (!topLevel && !startsWith(name, naming.canonical)) {
             for (const std::string& alt : naming.alternatives)
                 if (startsWith(name, alt)) {
