@@ -2,6 +2,7 @@
 // Hugging Face's slow GPT2Tokenizer and LlamaTokenizer (transformers v4.31) on the fixture
 // tokenizers, plus the file loaders and their error paths.
 
+#include "../common/sequence_compare.h"
 #include "common/error.h"
 #include "text/bpe_tokenizer.h"
 #include "text/decoder_tokenizer.h"
@@ -24,45 +25,15 @@
 using namespace outlierlens;
 namespace fs = std::filesystem;
 
+using outlierlens::test::errorOf;
+using outlierlens::test::firstDifference;
+
 namespace {
 
 const std::string kTestData = OUTLIERLENS_TEST_DATA;
 const std::string kSourceDir = OUTLIERLENS_SOURCE_DIR;
 const std::string kDecoders = kTestData + "/decoders";
 const std::string kTokenizers = kDecoders + "/tokenizers";
-
-template<typename Fn>
-QString errorOf(Fn fn)
-{
-    try {
-        fn();
-    } catch (const Error& e) {
-        return QString::fromStdString(e.what());
-    }
-    return {};
-}
-
-std::string show(const std::string& s)
-{
-    return "'" + s + "'";
-}
-std::string show(std::int64_t v)
-{
-    return std::to_string(v);
-}
-
-template<typename T>
-std::string firstDifference(const std::vector<T>& got, const std::vector<T>& want)
-{
-    const std::size_t n = std::min(got.size(), want.size());
-    for (std::size_t i = 0; i < n; ++i) {
-        if (!(got[i] == want[i]))
-            return "position " + std::to_string(i) + ": got " + show(got[i]) + ", expected " + show(want[i]);
-    }
-    if (got.size() != want.size())
-        return "length " + std::to_string(got.size()) + ", expected " + std::to_string(want.size());
-    return {};
-}
 
 #define COMPARE_VECTORS(got, want, what)                                                                     \
     do {                                                                                                     \

@@ -1,6 +1,7 @@
 // WordPiece tokenizer: golden cases made by Hugging Face's slow BertTokenizer (transformers v4.31,
 // full bert-base-uncased vocab), plus the vocabulary loader, truncation and error paths.
 
+#include "../common/sequence_compare.h"
 #include "common/error.h"
 #include "text/mnli.h"
 #include "text/wordpiece.h"
@@ -19,6 +20,9 @@
 using outlierlens::BertTokenizer;
 using outlierlens::Encoding;
 
+using outlierlens::test::errorOf;
+using outlierlens::test::firstDifference;
+
 namespace {
 
 const std::string kTestData = OUTLIERLENS_TEST_DATA;
@@ -26,40 +30,6 @@ const std::string kSourceDir = OUTLIERLENS_SOURCE_DIR;
 const std::string kFullVocab = kSourceDir + "/sample_data/bert/vocab.txt";
 
 // The message of the outlierlens::Error that fn throws, or "" if it throws none.
-template<typename Fn>
-QString errorOf(Fn fn)
-{
-    try {
-        fn();
-    } catch (const outlierlens::Error& e) {
-        return QString::fromStdString(e.what());
-    }
-    return {};
-}
-
-std::string show(const std::string& s)
-{
-    return "'" + s + "'";
-}
-std::string show(std::int64_t v)
-{
-    return std::to_string(v);
-}
-
-// "" if equal, otherwise where the vectors first differ.
-template<typename T>
-std::string firstDifference(const std::vector<T>& got, const std::vector<T>& want)
-{
-    const std::size_t n = std::min(got.size(), want.size());
-    for (std::size_t i = 0; i < n; ++i) {
-        if (!(got[i] == want[i]))
-            return "position " + std::to_string(i) + ": got " + show(got[i]) + ", expected " + show(want[i]);
-    }
-    if (got.size() != want.size())
-        return "length " + std::to_string(got.size()) + ", expected " + std::to_string(want.size());
-    return {};
-}
-
 #define COMPARE_VECTORS(got, want, what)                                                                     \
     do {                                                                                                     \
         const std::string diff_ = firstDifference(got, want);                                                \

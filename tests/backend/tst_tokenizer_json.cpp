@@ -3,6 +3,7 @@
 // small Unigram tokenizers (made by Hugging Face's tokenizers, tokenizers/unigram-tiny/README.md),
 // how DecoderTokenizer::fromModelDir picks it, and one clear error for each kind of bad file.
 
+#include "../common/sequence_compare.h"
 #include "common/error.h"
 #include "text/decoder_tokenizer.h"
 #include "text/tokenizer_json.h"
@@ -24,43 +25,13 @@
 using namespace outlierlens;
 namespace fs = std::filesystem;
 
+using outlierlens::test::errorOf;
+using outlierlens::test::firstDifference;
+
 namespace {
 
 const std::string kTokenizers = std::string(OUTLIERLENS_TEST_DATA) + "/tokenizers";
 const char* const kNames[] = {"llama3", "qwen3", "gemma2"};
-
-template<typename Fn>
-QString errorOf(Fn fn)
-{
-    try {
-        fn();
-    } catch (const Error& e) {
-        return QString::fromStdString(e.what());
-    }
-    return {};
-}
-
-std::string show(const std::string& s)
-{
-    return "'" + s + "'";
-}
-std::string show(std::int64_t v)
-{
-    return std::to_string(v);
-}
-
-template<typename T>
-std::string firstDifference(const std::vector<T>& got, const std::vector<T>& want)
-{
-    const std::size_t n = std::min(got.size(), want.size());
-    for (std::size_t i = 0; i < n; ++i) {
-        if (!(got[i] == want[i]))
-            return "position " + std::to_string(i) + ": got " + show(got[i]) + ", expected " + show(want[i]);
-    }
-    if (got.size() != want.size())
-        return "length " + std::to_string(got.size()) + ", expected " + std::to_string(want.size());
-    return {};
-}
 
 void writeFile(const std::string& path, const std::string& data)
 {
