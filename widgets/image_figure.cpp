@@ -271,6 +271,17 @@ void ImageFigure::paint(QPainter& p, const QRect& area) const
             p.setFont(pixelFont(0.7 * b));
             p.drawText(clsColumn.translated(0, l.cls.height() + 1.3 * b), Qt::AlignHCenter | Qt::AlignTop,
                        displayNumber(d.clsCumulativeAttention));
+            if (!d.registerCumulativeAttention.isEmpty()) { // registers: not patches, their sum under CLS
+                double sum = 0;
+                for (float a : d.registerCumulativeAttention)
+                    sum += a;
+                p.setFont(pixelFont(0.68 * b, true));
+                p.drawText(clsColumn.translated(0, l.cls.height() + 3.0 * b), Qt::AlignHCenter | Qt::AlignTop,
+                           tr("%n reg.", nullptr, int(d.registerCumulativeAttention.size())));
+                p.setFont(pixelFont(0.7 * b));
+                p.drawText(clsColumn.translated(0, l.cls.height() + 4.2 * b), Qt::AlignHCenter | Qt::AlignTop,
+                           displayNumber(sum));
+            }
             const QRectF bar(l.cumulative.left(), l.cumulative.bottom() + 0.5 * b, l.cumulative.width(),
                              0.8 * b);
             drawColorBar(p, bar, maxAttention, tr("\u03a3 over queries"), b);
@@ -310,7 +321,10 @@ void ImageFigure::paint(QPainter& p, const QRect& area) const
             p.restore();
             drawElided(p, QRectF(l.matrix.left(), l.matrix.bottom() + 0.2 * b, l.matrix.width(), 1.1 * b),
                        Qt::AlignHCenter | Qt::AlignTop,
-                       m.colTitle.isEmpty() ? tr("key (0 = CLS, then patches by row)") : m.colTitle);
+                       m.colTitle.isEmpty() ? (d.registerCumulativeAttention.isEmpty()
+                                                   ? tr("key (0 = CLS, then patches by row)")
+                                                   : tr("key (0 = CLS, registers, then patches by row)"))
+                                            : m.colTitle);
             drawColorBar(p, QRectF(l.matrix.left(), l.matrix.bottom() + 1.5 * b, l.matrix.width(), 0.8 * b),
                          maxP, m.valueTitle.isEmpty() ? tr("probability") : m.valueTitle, b);
             break;
@@ -394,6 +408,10 @@ QString ImageFigure::csv() const
     grid("patch_outliers", d.patchOutliers);
     grid("cumulative_attention", d.cumulativeAttention);
     csv += QStringLiteral("cls_cumulative_attention,,,%1\n").arg(csvValue(d.clsCumulativeAttention));
+    for (int r = 0; r < d.registerCumulativeAttention.size(); ++r) // row = register, 0-based
+        csv += QStringLiteral("register_cumulative_attention,%1,,%2\n")
+                   .arg(r)
+                   .arg(csvValue(d.registerCumulativeAttention[r]));
     csv +=
         QStringLiteral("mean_abs_value_outlier_patches,,,%1\n").arg(csvValue(d.meanAbsValueOutlierPatches));
     csv += QStringLiteral("mean_abs_value_other_patches,,,%1\n").arg(csvValue(d.meanAbsValueOtherPatches));

@@ -193,13 +193,48 @@ struct ImageViewData
     QVector<float> patchOutliers; ///< gridRows * gridCols: outlier values per patch (this input)
     QVector<float>
         cumulativeAttention; ///< gridRows * gridCols: sum over queries of the head's attention per key patch
-    float clsCumulativeAttention = 0;      ///< the same for the CLS key
-    MatrixData attention;                  ///< [T x T] of that head
-    double meanAbsValueOutlierPatches = 0; ///< Figure 3e: mean |V| of keys carrying outliers
+    float clsCumulativeAttention = 0;           ///< the same for the CLS key
+    QVector<float> registerCumulativeAttention; ///< the same per register token (DINOv2-reg); empty without
+    MatrixData attention;                       ///< [T x T] of that head
+    double meanAbsValueOutlierPatches = 0;      ///< Figure 3e: mean |V| of keys carrying outliers
     double meanAbsValueOtherPatches = 0;
     QVector<float> datasetPatchOutliers; ///< gridRows * gridCols from a statistics file; empty if none
     QString datasetDescription;
     Provenance provenance;
+};
+
+/// Darcet et al. 2024's view of one image ("Vision Transformers Need Registers"): the L2 norm of every
+/// token of a layer's block output, the high-norm tokens by the rule of analysis/high_norm.h, and the
+/// attention of the class token of the last layer per head; with a statistics file, the data set's norm
+/// histogram and high-norm counts per patch.
+struct TokenNormData
+{
+    QString model;    ///< the model's name, for a row of a comparison
+    QImage image;     ///< the model's input as a picture, RGB
+    int gridRows = 0; ///< patch grid
+    int gridCols = 0;
+    int layer = -1;                             ///< 0-based layer whose block output's norms are shown
+    QStringList prefixLabels;                   ///< the tokens before the patches: "[CLS]", "[REG1]", ...
+    QVector<float> prefixNorms;                 ///< their norms
+    QVector<float> patchNorms;                  ///< gridRows * gridCols, row-major
+    double cutoff = 0;                          ///< a token above it is high-norm (NaN: no patches)
+    QString rule;                               ///< the rule in words
+    int attentionLayer = -1;                    ///< 0-based layer of the class token's attention (the last)
+    QVector<QVector<float>> clsAttention;       ///< [H][gridRows * gridCols]: [CLS]'s attention on each patch
+    QVector<QVector<float>> clsPrefixAttention; ///< [H][prefix tokens]: on [CLS] itself and the registers
+    // Data set (a statistics file of this model), empty without one.
+    QVector<double> datasetBinEdges;          ///< bins + 1
+    QVector<double> datasetHistogram;         ///< bins: every token of every image
+    QVector<double> datasetHistogramHighNorm; ///< bins: the high-norm ones
+    QVector<float> datasetHighNormPatches;    ///< gridRows * gridCols: images where the patch is high-norm
+    QString datasetDescription;
+    Provenance provenance;
+
+    int highNormPatches() const
+    {
+        return int(
+            std::count_if(patchNorms.begin(), patchNorms.end(), [this](float n) { return n > cutoff; }));
+    }
 };
 
 /// Live numbers of the teaching diagram (Figures 4 and 5) for one token, layer and head.

@@ -3,12 +3,14 @@
 #include "compare_view.h"
 #include "inspection_controller.h"
 #include "model_catalog.h"
+#include "token_norm_view.h"
 #include "view_builders.h"
 
 #include <QCheckBox>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QStackedWidget>
 #include <QVBoxLayout>
 
 namespace outlierlens {
@@ -38,15 +40,39 @@ ComparePage::ComparePage(QWidget* parent)
                                 "softmax gives a tail of tiny probabilities"));
     connect(distribution, &QCheckBox::toggled, m_view, &CompareView::setDistributionPanelsVisible);
     pickers->addWidget(distribution);
+    // Image models: Darcet et al.'s token norms of each model instead of one head (a model with
+    // registers beside one without).
+    m_norms = new TokenNormView;
+    m_normsCheck = new QCheckBox(tr("Token nor&ms"));
+    m_normsCheck->setObjectName(QStringLiteral("tokenNormsCheck"));
+    m_normsCheck->setToolTip(tr("Show each model's token norms of the chosen layer, its high-norm tokens and "
+                                "the class token's attention in the last layer (Darcet et al. 2024), e.g. a "
+                                "DINOv2 with registers beside one without"));
+    m_normsCheck->hide();
+    pickers->addWidget(m_normsCheck);
+    m_stack = new QStackedWidget;
+    m_stack->addWidget(m_view);
+    m_stack->addWidget(m_norms);
+    connect(m_normsCheck, &QCheckBox::toggled, this,
+            [this](bool on) { m_stack->setCurrentWidget(on ? static_cast<QWidget*>(m_norms) : m_view); });
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(pickers);
-    layout->addWidget(m_view, 1);
+    layout->addWidget(m_stack, 1);
+}
+
+void ComparePage::setModel(const ModelInfo& model)
+{
+    setInput({});
+    setCandidates(ModelCatalog::compareKind(model));
+    m_normsCheck->setVisible(model.takesImages());
+    if (!model.takesImages()) m_normsCheck->setChecked(false);
 }
 
 ComparePage::~ComparePage() = default;
 
 const Figure* ComparePage::figure() const
 {
+    if (m_stack->currentWidget() == m_norms) return m_norms;
     return m_view;
 }
 
@@ -135,13 +161,19 @@ void ComparePage::setSelection(int layer, int head)
 void ComparePage::rebuild()
 {
     QVector<CompareEntry> entries;
+    QVector<TokenNormData> norms;
     for (std::size_t i = 0; i < 3; ++i) {
         const SnapshotPtr& s = m_snapshots[i];
+        if (s && s->model.takesImages() && m_layer < s->L()) {
+            norms << buildTokenNorms(*s, m_layer);
+            norms.back().model = m_pickers[i]->currentText();
+        }
         if (!s || m_layer >= s->L() || m_head >= s->H()) continue;
         entries << CompareEntry{m_pickers[i]->currentText(), compareCaptionLines(*s, m_layer, m_head),
                                 buildHeadView(*s, m_layer, m_head)};
     }
     m_view->setEntries(entries);
+    m_norms->setRows(norms);
 }
 
 } // namespace outlierlens

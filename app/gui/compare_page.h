@@ -9,11 +9,14 @@
 #include <array>
 #include <memory>
 
+class QCheckBox;
 class QComboBox;
+class QStackedWidget;
 
 namespace outlierlens {
 
 class CompareView;
+class TokenNormView;
 class InspectionController;
 class Figure;
 
@@ -29,11 +32,8 @@ public:
     /// Offers the demo trio of the given kind first; keeps the user's choice otherwise.
     void setCandidates(const QString& demoKind);
     /// Offers the demo trio of the model's kind (of its family for a model of one's own); no input yet.
-    void setModel(const ModelInfo& model) override
-    {
-        setInput({});
-        setCandidates(ModelCatalog::compareKind(model));
-    }
+    /// For an image model, also offers the token norms of each model (Darcet et al.).
+    void setModel(const ModelInfo& model) override;
     /// Runs `input` on every chosen model (when the page is visible; otherwise on showing it).
     void setInput(const InputRequest& input) override;
     void setOutlierRule(const OutlierCriterion& rule) override;
@@ -56,6 +56,9 @@ private:
     std::array<std::unique_ptr<InspectionController>, 3> m_controllers;
     std::array<SnapshotPtr, 3> m_snapshots;
     CompareView* m_view = nullptr;
+    TokenNormView* m_norms = nullptr; ///< image models: Darcet et al.'s token norms of each model
+    QCheckBox* m_normsCheck = nullptr;
+    QStackedWidget* m_stack = nullptr;
     InputRequest m_input;
     OutlierCriterion m_outlierRule;
     bool m_inputPending = false;

@@ -117,6 +117,11 @@ InputPanel::InputPanel(QWidget* parent)
     m_gallery = new QListWidget;
     m_gallery->setViewMode(QListView::IconMode);
     m_gallery->setIconSize(QSize(96, 96));
+    // A fixed grid: the thumbnails arrive after the items are laid out (loadGallery), and a layout made
+    // for text-only items would let them overlap.
+    m_gallery->setGridSize(QSize(118, 134));
+    m_gallery->setUniformItemSizes(true);
+    m_gallery->setWordWrap(true);
     m_gallery->setResizeMode(QListView::Adjust);
     m_gallery->setMovement(QListView::Static);
     m_galleryCredit = new QLabel;

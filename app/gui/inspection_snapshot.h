@@ -33,6 +33,7 @@ struct ModelInfo
     QStringList classNames;          ///< classifier labels
     QString card;                    ///< README.md model card, if any
     int imageSize = 0, gridSize = 0; ///< ViT
+    int registers = 0;               ///< ViT: register tokens between [CLS] and the patches (DINOv2-reg)
     bool preLayerNorm = false;       ///< blocks normalise their input (ViT, GPT-2, pre-LN OPT, LLaMA)
     QString tokenizerKind;           ///< decoders: "byte-level BPE" or "SentencePiece"
     bool noTokenizer = false;        ///< decoders: the folder has no tokenizer files
@@ -53,6 +54,8 @@ struct ModelInfo
     bool takesTokenIds() const { return isDecoder() && noTokenizer; }
     /// The sliding window of a layer (0-based), 0 where the layer has none.
     int windowOf(int layer) const { return windowOnEvenLayersOnly && layer % 2 != 0 ? 0 : slidingWindow; }
+    /// ViT: the token of the first patch, after [CLS] and the registers.
+    int firstPatchToken() const { return 1 + registers; }
 };
 
 /// Outliers of one [T x d] tensor of one layer and input, computed by the inspection worker with

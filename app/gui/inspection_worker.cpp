@@ -281,6 +281,7 @@ void InspectionWorker::loadModel(quint64 generation, const QString& dirText)
             describeAttention(info, c.variant, c.numLayers, c.numHeads, c.hiddenSize, c.headDim(),
                               model->vit->checkpointSha256());
             info.imageSize = c.imageSize, info.gridSize = c.gridSize();
+            info.registers = c.numRegisters;
             info.preLayerNorm = true;
             if (!c.id2label.empty())
                 model->classNames = c.id2label;
@@ -399,8 +400,9 @@ void InspectionWorker::inspectImage(quint64 generation, const QString& path, con
                           QImage::Format_RGB888)
                        .copy();
         fillActivations(*s, r.activations);
+        const VitConfig& c = m_model->vit->config();
         fillSystematic(*s, r.activations, *m_model->vit->module(), false,
-                       tokenCategories(m_model->vit->config().tokenLabels()), m_model->systematicWeights);
+                       imageTokenCategories(c.numRegisters, c.numPatches()), m_model->systematicWeights);
         s->probabilities = QVector<double>(r.probabilities.begin(), r.probabilities.end());
         s->outputNotice = QString::fromStdString(r.outputNotice);
         for (int k : r.top)

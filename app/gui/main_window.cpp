@@ -22,6 +22,7 @@
 #include "sweeps_page.h"
 #include "systematic_page.h"
 #include "teaching_page.h"
+#include "token_norms_page.h"
 #include "view_builders.h"
 
 #include <QAction>
@@ -70,6 +71,7 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
     m_overview = new OverviewPage;
     m_outliers = new OutliersPage(m_controller);
     m_imageView = new ImagePage(m_controller);
+    m_tokenNorms = new TokenNormsPage(m_controller);
     m_compare = new ComparePage;
     m_teaching = new TeachingPage;
     m_systematic = new SystematicPage(m_controller);
@@ -82,6 +84,7 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
     m_pages->addTab(m_outliers, tr("&Outliers"));
     m_pages->addTab(m_systematic, tr("S&ystematic outliers"));
     m_pages->addTab(m_imageView, tr("&Image"));
+    m_pages->addTab(m_tokenNorms, tr("Token &norms"));
     m_pages->addTab(m_compare, tr("&Compare"));
     m_pages->addTab(m_teaching, tr("&Teaching"));
     m_pages->addTab(m_sweeps, tr("&Sweeps"));

@@ -26,6 +26,7 @@ class FiguresPage;
 struct FigureView;
 class HeadView;
 class ImageView;
+class TokenNormView;
 class InputPanel;
 class InspectionController;
 class JobManager;
@@ -55,6 +56,7 @@ public:
     OverviewGrid* overview() const { return m_overview; }
     OutliersPage* outliersPage() const { return m_outliers; }
     ImageView* imageView() const { return m_imageView; }
+    TokenNormView* tokenNormsView() const { return m_tokenNorms; }
     ComparePage* comparePage() const { return m_compare; }
     TeachingPage* teachingPage() const { return m_teaching; }
     SystematicPage* systematicPage() const { return m_systematic; }
@@ -117,6 +119,7 @@ private:
     OverviewGrid* m_overview = nullptr;
     OutliersPage* m_outliers = nullptr;
     ImageView* m_imageView = nullptr;
+    TokenNormView* m_tokenNorms = nullptr;
     ComparePage* m_compare = nullptr;
     TeachingPage* m_teaching = nullptr;
     SystematicPage* m_systematic = nullptr;

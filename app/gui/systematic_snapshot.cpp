@@ -79,7 +79,8 @@ void fillSystematic(InspectionSnapshot& s, const RecordingSink& sink, torch::nn:
     std::vector<bool> background;
     if (!s.image.isNull() && s.model.gridSize > 0)
         background = backgroundPatchTokens(s.image.constBits(), s.image.width(), s.image.height(),
-                                           int(s.image.bytesPerLine()), s.image.width() / s.model.gridSize);
+                                           int(s.image.bytesPerLine()), s.image.width() / s.model.gridSize,
+                                           s.model.registers);
     s.sinkToken.clear();
     for (bool sink : sinkTokens(categories, background))
         s.sinkToken << sink;

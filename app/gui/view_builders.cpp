@@ -1,6 +1,7 @@
 #include "view_builders.h"
 
 #include "analysis/figure_tensor.h"
+#include "analysis/high_norm.h"
 #include "analysis/showcase.h"
 #include "analysis/statistics_file.h"
 #include "chart_support.h"
@@ -89,19 +90,22 @@ double sinkShare(const InspectionSnapshot& s, const float* probabilities, int ke
 const QStringList& systematicCategoryNames()
 {
     static const QStringList kNames = {QStringLiteral("initial token"), QStringLiteral("strong delimiter"),
-                                       QStringLiteral("weak semantic"), QStringLiteral("other")};
+                                       QStringLiteral("weak semantic"), QStringLiteral("other"),
+                                       QStringLiteral("register")};
     return kNames;
 }
 
 namespace {
 
-BarData categoryBars(const CategoryCounts& counts, const QString& title, const QString& axis)
+/// The bars of the categories; the register category only for a model with registers.
+BarData categoryBars(const CategoryCounts& counts, const QString& title, const QString& axis, bool registers)
 {
     BarData b;
     b.title = title, b.axisTitle = axis;
     b.labels = systematicCategoryNames();
     for (std::int64_t c : counts)
         b.values << double(c);
+    if (!registers) b.labels.removeLast(), b.values.removeLast();
     return b;
 }
 
@@ -148,13 +152,15 @@ void fillSystematicNumbers(SystematicViewData& v, const SystematicData& d, int n
     }
     const SystematicLayerData* l = d.layerData(layer);
     if (!l) return;
+    const bool registers = l->tokens[std::size_t(TokenCategory::Register)] > 0;
     v.heavyByCategory =
-        categoryBars(l->out.heavy, QStringLiteral("heavy tokens of h"), QStringLiteral("tokens"));
-    v.downHeavyByCategory =
-        categoryBars(l->downIn.heavy, QStringLiteral("heavy tokens of x_down"), QStringLiteral("tokens"));
+        categoryBars(l->out.heavy, QStringLiteral("heavy tokens of h"), QStringLiteral("tokens"), registers);
+    v.downHeavyByCategory = categoryBars(l->downIn.heavy, QStringLiteral("heavy tokens of x_down"),
+                                         QStringLiteral("tokens"), registers);
     v.outlierKeysByCategory = categoryBars(l->attention.outlierKeys, QStringLiteral("attention outlier keys"),
-                                           QStringLiteral("keys"));
-    v.tokensByCategory = categoryBars(l->tokens, QStringLiteral("all tokens"), QStringLiteral("tokens"));
+                                           QStringLiteral("keys"), registers);
+    v.tokensByCategory =
+        categoryBars(l->tokens, QStringLiteral("all tokens"), QStringLiteral("tokens"), registers);
     const SystematicAttentionData& a = l->attention;
     for (std::size_t h = 0; h < a.outlierKeyShare.size(); ++h)
         v.heads << SystematicHeadRow{a.outlierKeyShare[h], a.headOutlierKeys.at(h), a.consistency.at(h)};
@@ -477,27 +483,34 @@ ImageViewData buildImageView(const InspectionSnapshot& s, int layer, int head)
     v.gridRows = v.gridCols = s.model.gridSize;
     v.layer = layer, v.head = head;
     const int next = std::min(layer + 1, s.L() - 1);
+    const int first = s.model.firstPatchToken(); // [CLS], the registers, then the patches
     const QVector<int>& perToken = s.outliersOf(QStringLiteral("out"), layer).perToken;
     v.patchOutliers = QVector<float>(v.gridRows * v.gridCols, 0.0f);
     std::vector<bool> outlierToken(std::size_t(s.T), false);
     for (int t = 0; t < s.T; ++t) {
         outlierToken[std::size_t(t)] = perToken.value(t) > 0;
-        if (t > 0) v.patchOutliers[t - 1] = float(perToken.value(t)); // token 0 is [CLS]
+        if (t >= first && t - first < v.patchOutliers.size())
+            v.patchOutliers[t - first] = float(perToken.value(t));
     }
     const float* p = s.probsOf(next, head);
     v.cumulativeAttention = QVector<float>(v.gridRows * v.gridCols, 0.0f);
+    v.registerCumulativeAttention = QVector<float>(first - 1, 0.0f);
     for (int i = 0; i < s.T; ++i)
         for (int j = 0; j < s.T; ++j) {
+            const float pij = p[std::size_t(i) * s.T + j];
             if (j == 0)
-                v.clsCumulativeAttention += p[std::size_t(i) * s.T + j];
-            else
-                v.cumulativeAttention[j - 1] += p[std::size_t(i) * s.T + j];
+                v.clsCumulativeAttention += pij;
+            else if (j < first)
+                v.registerCumulativeAttention[j - 1] += pij;
+            else if (j - first < v.cumulativeAttention.size())
+                v.cumulativeAttention[j - first] += pij;
         }
     v.attention = matrix(p, s.T, s.T, s.tokens, s.tokens, QStringLiteral("query"), QStringLiteral("key"),
                          QStringLiteral("attention probability"));
+    // Figure 3e: mean |V| of the patches (not [CLS] or registers) with and without outliers.
     double outlierSum = 0, otherSum = 0;
     int outlierCount = 0, otherCount = 0;
-    for (int j = 0; j < s.T; ++j) {
+    for (int j = first; j < s.T; ++j) {
         const double m = meanAbs(s.valuesOf(next, head) + std::size_t(j) * s.dh(), s.dh());
         if (outlierToken[std::size_t(j)])
             outlierSum += m, ++outlierCount;
@@ -525,6 +538,69 @@ void addDatasetPatches(ImageViewData& view, const StatisticsFile& stats, int lay
                     .arg(stats.samples)
                     .arg(layer + 1);
         }
+}
+
+TokenNormData buildTokenNorms(const InspectionSnapshot& s, int layer)
+{
+    TokenNormData v;
+    v.model = s.model.name;
+    v.image = s.image;
+    v.gridRows = v.gridCols = s.model.gridSize;
+    v.layer = layer;
+    const int first = s.model.firstPatchToken();
+    const std::vector<double> norms =
+        tokenNorms(s.out.constData() + std::size_t(layer) * s.T * s.d(), s.T, s.d());
+    v.cutoff = highNormCutoff(norms, first);
+    v.rule = QString::fromStdString(highNormRuleText());
+    for (int t = 0; t < s.T; ++t) {
+        if (t < first) {
+            v.prefixLabels << s.tokens.value(t);
+            v.prefixNorms << float(norms[std::size_t(t)]);
+        } else {
+            v.patchNorms << float(norms[std::size_t(t)]);
+        }
+    }
+    // Darcet et al.'s attention maps: the class token's query in the last layer, per head.
+    v.attentionLayer = s.L() - 1;
+    for (int h = 0; h < s.H(); ++h) {
+        const float* row = s.probsOf(v.attentionLayer, h); // query 0 = [CLS]
+        v.clsPrefixAttention << QVector<float>(row, row + first);
+        v.clsAttention << QVector<float>(row + first, row + s.T);
+    }
+    v.provenance = provenanceOf(s, QStringLiteral("token norms of layer %1, [CLS] attention of layer %2")
+                                       .arg(layer + 1)
+                                       .arg(v.attentionLayer + 1));
+    return v;
+}
+
+void addDatasetNorms(TokenNormData& view, const StatisticsFile& stats, int layer)
+{
+    for (const LayerStatisticsData& l : stats.layers) {
+        const auto out = l.tensors.find("out");
+        if (l.layer != layer || out == l.tensors.end() || out->second.normHistogram.empty() ||
+            stats.gridRows != view.gridRows || stats.gridCols != view.gridCols)
+            continue;
+        const TensorStatisticsData& t = out->second;
+        view.datasetBinEdges = QVector<double>(t.normBinEdges.begin(), t.normBinEdges.end());
+        view.datasetHistogram.clear(), view.datasetHistogramHighNorm.clear(),
+            view.datasetHighNormPatches.clear();
+        for (std::int64_t c : t.normHistogram)
+            view.datasetHistogram << double(c);
+        for (std::int64_t c : t.normHistogramHighNorm)
+            view.datasetHistogramHighNorm << double(c);
+        const std::size_t first = std::size_t(1 + stats.registers);
+        for (std::size_t k = first; k < t.highNormTokens.size(); ++k)
+            view.datasetHighNormPatches << float(t.highNormTokens[k]);
+        std::int64_t tokens = 0, high = 0;
+        for (std::int64_t c : t.normHistogram)
+            tokens += c;
+        for (std::int64_t c : t.normHistogramHighNorm)
+            high += c;
+        view.datasetDescription = QStringLiteral("%1 images, %2 of %3 tokens high-norm (red)")
+                                      .arg(stats.samples)
+                                      .arg(high)
+                                      .arg(tokens);
+    }
 }
 
 QString outlierTensorRead(const ModelInfo& model)

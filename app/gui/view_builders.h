@@ -38,6 +38,12 @@ QVector<int> tokensWithOutliersIn(const InspectionSnapshot& s, int layer, const 
 ImageViewData buildImageView(const InspectionSnapshot& s, int layer, int head);
 /// Adds the data set's outlier counts per patch for `layer` (block outputs) from a statistics file.
 void addDatasetPatches(ImageViewData& view, const StatisticsFile& stats, int layer);
+/// Darcet et al.'s token norms of a ViT snapshot: the norms of `layer`'s block output, the high-norm
+/// tokens (analysis/high_norm.h) and the class token's attention in the last layer per head.
+TokenNormData buildTokenNorms(const InspectionSnapshot& s, int layer);
+/// Adds the data set's norm histogram and high-norm counts per patch of `layer` from a statistics file
+/// (files that have them: `stats` of this version on an image model).
+void addDatasetNorms(TokenNormData& view, const StatisticsFile& stats, int layer);
 
 /// The [T x d] tensor whose outliers a layer's heads read, as in the papers' figures: the FFN output
 /// of BERT-style encoders, the block output of ViT and decoders (used for the previous layer).

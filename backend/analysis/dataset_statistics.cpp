@@ -1,5 +1,6 @@
 #include "analysis/dataset_statistics.h"
 #include "analysis/element_access.h"
+#include "analysis/high_norm.h"
 #include "analysis/metrics.h"
 #include "analysis/statistics_detail.h"
 
@@ -102,6 +103,9 @@ DatasetStatistics::DatasetStatistics(StatisticsOptions options)
     if (o.kind == InputKind::Image && (o.gridRows <= 0 || o.gridCols <= 0))
         throw Error("statistics options: an image model needs a patch grid, found " +
                     std::to_string(o.gridRows) + " x " + std::to_string(o.gridCols));
+    if (o.registers < 0 || (o.registers > 0 && o.kind != InputKind::Image))
+        throw Error("statistics options: " + std::to_string(o.registers) +
+                    " register tokens (only image models have them, never fewer than 0)");
     if (!(o.criterion.k > 0) || !(o.criterion.tau > 0) || !(o.criterion.attentionFraction >= 0))
         throw Error("statistics options: k and tau must be positive and the attention fraction non-negative");
 
@@ -131,7 +135,8 @@ DatasetStatistics::DatasetStatistics(StatisticsOptions options)
 
 std::size_t DatasetStatistics::keyCount() const
 {
-    if (m_options.kind == InputKind::Image) return std::size_t(1 + m_options.gridRows * m_options.gridCols);
+    if (m_options.kind == InputKind::Image)
+        return std::size_t(1 + m_options.registers + m_options.gridRows * m_options.gridCols);
     return m_keyNames.size();
 }
 
@@ -167,6 +172,12 @@ void DatasetStatistics::growKeys()
         }
         layer.heads.cumulativeAttention.resize(keys * heads, 0.0);
         layer.heads.attentionOutliersByKey.resize(keys * heads, 0);
+        if (m_options.kind == InputKind::Image) {
+            layer.norms.sumNorm.resize(keys, 0.0);
+            layer.norms.highNorm.resize(keys, 0);
+            layer.norms.histogram.resize(std::size_t(kNormBins), 0);
+            layer.norms.histogramHigh.resize(std::size_t(kNormBins), 0);
+        }
     }
 }
 
@@ -222,9 +233,10 @@ void DatasetStatistics::checkTokens(std::int64_t T, const std::vector<std::strin
         throw Error("statistics: " + std::to_string(tokens.size()) + " token strings for " + what +
                     " with T = " + std::to_string(T));
     if (o.kind == InputKind::Image && T != std::int64_t(keyCount()))
-        throw Error(what + ": expected 1 + " + std::to_string(o.gridRows) + " x " +
-                    std::to_string(o.gridCols) + " = " + std::to_string(keyCount()) + " tokens, found " +
-                    std::to_string(T));
+        throw Error(what + ": expected 1 + " +
+                    (o.registers ? std::to_string(o.registers) + " registers + " : std::string()) +
+                    std::to_string(o.gridRows) + " x " + std::to_string(o.gridCols) + " = " +
+                    std::to_string(keyCount()) + " tokens, found " + std::to_string(T));
 }
 
 DatasetStatistics::SampleKeys DatasetStatistics::internKeys(std::int64_t T,
@@ -316,6 +328,23 @@ void DatasetStatistics::accumulateLayer(const StatisticsOptions& o, LayerAccumul
         acc.sumKurtosis += x.kurtosis;
     }
 
+    // Images: the norm of every token of the block output and the high-norm tokens (Darcet et al.).
+    if (o.kind == InputKind::Image) {
+        const auto outIndex = std::size_t(
+            std::find(statisticsTensorPoints().begin(), statisticsTensorPoints().end(), CapturePoint::Out) -
+            statisticsTensorPoints().begin());
+        const torch::Tensor out = in.tensors[outIndex].to(torch::kFloat).contiguous();
+        const std::vector<double> norms = tokenNorms(out.data_ptr<float>(), T, d);
+        const std::vector<bool> high = highNormTokens(norms, 1 + o.registers);
+        NormAccumulator& n = layer.norms;
+        for (std::size_t t = 0; t < norms.size(); ++t) {
+            n.sumNorm[keys[t]] += norms[t];
+            n.highNorm[keys[t]] += high[t];
+            ++n.histogram[std::size_t(normBin(norms[t]))];
+            if (high[t]) ++n.histogramHigh[std::size_t(normBin(norms[t]))];
+        }
+    }
+
     // Cumulative attention of each key: the sum over queries of probs [H, T(query), T(key)].
     HeadAccumulator& h = layer.heads;
     std::vector<double> cumulative(H * std::size_t(T), 0.0); // [H, T]
@@ -384,7 +413,8 @@ void DatasetStatistics::merge(const DatasetStatistics& other)
     const StatisticsOptions& b = other.m_options;
     if (a.kind != b.kind || a.layers != b.layers || a.numLayers != b.numLayers || a.numHeads != b.numHeads ||
         a.hiddenSize != b.hiddenSize || a.headDim != b.headDim || a.gridRows != b.gridRows ||
-        a.gridCols != b.gridCols || a.criterion != b.criterion || a.delimiters != b.delimiters)
+        a.gridCols != b.gridCols || a.registers != b.registers || a.criterion != b.criterion ||
+        a.delimiters != b.delimiters)
         throw Error("statistics merge: the two accumulators were built with different options");
 
     // Map the other's keys onto ours.
@@ -434,6 +464,10 @@ void DatasetStatistics::merge(const DatasetStatistics& other)
         x.otherKeys += y.otherKeys;
         addInto(x.gateSum, y.gateSum);
         x.gateTokens += y.gateTokens;
+        addInto(mine.norms.sumNorm, theirs.norms.sumNorm); // image keys map to themselves
+        addInto(mine.norms.highNorm, theirs.norms.highNorm);
+        addInto(mine.norms.histogram, theirs.norms.histogram);
+        addInto(mine.norms.histogramHigh, theirs.norms.histogramHigh);
     }
     m_samples += other.m_samples;
 }

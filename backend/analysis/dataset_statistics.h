@@ -31,8 +31,9 @@ struct StatisticsOptions
     int numHeads = 0;
     int hiddenSize = 0;
     int headDim = 0;
-    int gridRows = 0; ///< image models: patch grid; T = 1 + gridRows * gridCols (token 0 is CLS)
-    int gridCols = 0;
+    int gridRows = 0;  ///< image models: patch grid; T = 1 + registers + gridRows * gridCols
+    int gridCols = 0;  ///< (token 0 is CLS, then the registers, then the patches row by row)
+    int registers = 0; ///< image models: register tokens between CLS and the patches (DINOv2-reg)
     OutlierCriterion
         criterion; ///< with the attention-outlier fraction (cumulative attention >= fraction * T)
     std::vector<std::string> delimiters = {"[SEP]", ".", ","}; ///< text models
@@ -81,7 +82,7 @@ public:
 
     /// Number of samples added so far (including merged ones).
     std::int64_t samples() const { return m_samples; }
-    /// Number of distinct token strings seen (text); 1 + rows * cols for images.
+    /// Number of distinct token strings seen (text); 1 + registers + rows * cols for images.
     std::size_t distinctKeys() const;
     /// The options as used: layers sorted without duplicates, delimiters without duplicates.
     const StatisticsOptions& options() const { return m_options; }
@@ -120,11 +121,20 @@ private:
         std::vector<double> gateSum; ///< [H]
         std::int64_t gateTokens = 0;
     };
+    /// Images: Darcet et al.'s token norms of the layer output `out` (analysis/high_norm.h).
+    struct NormAccumulator
+    {
+        std::vector<double> sumNorm;             ///< [keys] sum over samples of the token's L2 norm
+        std::vector<std::int64_t> highNorm;      ///< [keys] samples where the token is high-norm
+        std::vector<std::int64_t> histogram;     ///< [kNormBins] every token's norm
+        std::vector<std::int64_t> histogramHigh; ///< [kNormBins] the high-norm tokens' norms
+    };
     struct LayerAccumulator
     {
         int layer = 0;
         std::vector<TensorAccumulator> tensors; ///< statisticsTensorPoints() order
         HeadAccumulator heads;
+        NormAccumulator norms; ///< images only
     };
 
     struct LayerInputs;
@@ -136,6 +146,7 @@ private:
                                 const std::vector<std::size_t>& keys);
     std::int64_t keyOf(const std::string& token);
     void growKeys();
+    void writeNorms(Hdf5Writer& writer, const std::string& group, const NormAccumulator& acc) const;
     std::size_t keyCount() const;
     std::int64_t keyOccurrences(std::size_t key) const;
     void writeTensor(Hdf5Writer& writer, const std::string& group, const TensorAccumulator& acc,

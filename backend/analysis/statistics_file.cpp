@@ -88,6 +88,24 @@ TensorStatisticsData readTensor(const FileReader& file, const StatisticsFile& f,
         t.patchOutlierOccurrences = file.ints(group + "/patch_outlier_occurrences", grid);
         t.clsOutliers = file.intScalar(group + "/cls_outliers");
         t.clsOutlierOccurrences = file.intScalar(group + "/cls_outlier_occurrences");
+        if (f.registers > 0) {
+            t.registerOutliers = file.ints(group + "/register_outliers", {f.registers});
+            t.registerOutlierOccurrences = file.ints(group + "/register_outlier_occurrences", {f.registers});
+        }
+        if (file.hdf5().exists(group + "/mean_token_norm")) { // `out`; files of earlier versions lack it
+            const std::vector<std::int64_t> tokens = {1 + f.registers +
+                                                      std::int64_t(f.gridRows) * f.gridCols};
+            t.meanTokenNorm = file.doubles(group + "/mean_token_norm", tokens);
+            t.highNormTokens = file.ints(group + "/high_norm_tokens", tokens);
+            const std::vector<std::int64_t> histogram = file.hdf5().shape(group + "/norm_histogram");
+            if (histogram.size() != 1 || histogram[0] < 1 || histogram[0] > 100000)
+                throw Error(file.hdf5().path() + ": dataset '" + group + "/norm_histogram' has shape " +
+                            shapeText(histogram) + ", expected [bins]");
+            const std::int64_t bins = histogram[0];
+            t.normBinEdges = file.doubles(group + "/norm_bin_edges", {bins + 1});
+            t.normHistogram = file.ints(group + "/norm_histogram", {bins});
+            t.normHistogramHighNorm = file.ints(group + "/norm_histogram_high_norm", {bins});
+        }
     }
     return t;
 }
@@ -109,6 +127,12 @@ HeadStatisticsData readHeads(const FileReader& file, const StatisticsFile& f, co
         h.attentionOutliersByKey = file.ints(group + "/attention_outliers_by_patch", shape);
         h.clsMeanCumulativeAttention = file.doubles(group + "/cls_mean_cumulative_attention", {heads});
         h.clsAttentionOutliers = file.ints(group + "/cls_attention_outliers", {heads});
+        if (f.registers > 0) {
+            h.registerMeanCumulativeAttention =
+                file.doubles(group + "/register_mean_cumulative_attention", {heads, f.registers});
+            h.registerAttentionOutliers =
+                file.ints(group + "/register_attention_outliers", {heads, f.registers});
+        }
     }
     h.outlierKeys = file.intScalar(group + "/outlier_keys");
     h.otherKeys = file.intScalar(group + "/other_keys");
@@ -123,7 +147,11 @@ HeadStatisticsData readHeads(const FileReader& file, const StatisticsFile& f, co
 
 CategoryCounts readCategories(const FileReader& file, const std::string& dataset)
 {
-    const std::vector<std::int64_t> v = file.ints(dataset, {4});
+    // Four categories in files written before the register category (a fifth, 0 there).
+    const bool four =
+        file.hdf5().exists(dataset) && file.hdf5().shape(dataset) == std::vector<std::int64_t>{4};
+    const std::vector<std::int64_t> v =
+        file.ints(dataset, {four ? 4 : std::int64_t(std::tuple_size<CategoryCounts>::value)});
     CategoryCounts c{};
     std::copy(v.begin(), v.end(), c.begin());
     return c;
@@ -203,6 +231,9 @@ StatisticsFile readStatisticsFile(const std::string& path)
         if (grid.size() != 2) throw Error(path + ": root attribute 'grid' must hold [rows, cols]");
         f.gridRows = int(grid[0]);
         f.gridCols = int(grid[1]);
+        if (r.hasAttribute("/", "registers")) f.registers = file.intAttribute("registers");
+        if (f.registers < 0 || f.registers > 1024)
+            throw Error(path + ": root attribute 'registers' is " + std::to_string(f.registers));
     }
     try {
         f.outlierRule.rule = parseOutlierRule(r.stringAttribute("/", "rule"));

@@ -35,6 +35,15 @@ struct TensorStatisticsData
     std::vector<std::int64_t> patchOutlierOccurrences;
     std::int64_t clsOutliers = 0;
     std::int64_t clsOutlierOccurrences = 0;
+    std::vector<std::int64_t> registerOutliers; ///< [registers]; empty without registers
+    std::vector<std::int64_t> registerOutlierOccurrences;
+    // Image, `out` only: Darcet et al.'s token norms (analysis/high_norm.h), per token position (CLS,
+    // registers, patches row-major) and as histograms over every token of every image.
+    std::vector<double> meanTokenNorm;               ///< [1 + registers + rows * cols]
+    std::vector<std::int64_t> highNormTokens;        ///< [same]: images where the token is high-norm
+    std::vector<double> normBinEdges;                ///< [bins + 1], ascending
+    std::vector<std::int64_t> normHistogram;         ///< [bins]
+    std::vector<std::int64_t> normHistogramHighNorm; ///< [bins]: the high-norm tokens among them
 };
 
 /// The per-head statistics of one layer ("layer10/heads"); [H, n] arrays are row-major (head, key).
@@ -46,8 +55,10 @@ struct HeadStatisticsData
     // Text: [H * n], n = StatisticsFile::tokens.size(). Image: [H * rows * cols] patches.
     std::vector<double> meanCumulativeAttention;
     std::vector<std::int64_t> attentionOutliersByKey;
-    std::vector<double> clsMeanCumulativeAttention; ///< [H], image
-    std::vector<std::int64_t> clsAttentionOutliers; ///< [H], image
+    std::vector<double> clsMeanCumulativeAttention;      ///< [H], image
+    std::vector<std::int64_t> clsAttentionOutliers;      ///< [H], image
+    std::vector<double> registerMeanCumulativeAttention; ///< [H * registers], image with registers
+    std::vector<std::int64_t> registerAttentionOutliers; ///< [H * registers]
     std::int64_t outlierKeys = 0;
     std::int64_t otherKeys = 0;
     std::vector<double> meanAbsValueOutlierKeys; ///< [H]; NaN when outlierKeys == 0
@@ -86,6 +97,7 @@ struct StatisticsFile
     int headDim = 0;
     int gridRows = 0;
     int gridCols = 0;
+    int registers = 0;            ///< image: register tokens between CLS and the patches
     OutlierCriterion outlierRule; ///< the rule the file counted with (root attributes rule, k, tau, ...)
     std::string criterion;        ///< OutlierCriterion::describe()
     std::map<std::string, std::string>

@@ -2,6 +2,7 @@
 
 // DatasetStatistics::write: the HDF5 statistics file (docs/stats-format.md); statistics_file.cpp reads it.
 
+#include "analysis/high_norm.h"
 #include "analysis/statistics_detail.h"
 #include "common/error.h"
 #include "io/hdf5_store.h"
@@ -74,6 +75,7 @@ void DatasetStatistics::write(Hdf5Writer& writer) const
                         order);
         writeHeads(writer, group + "/heads", layer.heads, order);
         writer.setAttribute(group + "/heads", "previous_output", previousOutputName(layer.layer));
+        if (o.kind == InputKind::Image) writeNorms(writer, group + "/out", layer.norms);
     }
     writeSummary(writer);
 
@@ -86,8 +88,10 @@ void DatasetStatistics::write(Hdf5Writer& writer) const
     writer.setAttribute("/", "num_heads", std::int64_t(o.numHeads));
     writer.setAttribute("/", "hidden_size", std::int64_t(o.hiddenSize));
     writer.setAttribute("/", "head_dim", std::int64_t(o.headDim));
-    if (o.kind == InputKind::Image)
+    if (o.kind == InputKind::Image) {
         writer.setAttribute("/", "grid", std::vector<std::int64_t>{o.gridRows, o.gridCols});
+        writer.setAttribute("/", "registers", std::int64_t(o.registers));
+    }
     writer.setAttribute("/", "rule", outlierRuleName(o.criterion.rule));
     writer.setAttribute("/", "k", o.criterion.k);
     writer.setAttribute("/", "tau", o.criterion.tau);
@@ -132,13 +136,22 @@ void DatasetStatistics::writeTensor(Hdf5Writer& writer, const std::string& group
                     ratio(double(delimiterTokens), outlierTokens));
     } else {
         const std::vector<std::int64_t> grid = {o.gridRows, o.gridCols};
-        const std::vector<std::int64_t> patches(acc.keyOutliers.begin() + 1, acc.keyOutliers.end());
-        const std::vector<std::int64_t> patchTokens(acc.keyOutlierTokens.begin() + 1,
+        const std::ptrdiff_t first = 1 + o.registers; // CLS, registers, patches
+        const std::vector<std::int64_t> patches(acc.keyOutliers.begin() + first, acc.keyOutliers.end());
+        const std::vector<std::int64_t> patchTokens(acc.keyOutlierTokens.begin() + first,
                                                     acc.keyOutlierTokens.end());
         writer.writeInt64(group + "/patch_outliers", patches.data(), grid);
         writer.writeInt64(group + "/patch_outlier_occurrences", patchTokens.data(), grid);
         writeScalar(writer, group + "/cls_outliers", acc.keyOutliers[0]);
         writeScalar(writer, group + "/cls_outlier_occurrences", acc.keyOutlierTokens[0]);
+        if (o.registers > 0) {
+            const std::vector<std::int64_t> registers(acc.keyOutliers.begin() + 1,
+                                                      acc.keyOutliers.begin() + first);
+            const std::vector<std::int64_t> registerTokens(acc.keyOutlierTokens.begin() + 1,
+                                                           acc.keyOutlierTokens.begin() + first);
+            writer.writeInt64(group + "/register_outliers", registers.data(), {o.registers});
+            writer.writeInt64(group + "/register_outlier_occurrences", registerTokens.data(), {o.registers});
+        }
     }
 }
 
@@ -154,7 +167,8 @@ void DatasetStatistics::writeHeads(Hdf5Writer& writer, const std::string& group,
     // [H, keys] in file key order: the sum over queries per occurrence of the key.
     const bool text = o.kind == InputKind::Text;
     const std::vector<std::size_t> fileKeys =
-        text ? order : std::vector<std::size_t>(order.begin() + 1, order.end()); // image: patches only
+        text ? order
+             : std::vector<std::size_t>(order.begin() + 1 + o.registers, order.end()); // image: patches only
     std::vector<double> meanAttention;
     std::vector<std::int64_t> attentionOutliers;
     for (std::size_t head = 0; head < H; ++head) {
@@ -179,6 +193,19 @@ void DatasetStatistics::writeHeads(Hdf5Writer& writer, const std::string& group,
         }
         writer.writeFloat64(group + "/cls_mean_cumulative_attention", clsAttention.data(), {heads});
         writer.writeInt64(group + "/cls_attention_outliers", clsOutliers.data(), {heads});
+        if (o.registers > 0) { // [H, registers]
+            std::vector<double> registerAttention;
+            std::vector<std::int64_t> registerOutliers;
+            for (std::size_t head = 0; head < H; ++head)
+                for (std::size_t k = 1; k <= std::size_t(o.registers); ++k) {
+                    registerAttention.push_back(ratio(acc.cumulativeAttention[k * H + head], m_samples));
+                    registerOutliers.push_back(acc.attentionOutliersByKey[k * H + head]);
+                }
+            writer.writeFloat64(group + "/register_mean_cumulative_attention", registerAttention.data(),
+                                {heads, o.registers});
+            writer.writeInt64(group + "/register_attention_outliers", registerOutliers.data(),
+                              {heads, o.registers});
+        }
     }
 
     writeScalar(writer, group + "/outlier_keys", acc.outlierKeys);
@@ -198,6 +225,23 @@ void DatasetStatistics::writeHeads(Hdf5Writer& writer, const std::string& group,
         writer.writeFloat64(group + "/mean_gate", gate.data(), {heads});
         writeScalar(writer, group + "/gate_tokens", acc.gateTokens);
     }
+}
+
+void DatasetStatistics::writeNorms(Hdf5Writer& writer, const std::string& group,
+                                   const NormAccumulator& acc) const
+{
+    const auto keys = std::int64_t(acc.sumNorm.size()); // CLS, registers, patches
+    std::vector<double> mean;
+    for (double sum : acc.sumNorm)
+        mean.push_back(ratio(sum, m_samples));
+    writer.writeFloat64(group + "/mean_token_norm", mean.data(), {keys});
+    writer.writeInt64(group + "/high_norm_tokens", acc.highNorm.data(), {keys});
+    const std::vector<double> edges = normBinEdges();
+    writer.writeFloat64(group + "/norm_bin_edges", edges.data(), {std::int64_t(edges.size())});
+    writer.writeInt64(group + "/norm_histogram", acc.histogram.data(), {std::int64_t(acc.histogram.size())});
+    writer.writeInt64(group + "/norm_histogram_high_norm", acc.histogramHigh.data(),
+                      {std::int64_t(acc.histogramHigh.size())});
+    writer.setAttribute(group + "/high_norm_tokens", "rule", highNormRuleText());
 }
 
 void DatasetStatistics::writeSummary(Hdf5Writer& writer) const

@@ -417,6 +417,7 @@ StatsRunResult runImages(const StatsRunOptions& o, const std::atomic<bool>& canc
     so.numLayers = c.numLayers, so.numHeads = c.numHeads, so.hiddenSize = c.hiddenSize,
     so.headDim = c.headDim();
     so.gridRows = so.gridCols = c.gridSize();
+    so.registers = c.numRegisters;
     so.criterion = o.criterion;
     DatasetStatistics stats(so);
     std::set<std::string> captures = requiredCaptures(so);
@@ -424,7 +425,7 @@ StatsRunResult runImages(const StatsRunOptions& o, const std::atomic<bool>& canc
     StreamingStatisticsSink sink(stats, captures);
     SystematicStatistics systematic(systematicOptionsFor(so));
     if (o.systematic) sink.addSystematic(systematic);
-    const std::vector<TokenCategory> patchCategories = tokenCategories(c.tokenLabels()); // [CLS], patches
+    const std::vector<TokenCategory> patchCategories = imageTokenCategories(c.numRegisters, c.numPatches());
 
     StatsRunResult result;
     std::int64_t top1 = 0, top5 = 0, labelled = 0, done = 0;

@@ -9,8 +9,13 @@
 
 namespace outlierlens {
 
-/// The four token categories, in TokenCategory order (initial, strong delimiter, weak semantic, other).
-using CategoryCounts = std::array<std::int64_t, 4>;
+/// An et al.'s token categories (their pos_*.py scripts), in file order, and a fifth of this app's:
+/// the register tokens of a ViT with registers (Darcet et al. 2024), never a text token.
+enum class TokenCategory { Initial, StrongDelimiter, WeakSemantic, Other, Register };
+inline constexpr int kTokenCategories = 5;
+
+/// Counts of the token categories, in TokenCategory order.
+using CategoryCounts = std::array<std::int64_t, kTokenCategories>;
 
 struct SystematicActivationData
 {

@@ -162,6 +162,8 @@ std::string tokenCategoryName(TokenCategory category)
         return "weak_semantic";
     case TokenCategory::Other:
         return "other";
+    case TokenCategory::Register:
+        return "register";
     }
     return "other";
 }
@@ -193,6 +195,14 @@ std::vector<TokenCategory> tokenCategories(const std::vector<std::string>& decod
     return categories;
 }
 
+std::vector<TokenCategory> imageTokenCategories(int registers, int patches)
+{
+    std::vector<TokenCategory> categories{TokenCategory::Initial};
+    categories.insert(categories.end(), std::size_t(std::max(registers, 0)), TokenCategory::Register);
+    categories.insert(categories.end(), std::size_t(std::max(patches, 0)), TokenCategory::Other);
+    return categories;
+}
+
 std::vector<TokenCategory> wordPieceCategories(const std::vector<std::string>& tokens)
 {
     std::vector<TokenCategory> categories;
@@ -207,16 +217,18 @@ std::vector<bool> sinkTokens(const std::vector<TokenCategory>& categories,
     std::vector<bool> sink(categories.size(), false);
     for (std::size_t t = 0; t < categories.size(); ++t)
         sink[t] = categories[t] == TokenCategory::Initial ||
-                  categories[t] == TokenCategory::StrongDelimiter || (t < background.size() && background[t]);
+                  categories[t] == TokenCategory::StrongDelimiter ||
+                  categories[t] == TokenCategory::Register || (t < background.size() && background[t]);
     return sink;
 }
 
-std::vector<bool> backgroundPatchTokens(const std::uint8_t* rgb, int width, int height, int stride, int patch)
+std::vector<bool> backgroundPatchTokens(const std::uint8_t* rgb, int width, int height, int stride, int patch,
+                                        int registers)
 {
     if (patch <= 0 || width % patch != 0 || height % patch != 0)
         throw Error("background patches: a " + std::to_string(width) + " x " + std::to_string(height) +
                     " image is no grid of " + std::to_string(patch) + " px patches");
-    std::vector<bool> background{false}; // [CLS]
+    std::vector<bool> background(std::size_t(1 + std::max(registers, 0)), false); // [CLS], registers
     for (int row = 0; row < height / patch; ++row)
         for (int col = 0; col < width / patch; ++col) {
             double sum = 0, squares = 0;

@@ -17,11 +17,7 @@ namespace outlierlens {
 
 class Hdf5Writer;
 
-/// An et al.'s token categories (their pos_*.py scripts), in file order.
-enum class TokenCategory { Initial, StrongDelimiter, WeakSemantic, Other };
-inline constexpr int kTokenCategories = 4;
-
-/// "initial_token", "strong_delimiter", "weak_semantic", "other": their names.
+/// "initial_token", "strong_delimiter", "weak_semantic", "other", "register": their names.
 std::string tokenCategoryName(TokenCategory category);
 
 /// The category of the token at `position` whose decoded text is `decoded` (tokenizer.decode([id]) as
@@ -39,21 +35,26 @@ TokenCategory wordPieceCategory(const std::string& token, std::int64_t position)
 /// labels (ViT), and wordPieceCategory() of WordPiece tokens (BERT).
 std::vector<TokenCategory> tokenCategories(const std::vector<std::string>& decoded);
 std::vector<TokenCategory> wordPieceCategories(const std::vector<std::string>& tokens);
+/// An image model's tokens: the class token (initial), `registers` registers, then `patches` patches
+/// (other).
+std::vector<TokenCategory> imageTokenCategories(int registers, int patches);
 
 /// Sink tokens, the one definition every view, figure and score uses (docs/metrics.md, "Sink tokens"):
 /// where a head that does nothing parks its attention. The initial token and the strong delimiters of
 /// `categories` (decoders: the first token and An et al.'s punctuation and newlines; BERT: [CLS], [SEP]
-/// and punctuation), and the tokens `background` marks (ViT: backgroundPatchTokens(); empty: none).
+/// and punctuation), the register tokens (ViT with registers: Darcet et al.'s sinks that are not patches),
+/// and the tokens `background` marks (ViT: backgroundPatchTokens(); empty: none).
 std::vector<bool> sinkTokens(const std::vector<TokenCategory>& categories,
                              const std::vector<bool>& background = {});
 /// The pixel standard deviation (0-255 scale) under which a patch is background.
 inline constexpr double kBackgroundPatchStd = 6.0;
-/// ViT, per token ([CLS] first, then the patches row by row): whether a patch is background, i.e. the
-/// standard deviation of its pixel values (every pixel and channel of the `patch` x `patch` square of the
-/// resized uint8 RGB image the model saw, rows `stride` bytes apart) is below kBackgroundPatchStd: a
-/// uniform region with nothing to read. [CLS] is not a patch (false).
-std::vector<bool> backgroundPatchTokens(const std::uint8_t* rgb, int width, int height, int stride,
-                                        int patch);
+/// ViT, per token ([CLS] first, then `registers` register tokens, then the patches row by row): whether a
+/// patch is background, i.e. the standard deviation of its pixel values (every pixel and channel of the
+/// `patch` x `patch` square of the resized uint8 RGB image the model saw, rows `stride` bytes apart) is
+/// below kBackgroundPatchStd: a uniform region with nothing to read. [CLS] and registers are not patches
+/// (false).
+std::vector<bool> backgroundPatchTokens(const std::uint8_t* rgb, int width, int height, int stride, int patch,
+                                        int registers = 0);
 
 struct SystematicOptions
 {

@@ -5,12 +5,18 @@
 #include "../common/app_runner.h"
 #include "../common/tensor_compare.h"
 
+#include "analysis/vit_inspection.h"
 #include "io/hdf5_store.h"
+#include "io/image.h"
+#include "model/capture.h"
+#include "model/vit_network.h"
 
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -170,6 +176,65 @@ private Q_SLOTS:
         QVERIFY2(r.err.contains(expected), qPrintable(r.err));
         QVERIFY2(r.err.trimmed().count(QLatin1Char('\n')) == 0, qPrintable(r.err)); // one line
         QVERIFY2(!r.out.contains(QStringLiteral("dump:")), qPrintable(r.out));
+    }
+
+    /// `stats` over images through a DINOv2 with registers: the registers are their own keys and
+    /// category, and the block output's token norms (Darcet et al.) equal the backend's forward pass, norms
+    /// taken here with torch.
+    void statsRecordRegistersAndTokenNorms()
+    {
+        QTemporaryDir dir;
+        const std::filesystem::path images = dir.path().toStdString() + "/images";
+        std::filesystem::create_directories(images);
+        for (const char* name : {"chelsea_cat.png", "coffee_cup.png"})
+            std::filesystem::copy_file(std::string(OUTLIERLENS_SOURCE_DIR "/sample_data/images/") + name,
+                                       images / name);
+        const QString model = QString::fromStdString(fixture("families/dinov2-reg/timm"));
+        const QString statsPath = dir.path() + "/reg.h5";
+        const Run r = runApp({QStringLiteral("stats"), QStringLiteral("--model"), model,
+                              QStringLiteral("--data"), "images:" + QString::fromStdString(images.string()),
+                              QStringLiteral("--systematic"), QStringLiteral("--out"), statsPath});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        Hdf5Reader s(statsPath.toStdString());
+        QCOMPARE(std::int64_t(s.numberAttribute("/", "registers")), std::int64_t(4));
+        QCOMPARE(s.shape("layer1/out/register_outliers"), (std::vector<std::int64_t>{4}));
+        QCOMPARE(s.shape("layer1/heads/register_mean_cumulative_attention"),
+                 (std::vector<std::int64_t>{4, 4}));
+        const std::vector<std::int64_t> grid = s.shape("layer1/out/patch_outliers");
+        QCOMPARE(grid.size(), std::size_t(2));
+        const std::int64_t T = 1 + 4 + grid[0] * grid[1];
+        // An et al.'s categories: 1 initial token and 4 registers per image; the patches "other".
+        const torch::Tensor byCategory = s.readTensor("systematic/layer1/tokens_by_category");
+        QCOMPARE(byCategory.size(0), std::int64_t(5));
+        QCOMPARE(byCategory[0].item<std::int64_t>(), std::int64_t(2));
+        QCOMPARE(byCategory[3].item<std::int64_t>(), 2 * grid[0] * grid[1]);
+        QCOMPARE(byCategory[4].item<std::int64_t>(), std::int64_t(2 * 4));
+
+        VitNetwork network = VitNetwork::load(model.toStdString());
+        const ImagePreprocessing preprocessing = ImagePreprocessing::fromModelDir(model.toStdString());
+        for (int layer = 0; layer < 2; ++layer) {
+            torch::Tensor sum = torch::zeros({T}, torch::kDouble);
+            torch::Tensor high = torch::zeros({T}, torch::kLong);
+            for (const char* name : {"chelsea_cat.png", "coffee_cup.png"}) {
+                const VitInspection v = inspectVit(network, preprocessing, (images / name).string());
+                const torch::Tensor norms = v.activations.at(captureName(CapturePoint::Out, layer))[0]
+                                                .to(torch::kDouble)
+                                                .pow(2)
+                                                .sum(-1)
+                                                .sqrt();
+                sum += norms;
+                const double median =
+                    std::get<0>(norms.slice(0, 5).sort()).select(0, (T - 5 - 1) / 2).item<double>();
+                high += (norms > 3 * median).to(torch::kLong);
+            }
+            const std::string g = "layer" + std::to_string(layer) + "/out/";
+            QVERIFY(
+                torch::allclose(s.readTensor(g + "mean_token_norm").to(torch::kDouble), sum / 2, 1e-4, 1e-5));
+            QVERIFY(torch::equal(s.readTensor(g + "high_norm_tokens").to(torch::kLong), high));
+            QCOMPARE(s.readTensor(g + "norm_histogram").sum().item<std::int64_t>(), 2 * T);
+            QCOMPARE(s.readTensor(g + "norm_histogram_high_norm").sum().item<std::int64_t>(),
+                     high.sum().item<std::int64_t>());
+        }
     }
 
     void pixelsNeedAnImageModel()

@@ -327,6 +327,68 @@ private Q_SLOTS:
         QVERIFY_THROWS_EXCEPTION(Error, stats.addSample(Sample({}, 6).captures, {}));
     }
 
+    /// Issue #42: register tokens between CLS and the patches are their own keys, and the block output's
+    /// token norms (Darcet et al.) are recorded per position and as histograms.
+    void registersAndTokenNorms()
+    {
+        StatisticsOptions o = imageOptions();
+        o.registers = 2;
+        DatasetStatistics stats(o);
+        QCOMPARE(stats.distinctKeys(), std::size_t(9));
+        // T = 1 + 2 + 2 x 3: CLS, [REG1], [REG2], then patch (r, c) at 3 + r * 3 + c.
+        Sample(std::vector<std::string>{}, 9)
+            .spike("layer0/out", 2, 1, 50.0f)             // [REG2]
+            .spike("layer0/out", 3 + 1 * 3 + 2, 3, 40.0f) // patch 1,2
+            .addTo(stats);
+        Sample(std::vector<std::string>{}, 9).spike("layer0/out", 3, 3, 30.0f).addTo(stats); // patch 0,0
+        const StatisticsFile f = roundTrip(stats);
+        QCOMPARE(f.registers, 2);
+        const TensorStatisticsData& out = layerOf(f, 0).tensors.at("out");
+        QCOMPARE(out.patchOutliers, (std::vector<std::int64_t>{1, 0, 0, 0, 0, 1}));
+        QCOMPARE(out.registerOutliers, (std::vector<std::int64_t>{0, 1}));
+        QCOMPARE(out.registerOutlierOccurrences, (std::vector<std::int64_t>{0, 1}));
+        QCOMPARE(out.clsOutliers, std::int64_t(0));
+        const HeadStatisticsData& heads = layerOf(f, 0).heads;
+        QCOMPARE(heads.meanCumulativeAttention.size(), std::size_t(kHeads * 6));
+        QCOMPARE(heads.registerMeanCumulativeAttention.size(), std::size_t(kHeads * 2));
+        QVERIFY(close(heads.registerMeanCumulativeAttention[3], 1.0)); // uniform over 9 keys, 9 queries
+
+        // Norms by hand: the flat rows are 0.01, 0.02, ... alternating, so every token's norm is the same
+        // sqrt(4 * (0.01^2 + 0.02^2)) unless it carries a spike, where the spiked entry replaces its value.
+        const double flatSq = 4 * (0.01 * 0.01 + 0.02 * 0.02), flat = std::sqrt(flatSq);
+        const auto spiked = [&](std::int64_t dim, double v) {
+            const double old = dim % 2 == 0 ? 0.01 : 0.02;
+            return std::sqrt(flatSq - old * old + v * v);
+        };
+        QCOMPARE(out.meanTokenNorm.size(), std::size_t(9));
+        QVERIFY(close(out.meanTokenNorm[0], flat));
+        QVERIFY(close(out.meanTokenNorm[2], (spiked(1, 50) + flat) / 2));
+        QVERIFY(close(out.meanTokenNorm[3], (flat + spiked(3, 30)) / 2));
+        QVERIFY(close(out.meanTokenNorm[8], (spiked(3, 40) + flat) / 2));
+        // High-norm: above 3 x the median patch norm (flat): the spiked tokens, once each.
+        QCOMPARE(out.highNormTokens, (std::vector<std::int64_t>{0, 0, 1, 1, 0, 0, 0, 0, 1}));
+        QCOMPARE(out.normBinEdges.size(), out.normHistogram.size() + 1);
+        const std::int64_t total =
+            std::accumulate(out.normHistogram.begin(), out.normHistogram.end(), std::int64_t(0));
+        const std::int64_t high = std::accumulate(out.normHistogramHighNorm.begin(),
+                                                  out.normHistogramHighNorm.end(), std::int64_t(0));
+        QCOMPARE(total, std::int64_t(18));
+        QCOMPARE(high, std::int64_t(3));
+        // The bin of the flat norm holds the other 15 tokens, its edges around it.
+        for (std::size_t b = 0; b < out.normHistogram.size(); ++b)
+            if (out.normBinEdges[b] <= flat && flat < out.normBinEdges[b + 1])
+                QCOMPARE(out.normHistogram[b], std::int64_t(15));
+        // Text files have no norms; another register count is another key layout.
+        QVERIFY(layerOf(f, 0).tensors.at("ffn_out").meanTokenNorm.empty());
+        StatisticsOptions none = imageOptions();
+        DatasetStatistics other(none);
+        QVERIFY_THROWS_EXCEPTION(Error, stats.merge(other));
+        QVERIFY_THROWS_EXCEPTION(Error, stats.addSample(Sample({}, 7).captures, {}));
+        StatisticsOptions bad = textOptions();
+        bad.registers = 1;
+        QVERIFY_THROWS_EXCEPTION(Error, DatasetStatistics{bad});
+    }
+
     void cumulativeAttentionByToken()
     {
         DatasetStatistics stats(textOptions({1}));

@@ -135,6 +135,16 @@ private Q_SLOTS:
         QCOMPARE(backgroundPatchTokens(rgb.data(), 4, 4, stride, 2),
                  (std::vector<bool>{false, true, false, true, false}));
         QVERIFY_THROWS_EXCEPTION(outlierlens::Error, backgroundPatchTokens(rgb.data(), 4, 4, stride, 3));
+        // With registers (DINOv2-reg): [CLS], then the registers, none a patch, then the same patches.
+        QCOMPARE(backgroundPatchTokens(rgb.data(), 4, 4, stride, 2, 2),
+                 (std::vector<bool>{false, false, false, true, false, true, false}));
+        QCOMPARE(imageTokenCategories(2, 3),
+                 (std::vector<TokenCategory>{TokenCategory::Initial, TokenCategory::Register,
+                                             TokenCategory::Register, TokenCategory::Other,
+                                             TokenCategory::Other, TokenCategory::Other}));
+        QCOMPARE(tokenCategoryName(TokenCategory::Register), std::string("register"));
+        QCOMPARE(sinkTokens(imageTokenCategories(2, 3), {false, false, false, true, false, false}),
+                 (std::vector<bool>{true, true, true, true, false, false})); // CLS, registers, background
     }
 
     /// T = 5, d = 4: token 2 carries 1e4 among ones; head 0 attends only to key 0, head 1 uniformly
@@ -358,7 +368,8 @@ private Q_SLOTS:
         }
         Hdf5Reader file(path);
         QCOMPARE(file.readStrings("systematic/categories"),
-                 (std::vector<std::string>{"initial_token", "strong_delimiter", "weak_semantic", "other"}));
+                 (std::vector<std::string>{"initial_token", "strong_delimiter", "weak_semantic", "other",
+                                           "register"}));
         const torch::Tensor top = file.readTensor("systematic/layer1/out/mean_top_abs");
         QCOMPARE(top.size(0), std::int64_t(3));
         const double want = expectedOut[1].top[0] / 3; // the reader gives float32 back
