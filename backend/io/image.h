@@ -74,25 +74,36 @@ RgbImage centerCrop(const RgbImage& image, int width, int height);
 /// ViTImageProcessor's (resize to size x size, no crop).
 struct ImagePreprocessing
 {
-    enum class Mode { ShorterSideThenCenterCrop, SquashThenCenterCrop, ResizeExact };
+    /// timm's eval transforms (crop_mode center / squash), Hugging Face's ViTImageProcessor (resize to the
+    /// size) and the processors of DINOv2 and CLIP (BitImageProcessor, CLIPImageProcessor: shorter side
+    /// to shortest_edge, then a centre crop of crop_size with Hugging Face's floor offsets).
+    enum class Mode {
+        ShorterSideThenCenterCrop,
+        SquashThenCenterCrop,
+        ResizeExact,
+        HfShortestEdgeThenCenterCrop
+    };
     Mode mode = Mode::ShorterSideThenCenterCrop;
-    int size = 224;       ///< output height = width, pixels
-    double cropPct = 0.9; ///< timm crop_pct; unused by ResizeExact
+    int size = 224;         ///< output height = width, pixels
+    double cropPct = 0.9;   ///< timm crop_pct; used by the two timm modes
+    int shortestEdge = 256; ///< HfShortestEdgeThenCenterCrop: the shorter side before the crop
     Interpolation interpolation = Interpolation::Bicubic;
     std::array<double, 3> mean{0.5, 0.5, 0.5}, std{0.5, 0.5, 0.5}; ///< per channel R, G, B
     double rescaleFactor = 1.0 / 255.0;
 
     /// From a timm-style config.json ("pretrained_cfg": input_size, interpolation, mean, std,
     /// crop_pct, crop_mode; absent fields take timm 0.9's defaults) or, when config.json has no
-    /// "pretrained_cfg", a Hugging Face preprocessor_config.json next to it (ViTImageProcessor:
-    /// do_resize, size, resample, do_rescale, rescale_factor, do_normalize, image_mean, image_std).
+    /// "pretrained_cfg", a Hugging Face preprocessor_config.json next to it (ViTImageProcessor,
+    /// BitImageProcessor, CLIPImageProcessor: do_resize, size ({height, width}, an integer or
+    /// {shortest_edge}), resample, do_center_crop, crop_size, do_rescale, rescale_factor, do_normalize,
+    /// image_mean, image_std).
     /// Errors name the file and field.
     static ImagePreprocessing fromModelDir(const std::string& modelDir);
     /// timm's eval transform for these data-config values (timm's names and defaults).
     static ImagePreprocessing timmEval(int size, double cropPct, Interpolation interpolation);
 
     /// The side the image is resized to before cropping: floor(size / cropPct) (timm's scale_size),
-    /// or size for ResizeExact.
+    /// shortestEdge (Hugging Face's shortest_edge), or size for ResizeExact.
     int resizeSize() const;
     /// One line for logs, dumps and the UI, e.g. "timm: shorter side to 248 (bicubic), centre crop 224, ...".
     std::string describe() const;

@@ -97,30 +97,58 @@ ImagePreprocessing fromHfConfig(const nlohmann::json& cfg, const std::string& wh
     p.cropPct = 1.0;
     if (!jsonutil::getBool(cfg, "do_resize", where, true))
         throw Error(where + ": field 'do_resize' is false; only processors that resize are supported");
-    if (jsonutil::getBool(cfg, "do_center_crop", where, false))
-        throw Error(where +
-                    ": field 'do_center_crop' is true; Hugging Face centre cropping is not supported");
-    p.size = 224;
-    const auto size = cfg.find("size");
-    if (size != cfg.end() && !size->is_null()) {
+    // size: {height, width} or an integer (resize to it), or {shortest_edge} (the shorter side, then a
+    // centre crop: DINOv2's BitImageProcessor and CLIPImageProcessor).
+    const auto squareSide = [&](const nlohmann::json& value, const std::string& field) -> int {
         long long side = 0;
-        if (size->is_number_integer()) {
-            side = size->get<long long>();
-        } else if (size->is_object() && size->contains("height") && size->contains("width")) {
-            const long long h = jsonutil::getInt(*size, "height", where + ": size");
-            const long long w = jsonutil::getInt(*size, "width", where + ": size");
+        if (value.is_number_integer()) {
+            side = value.get<long long>();
+        } else if (value.is_object() && value.contains("height") && value.contains("width")) {
+            const long long h = jsonutil::getInt(value, "height", where + ": " + field);
+            const long long w = jsonutil::getInt(value, "width", where + ": " + field);
             if (h != w)
-                throw Error(where + ": field 'size' is not square (" + brief(*size) +
+                throw Error(where + ": field '" + field + "' is not square (" + brief(value) +
                             "); only square inputs are supported");
             side = h;
+        } else if (value.is_object() && value.contains("shortest_edge") && field == "size") {
+            side = jsonutil::getInt(value, "shortest_edge", where + ": size");
         } else {
-            throw Error(where + ": field 'size' must be an integer or {\"height\", \"width\"}, found " +
-                        brief(*size));
+            throw Error(where + ": field '" + field + "' must be an integer or {\"height\", \"width\"}" +
+                        (field == "size" ? std::string(" or {\"shortest_edge\"}") : std::string()) +
+                        ", found " + brief(value));
         }
         if (side < 1 || side > kMaxInputSize)
-            throw Error(where + ": field 'size' must be 1.." + std::to_string(kMaxInputSize) + ", found " +
-                        std::to_string(side));
-        p.size = int(side);
+            throw Error(where + ": field '" + field + "' must be 1.." + std::to_string(kMaxInputSize) +
+                        ", found " + std::to_string(side));
+        return int(side);
+    };
+    p.size = 224;
+    bool shortestEdge = false;
+    const auto size = cfg.find("size");
+    if (size != cfg.end() && !size->is_null()) {
+        p.size = squareSide(*size, "size");
+        shortestEdge = size->is_object() && size->contains("shortest_edge");
+    }
+    if (jsonutil::getBool(cfg, "do_center_crop", where, false)) {
+        const auto crop = cfg.find("crop_size");
+        const int cropSide = crop != cfg.end() && !crop->is_null() ? squareSide(*crop, "crop_size") : 224;
+        if (cropSide > p.size)
+            throw Error(where + ": field 'crop_size' (" + std::to_string(cropSide) +
+                        ") is larger than the resized image (" + std::to_string(p.size) +
+                        "); only crops inside the image are supported");
+        if (shortestEdge) {
+            p.mode = ImagePreprocessing::Mode::HfShortestEdgeThenCenterCrop;
+            p.shortestEdge = p.size;
+            p.size = cropSide;
+        } else if (cropSide != p.size) {
+            throw Error(where + ": a resize to " + std::to_string(p.size) + "x" + std::to_string(p.size) +
+                        " followed by a centre crop of " + std::to_string(cropSide) +
+                        " is not supported (only {\"shortest_edge\"} sizes take a crop)");
+        } // a crop of the whole resized image changes nothing
+    } else if (shortestEdge) {
+        throw Error(where +
+                    ": field 'size' is {\"shortest_edge\"} without do_center_crop: the input would not "
+                    "be square; only square inputs are supported");
     }
     const long long resample = jsonutil::getInt(cfg, "resample", where, 2); // PIL.Image.BILINEAR
     static const Interpolation kPil[] = {Interpolation::Nearest,  Interpolation::Lanczos,
@@ -178,6 +206,7 @@ ImagePreprocessing ImagePreprocessing::fromModelDir(const std::string& modelDir)
 int ImagePreprocessing::resizeSize() const
 {
     if (mode == Mode::ResizeExact) return size;
+    if (mode == Mode::HfShortestEdgeThenCenterCrop) return shortestEdge;
     // math.floor(img_size / crop_pct) as timm computes scale_size.
     return int(std::floor(double(size) / cropPct));
 }
@@ -187,7 +216,10 @@ void ImagePreprocessing::validate(const std::string& where) const
     if (size < 1 || size > kMaxInputSize)
         throw Error(where + ": output size must be 1.." + std::to_string(kMaxInputSize) + ", found " +
                     std::to_string(size));
-    if (mode != Mode::ResizeExact) {
+    if (mode == Mode::HfShortestEdgeThenCenterCrop && (shortestEdge < size || shortestEdge > kMaxInputSize))
+        throw Error(where + ": shortest edge " + std::to_string(shortestEdge) + " must be " +
+                    std::to_string(size) + ".." + std::to_string(kMaxInputSize) + " (at least the crop)");
+    if (mode == Mode::ShorterSideThenCenterCrop || mode == Mode::SquashThenCenterCrop) {
         if (!std::isfinite(cropPct) || cropPct <= 0.0)
             throw Error(where + ": crop_pct must be a positive number, found " + numberText(cropPct));
         const double scale = std::floor(double(size) / cropPct);
@@ -222,6 +254,10 @@ std::string ImagePreprocessing::describe() const
     case Mode::ResizeExact:
         text = "Hugging Face: resize to " + std::to_string(size) + "x" + std::to_string(size) + " (" +
                filter + ")";
+        break;
+    case Mode::HfShortestEdgeThenCenterCrop:
+        text = "Hugging Face: shorter side to " + std::to_string(shortestEdge) + " (" + filter +
+               "), centre crop " + std::to_string(size) + "x" + std::to_string(size);
         break;
     }
     return text + ", x * " + numberText(rescaleFactor) + ", mean " + formatTriple(mean) + ", std " +

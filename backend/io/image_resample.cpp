@@ -303,11 +303,20 @@ int cropOffset(int size, int crop)
     return half;
 }
 
-// Crops (with zero padding) the resize of `image` to resizedW x resizedH, computing only what is kept.
-RgbImage resizeThenCenterCrop(const RgbImage& image, int resizedW, int resizedH, Interpolation interpolation,
-                              int cropW, int cropH)
+// Hugging Face's image_transforms.center_crop along one axis: (size - crop) // 2 (floor; a crop no larger
+// than the image, which hfCenterCropSizes() checks).
+int hfCropOffset(int size, int crop)
 {
-    const int offX = cropOffset(resizedW, cropW), offY = cropOffset(resizedH, cropH);
+    return (size - crop) / 2;
+}
+
+// Crops (with zero padding) the resize of `image` to resizedW x resizedH, computing only what is kept;
+// the offsets by torchvision's rule or, with `huggingFace`, by Hugging Face's.
+RgbImage resizeThenCenterCrop(const RgbImage& image, int resizedW, int resizedH, Interpolation interpolation,
+                              int cropW, int cropH, bool huggingFace = false)
+{
+    const int offX = huggingFace ? hfCropOffset(resizedW, cropW) : cropOffset(resizedW, cropW);
+    const int offY = huggingFace ? hfCropOffset(resizedH, cropH) : cropOffset(resizedH, cropH);
     const int x0 = std::max(offX, 0), y0 = std::max(offY, 0);
     const int x1 = std::min(offX + cropW, resizedW), y1 = std::min(offY + cropH, resizedH);
     const RgbImage kept = resizeWindow(image, resizedW, resizedH, interpolation, x0, y0, x1 - x0, y1 - y0);
@@ -376,6 +385,21 @@ RgbImage resizeAndCrop(const RgbImage& image, const ImagePreprocessing& p)
         return resizeWindow(image, p.size, p.size, p.interpolation, 0, 0, p.size, p.size);
     case ImagePreprocessing::Mode::SquashThenCenterCrop:
         return resizeThenCenterCrop(image, scale, scale, p.interpolation, p.size, p.size);
+    case ImagePreprocessing::Mode::HfShortestEdgeThenCenterCrop: {
+        // transformers' get_resize_output_image_size(default_to_square=False): the shorter side becomes
+        // shortest_edge, the longer int(shortest_edge * long / short); PIL resize; center_crop by floor.
+        const bool portrait = image.width <= image.height;
+        const std::int64_t shortSide = portrait ? image.width : image.height;
+        const std::int64_t longSide = portrait ? image.height : image.width;
+        const double longScaledExact = double(std::int64_t(scale) * longSide) / double(shortSide);
+        if (longScaledExact > double(kMaxImagePixels))
+            throw Error("resizeAndCrop: a " + std::to_string(image.width) + "x" +
+                        std::to_string(image.height) +
+                        " image is too elongated to resize its shorter side to " + std::to_string(scale));
+        const int longScaled = int(longScaledExact);
+        const int w = portrait ? scale : longScaled, h = portrait ? longScaled : scale;
+        return resizeThenCenterCrop(image, w, h, p.interpolation, p.size, p.size, true);
+    }
     case ImagePreprocessing::Mode::ShorterSideThenCenterCrop: {
         // torchvision Resize(int): the shorter side becomes `scale`, the longer int(scale * long / short).
         const bool portrait = image.width <= image.height;

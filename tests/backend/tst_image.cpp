@@ -376,9 +376,17 @@ private Q_SLOTS:
         QTest::newRow("resample") << "preprocessor_config.json"
                                   << R"({"resample": 9})"
                                   << "resample";
-        QTest::newRow("center crop") << "preprocessor_config.json"
-                                     << R"({"do_center_crop": true})"
-                                     << "do_center_crop";
+        QTest::newRow("exact resize and crop") << "preprocessor_config.json"
+                                               << R"({"do_center_crop": true, "size": 256, "crop_size": 224})"
+                                               << "centre crop of 224";
+        QTest::newRow("crop larger") << "preprocessor_config.json"
+                                     << R"({"do_center_crop": true, "size": {"shortest_edge": 200},
+                                            "crop_size": {"height": 224, "width": 224}})"
+                                     << "crop_size";
+        QTest::newRow("crop not square") << "preprocessor_config.json"
+                                         << R"({"do_center_crop": true, "size": {"shortest_edge": 256},
+                                                "crop_size": {"height": 224, "width": 200}})"
+                                         << "crop_size";
         QTest::newRow("shortest_edge") << "preprocessor_config.json"
                                        << R"({"size": {"shortest_edge": 224}})"
                                        << "size";
@@ -401,6 +409,63 @@ private Q_SLOTS:
         const std::string path = dir.filePath(file).toStdString();
         expectError([&] { ImagePreprocessing::fromModelDir(dir.path().toStdString()); },
                     {path, fragment.toStdString()});
+    }
+
+    /// DINOv2's and CLIP's processors (BitImageProcessor, CLIPImageProcessor): the shorter side to
+    /// shortest_edge (PIL resize, checked against Pillow above), then transformers' center_crop, whose
+    /// offset is (size - crop) // 2, where torchvision rounds half to even. A 300 x 454 image resizes to
+    /// 256 x 387 (int(256 * 454 / 300)): the rows start at 81 here, at 82 in torchvision.
+    void hfShortestEdgeThenCenterCrop()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        writeFile(dir.filePath("config.json"), R"({"model_type": "dinov2"})");
+        writeFile(dir.filePath("preprocessor_config.json"), R"({
+            "crop_size": {"height": 224, "width": 224}, "do_center_crop": true, "do_convert_rgb": true,
+            "do_normalize": true, "do_rescale": true, "do_resize": true, "image_mean": [0.485, 0.456, 0.406],
+            "image_processor_type": "BitImageProcessor", "image_std": [0.229, 0.224, 0.225], "resample": 3,
+            "rescale_factor": 0.00392156862745098, "size": {"shortest_edge": 256}})");
+        const ImagePreprocessing p = ImagePreprocessing::fromModelDir(dir.path().toStdString());
+        QCOMPARE(int(p.mode), int(ImagePreprocessing::Mode::HfShortestEdgeThenCenterCrop));
+        QCOMPARE(p.shortestEdge, 256);
+        QCOMPARE(p.resizeSize(), 256);
+        QCOMPARE(p.size, 224);
+        QCOMPARE(int(p.interpolation), int(Interpolation::Bicubic));
+        QCOMPARE(p.mean[0], 0.485);
+        QVERIFY2(p.describe().find("shorter side to 256") != std::string::npos, p.describe().c_str());
+
+        RgbImage image;
+        image.width = 300, image.height = 454;
+        image.pixels.resize(std::size_t(image.width) * image.height * 3);
+        std::uint32_t state = 12345;
+        for (auto& v : image.pixels)
+            v = std::uint8_t((state = state * 1664525u + 1013904223u) >> 24);
+        const RgbImage resized = outlierlens::resizeImage(image, 256, 387, Interpolation::Bicubic);
+        const RgbImage got = outlierlens::resizeAndCrop(image, p);
+        QCOMPARE(got.width, 224);
+        QCOMPARE(got.height, 224);
+        const int top = (387 - 224) / 2, left = (256 - 224) / 2; // 81 and 16
+        for (int y = 0; y < 224; ++y)
+            for (int x = 0; x < 224; ++x)
+                for (int c = 0; c < 3; ++c) {
+                    const auto want =
+                        resized.pixels[(std::size_t(y + top) * 256 + std::size_t(x + left)) * 3 + c];
+                    const auto have = got.pixels[(std::size_t(y) * 224 + std::size_t(x)) * 3 + c];
+                    if (want != have)
+                        QFAIL(qPrintable(QStringLiteral("pixel %1,%2 channel %3: %4, expected %5")
+                                             .arg(x)
+                                             .arg(y)
+                                             .arg(c)
+                                             .arg(have)
+                                             .arg(want)));
+                }
+        // The same image through a torchvision-style crop would start one row lower: the rule matters.
+        QVERIFY(outlierlens::centerCrop(resized, 224, 224).pixels != got.pixels);
+        // A landscape image: the shorter side is the height.
+        std::swap(image.width, image.height);
+        const RgbImage wide = outlierlens::resizeAndCrop(image, p);
+        QCOMPARE(wide.width, 224);
+        QCOMPARE(wide.height, 224);
     }
 
     void fromModelDirWithoutConfig()
