@@ -52,6 +52,8 @@ const Subcommand kSubcommands[] = {
     {"bench", "time forward passes with and without activation capture", outlierlens::cli::runBench},
     {"quantize", "simulate W8A8 quantization: FP vs quantized metric, max inf norm, kurtosis",
      outlierlens::cli::runQuantize},
+    {"intervene", "set chosen activations to 0, their mean or a value and measure what the model loses",
+     outlierlens::cli::runIntervene},
     {"weights", "weight outliers (An et al. 2025) from the checkpoint alone, no forward pass",
      outlierlens::cli::runWeights, false, true},
     {"convert", "rewrite a model's weights as (float16) safetensors", outlierlens::cli::runConvert, false,

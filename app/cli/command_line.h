@@ -113,6 +113,7 @@ int runTrain(const QStringList& args);
 int runSweep(const QStringList& args);
 int runConvert(const QStringList& args);
 int runQuantize(const QStringList& args);
+int runIntervene(const QStringList& args);
 int runWeights(const QStringList& args);
 
 } // namespace outlierlens::cli

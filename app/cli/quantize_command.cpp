@@ -38,7 +38,13 @@ nlohmann::json toJson(const QuantExperiment& e, const QuantResult& r)
                             ? (e.quant.perChannelWeights ? "symmetric per channel" : "symmetric per tensor")
                             : "float"},
             {"weight_range", e.quant.mseWeights ? "mse" : "minmax"},
-            {"activations", e.quant.quantizeActivations ? "asymmetric per tensor" : "float"},
+            {"activations",
+             e.quant.quantizeActivations
+                 ? "asymmetric per " + toString(e.quant.activationGranularity) +
+                       (e.quant.activationGranularity == ActivationGranularity::Token ? " (dynamic)" : "")
+                 : std::string("float")},
+            {"activation_granularity", toString(e.quant.activationGranularity)},
+            {"keep_fp_tokens", e.quant.keepFpTokens},
             {"estimator", toString(e.quant.estimator)},
             {"percentile", e.quant.percentile},
             {"calib_batches", e.calibBatches},
@@ -67,11 +73,12 @@ std::string toCsv(const QuantExperiment& e, const QuantResult& r)
     out << "# outlierlens quantize; layers 1-based\n"
         << "model,data,bits_w,bits_a,estimator,calib_batches,seeds,metric,fp,quantized_mean,quantized_std,"
            "max_inf_norm,"
-           "avg_kurtosis\n"
+           "avg_kurtosis,act_granularity,keep_fp_tokens\n"
         << csvField(e.modelDir) << ',' << csvField(e.data) << ',' << e.quant.weightBits << ','
         << e.quant.activationBits << ',' << toString(e.quant.estimator) << ',' << e.calibBatches << ','
         << e.seeds << ',' << r.metricName << ',' << r.floatMetric << ',' << r.quantMean << ',' << r.quantStd
-        << ',' << r.maxInfNorm << ',' << r.avgKurtosis << '\n';
+        << ',' << r.maxInfNorm << ',' << r.avgKurtosis << ',' << toString(e.quant.activationGranularity)
+        << ',' << e.quant.keepFpTokens << '\n';
     if (!r.sensitivity.empty()) {
         out << "\nrank,layer,metric,damage\n";
         int rank = 1;
@@ -81,6 +88,17 @@ std::string toCsv(const QuantExperiment& e, const QuantResult& r)
                 << s.metric << ',' << s.damage << '\n';
     }
     return out.str();
+}
+
+/// " per-token, keep-fp 1" for the summary line; empty for the paper's setup.
+std::string variantText(const QuantOptions& q)
+{
+    std::string text;
+    if (q.activationGranularity != ActivationGranularity::Tensor)
+        text += " per-" + toString(q.activationGranularity);
+    if (q.keepFpTokens > 0)
+        text += std::string(text.empty() ? " " : ", ") + "keep-fp " + std::to_string(q.keepFpTokens);
+    return text;
 }
 
 } // namespace
@@ -118,6 +136,15 @@ int runQuantize(const QStringList& args)
         {"percentile", "Percentile for --estimator percentile (default 99.999).", "p"},
         {"weight-range", "Weight range: minmax (default) or mse.", "name"},
         {"per-channel", "Weights per output channel instead of per tensor."},
+        {"act-granularity",
+         "Activation scales: tensor (default: one calibrated range per site, the paper's), token (each "
+         "token's own min-max range at run time) or channel (a calibrated range per hidden channel; "
+         "attention scores and probabilities stay per tensor).",
+         "name"},
+        {"keep-fp",
+         "Leave the first N token positions of every activation in floating point and out of the ranges "
+         "(the sink token, as PrefixQuant does; default 0).",
+         "n"},
         {"weights-only", "Quantize weights only (activations stay in floating point)."},
         {"activations-only", "Quantize activations only (weights stay in floating point)."},
         {"sensitivity", "Also quantize each layer's activations alone and rank layers by the damage."},
@@ -144,6 +171,18 @@ int runQuantize(const QStringList& args)
                 throw UsageException{err.what()};
             }
         }
+        if (cmd.isSet("act-granularity")) {
+            try {
+                e.quant.activationGranularity = parseActivationGranularity(cmd.value("act-granularity"));
+            } catch (const Error& err) {
+                throw UsageException{err.what()};
+            }
+        }
+        e.quant.keepFpTokens = cmd.intValue("keep-fp", 0, 0, 1000000);
+        if (e.quant.activationGranularity == ActivationGranularity::Channel &&
+            e.quant.estimator != RangeEstimator::RunningMinMax &&
+            e.quant.estimator != RangeEstimator::CurrentMinMax)
+            throw UsageException{"--act-granularity channel takes --estimator minmax or running_minmax"};
         e.quant.percentile = cmd.doubleValue("percentile", 99.999);
         if (!(e.quant.percentile > 50 && e.quant.percentile <= 100))
             throw UsageException{"--percentile must be in (50, 100]"};
@@ -177,11 +216,12 @@ int runQuantize(const QStringList& args)
         }
         const char* unit = r.metricName == "accuracy" ? "%" : "";
         const double scale = r.metricName == "accuracy" ? 100.0 : 1.0;
-        std::printf(
-            "%s: FP %s %.2f%s, W%dA%d %.2f +- %.2f%s (%d seeds); max inf norm %.2f, avg kurtosis %.2f (%s)\n",
-            std::filesystem::path(e.modelDir).filename().c_str(), r.metricName.c_str(), r.floatMetric * scale,
-            unit, e.quant.weightBits, e.quant.activationBits, r.quantMean * scale, r.quantStd * scale, unit,
-            e.seeds, r.maxInfNorm, r.avgKurtosis, r.trackedPoint.c_str());
+        std::printf("%s: FP %s %.2f%s, W%dA%d%s %.2f +- %.2f%s (%d seeds); max inf norm %.2f, avg kurtosis "
+                    "%.2f (%s)\n",
+                    std::filesystem::path(e.modelDir).filename().c_str(), r.metricName.c_str(),
+                    r.floatMetric * scale, unit, e.quant.weightBits, e.quant.activationBits,
+                    variantText(e.quant).c_str(), r.quantMean * scale, r.quantStd * scale, unit, e.seeds,
+                    r.maxInfNorm, r.avgKurtosis, r.trackedPoint.c_str());
         for (std::size_t i = 0; i < r.sensitivity.size(); ++i) {
             const LayerSensitivity& s = r.sensitivity[i];
             std::printf("  sensitivity #%zu: %s: %s %.4g (damage %.4g)\n", i + 1,

@@ -197,4 +197,54 @@ QuantResult runQuantExperiment(const QuantExperiment& e,
     return r;
 }
 
+InterventionResult runInterventionExperiment(const QuantExperiment& e, const Intervention& intervention,
+                                             const std::function<void(const std::string&)>& progress,
+                                             const std::atomic<bool>* cancel)
+{
+    intervention.validate();
+    if (e.calibBatches < 1) throw Error("--calib-batches must be at least 1");
+    const auto started = std::chrono::steady_clock::now();
+    const auto checkCancel = [&] {
+        if (cancel && *cancel) throw Error("cancelled");
+    };
+    progress("loading " + e.modelDir + " and its data");
+    const TrainConfig config = taskConfig(e);
+    std::unique_ptr<TrainingTask> task = makeTrainingTask(config);
+    torch::nn::Module& module = task->module();
+    module.eval();
+    if (intervention.layer >= task->numLayers())
+        throw Error("intervention: layer " + std::to_string(intervention.layer + 1) + ", the model has " +
+                    std::to_string(task->numLayers()));
+    // Post-LN BERT blocks (MNLI, masked LM of a BERT folder, the synthetic task) end in a LayerNorm.
+    const bool bert = config.task == TrainTask::Nli || config.task == TrainTask::MaskedLm ||
+                      config.task == TrainTask::Synthetic;
+    InterventionSink sink(intervention, interventionSite(intervention.tensor, bert));
+
+    InterventionResult r;
+    r.description = intervention.describe();
+    progress("as it is: evaluating");
+    const auto [name, fp] = task->evaluate();
+    r.metricName = name;
+    r.higherIsBetter = name != "perplexity";
+    r.floatMetric = fp;
+    checkCancel();
+    if (intervention.value == Intervention::Value::Mean) {
+        progress("collecting the means over " + std::to_string(e.calibBatches) + " calibration batches");
+        sink.setCollecting(true);
+        at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(1000u);
+        for (int b = 0; b < e.calibBatches; ++b) {
+            checkCancel();
+            task->calibrationForward(b, gen, sink);
+        }
+        sink.setCollecting(false);
+        const torch::Tensor means = sink.means();
+        if (!means.defined()) throw Error("intervention: no calibration batch reached " + r.description);
+        r.means = std::vector<double>(means.data_ptr<double>(), means.data_ptr<double>() + means.numel());
+    }
+    progress("with the intervention (" + r.description + "): evaluating");
+    r.intervenedMetric = task->evaluate(&sink).second;
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return r;
+}
+
 } // namespace outlierlens

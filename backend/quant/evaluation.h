@@ -1,6 +1,7 @@
 #pragma once
 // Runs on the calling thread (the quantize command); long, reports progress through a callback.
 
+#include "quant/intervention.h"
 #include "quant/quantizer.h"
 
 #include <atomic>
@@ -67,6 +68,26 @@ struct QuantResult
 QuantResult runQuantExperiment(const QuantExperiment& experiment,
                                const std::function<void(const std::string&)>& progress,
                                const std::atomic<bool>* cancel = nullptr);
+
+/// One `outlierlens intervene` result: the task metric of the model as it is and with the intervention.
+struct InterventionResult
+{
+    std::string metricName; ///< "accuracy" or "perplexity"
+    bool higherIsBetter = true;
+    double floatMetric = 0;
+    double intervenedMetric = 0;
+    std::vector<double> means; ///< Value::Mean: the collected means of the chosen dimensions
+    std::string description;   ///< Intervention::describe()
+    double seconds = 0;
+};
+
+/// Evaluates the model of `e` (its data, batch size, evaluation batches; quantization options unused) as
+/// it is and with `intervention` applied to every evaluation batch; for Value::Mean, the means come first
+/// from e.calibBatches calibration batches (seed 0). Throws Error for bad input (a layer the model does not
+/// have, a dimension beyond the hidden size).
+InterventionResult runInterventionExperiment(const QuantExperiment& e, const Intervention& intervention,
+                                             const std::function<void(const std::string&)>& progress,
+                                             const std::atomic<bool>* cancel = nullptr);
 
 /// Sample standard deviation (n - 1); 0 for fewer than two values.
 double sampleStd(const std::vector<double>& values);

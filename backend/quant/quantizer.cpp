@@ -140,9 +140,77 @@ double mseSymmetricMax(const torch::Tensor& w, int bits)
     return best;
 }
 
+std::string toString(ActivationGranularity granularity)
+{
+    switch (granularity) {
+    case ActivationGranularity::Tensor:
+        return "tensor";
+    case ActivationGranularity::Token:
+        return "token";
+    case ActivationGranularity::Channel:
+        return "channel";
+    }
+    return "?";
+}
+
+ActivationGranularity parseActivationGranularity(const std::string& text)
+{
+    for (ActivationGranularity g :
+         {ActivationGranularity::Tensor, ActivationGranularity::Token, ActivationGranularity::Channel})
+        if (toString(g) == text) return g;
+    throw Error("unknown activation granularity '" + text + "' (tensor, token or channel)");
+}
+
+ActivationQuantizer::ActivationQuantizer(RangeEstimator estimator, int bits, double percentile,
+                                         ActivationGranularity granularity, int keepFpTokens)
+    : m_estimator(estimator)
+    , m_bits(bits)
+    , m_percentile(percentile)
+    , m_granularity(granularity)
+    , m_keepFpTokens(keepFpTokens)
+{
+    if (keepFpTokens < 0) throw Error("keep-fp tokens must not be negative");
+    if (granularity == ActivationGranularity::Channel && estimator != RangeEstimator::CurrentMinMax &&
+        estimator != RangeEstimator::RunningMinMax)
+        throw Error("per-channel activation ranges take the minmax or running_minmax estimator, not " +
+                    toString(estimator));
+}
+
+int ActivationQuantizer::keptTokens(const torch::Tensor& x) const
+{
+    if (m_keepFpTokens == 0 || x.dim() < 3) return 0;
+    return int(std::min<std::int64_t>(m_keepFpTokens, x.size(-2)));
+}
+
+torch::Tensor ActivationQuantizer::ranged(const torch::Tensor& x) const
+{
+    const int kept = keptTokens(x);
+    return kept ? x.narrow(-2, kept, x.size(-2) - kept) : x;
+}
+
 torch::Tensor ActivationQuantizer::calibrate(const torch::Tensor& x)
 {
-    const auto [lo, hi] = batchRange(x, m_estimator, m_bits, m_percentile);
+    torch::NoGradGuard noGrad;
+    const torch::Tensor r = ranged(x);
+    if (m_granularity == ActivationGranularity::Token) {
+        ++m_batches; // dynamic: nothing to calibrate
+        return apply(x);
+    }
+    if (r.numel() == 0) return apply(x);
+    if (m_granularity == ActivationGranularity::Channel) {
+        const torch::Tensor flat = r.detach().reshape({-1, r.size(-1)}).to(torch::kDouble);
+        const torch::Tensor lo = std::get<0>(flat.min(0)), hi = std::get<0>(flat.max(0));
+        if (!m_channelLo.defined() || m_estimator == RangeEstimator::CurrentMinMax) {
+            m_channelLo = lo, m_channelHi = hi;
+        } else {
+            m_channelLo = kMomentum * m_channelLo + (1 - kMomentum) * lo;
+            m_channelHi = kMomentum * m_channelHi + (1 - kMomentum) * hi;
+        }
+        m_range = {m_channelLo.min().item<double>(), m_channelHi.max().item<double>()};
+        ++m_batches;
+        return apply(x);
+    }
+    const auto [lo, hi] = batchRange(r, m_estimator, m_bits, m_percentile);
     if (!m_range || m_estimator == RangeEstimator::CurrentMinMax) {
         m_range = {lo, hi};
     } else if (m_estimator == RangeEstimator::RunningMinMax) {
@@ -156,10 +224,46 @@ torch::Tensor ActivationQuantizer::calibrate(const torch::Tensor& x)
     return apply(x);
 }
 
+torch::Tensor ActivationQuantizer::quantized(const torch::Tensor& x) const
+{
+    const double qmax = std::ldexp(1.0, m_bits) - 1;
+    // An asymmetric grid per row or channel, as QuantGrid::asymmetric does per tensor: the range widened
+    // to contain 0, the zero point rounded so that 0 is exact.
+    const auto grid = [&](torch::Tensor lo, torch::Tensor hi) {
+        lo = lo.clamp_max(0.0), hi = hi.clamp_min(0.0);
+        torch::Tensor scale = (hi - lo) / qmax;
+        scale = torch::where(scale > 0, scale, torch::full_like(scale, 1e-8));
+        const torch::Tensor zero = torch::round(-lo / scale);
+        const torch::Tensor xd = x.to(torch::kDouble);
+        return ((torch::clamp(torch::round(xd / scale) + zero, 0.0, qmax) - zero) * scale)
+            .to(x.scalar_type());
+    };
+    switch (m_granularity) {
+    case ActivationGranularity::Tensor:
+        return m_range ? QuantGrid::asymmetric(m_range->first, m_range->second, m_bits).apply(x) : x;
+    case ActivationGranularity::Token: {
+        const torch::Tensor xd = x.detach().to(torch::kDouble);
+        return grid(std::get<0>(xd.min(-1, true)), std::get<0>(xd.max(-1, true)));
+    }
+    case ActivationGranularity::Channel:
+        if (!m_channelLo.defined()) return x;
+        if (m_channelLo.size(0) != x.size(-1))
+            throw Error("per-channel activation quantizer: calibrated on " +
+                        std::to_string(m_channelLo.size(0)) + " channels, applied to " +
+                        std::to_string(x.size(-1)));
+        return grid(m_channelLo, m_channelHi);
+    }
+    return x;
+}
+
 torch::Tensor ActivationQuantizer::apply(const torch::Tensor& x) const
 {
-    if (!m_range) return x;
-    return QuantGrid::asymmetric(m_range->first, m_range->second, m_bits).apply(x);
+    torch::Tensor q = quantized(x);
+    if (const int kept = keptTokens(x)) {
+        q = q.clone();
+        q.narrow(-2, 0, kept).copy_(x.narrow(-2, 0, kept));
+    }
+    return q;
 }
 
 std::map<std::string, std::pair<double, double>> QuantizationSink::ranges() const
@@ -179,11 +283,18 @@ at::Tensor QuantizationSink::transform(QuantSite site, int layer, const at::Tens
     if (site == QuantSite::Logits && !m_options.quantizeLogits) return batched;
     const std::pair<int, int> key{layer, int(site)};
     auto it = m_quantizers.find(key);
-    if (it == m_quantizers.end())
+    if (it == m_quantizers.end()) {
+        // Attention scores and probabilities have no channel axis (their last axis is the keys): per tensor.
+        const bool noChannels = site == QuantSite::AttnScores || site == QuantSite::AttnProbs;
+        const ActivationGranularity granularity =
+            noChannels && m_options.activationGranularity == ActivationGranularity::Channel
+                ? ActivationGranularity::Tensor
+                : m_options.activationGranularity;
         it = m_quantizers
                  .emplace(key, ActivationQuantizer(m_options.estimator, m_options.activationBits,
-                                                   m_options.percentile))
+                                                   m_options.percentile, granularity, m_options.keepFpTokens))
                  .first;
+    }
     return m_calibrating ? it->second.calibrate(batched) : it->second.apply(batched);
 }
 

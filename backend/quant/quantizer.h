@@ -50,28 +50,49 @@ std::pair<double, double> batchRange(const torch::Tensor& x, RangeEstimator esti
 /// Symmetric range max|x| minimising the squared error of the weights' grid (weights, "mse").
 double mseSymmetricMax(const torch::Tensor& w, int bits);
 
-/// One activation quantizer: collects its range while calibrating, then quantizes with it.
+/// Which values share an activation scale (docs/quantization.md, "Granularity").
+enum class ActivationGranularity {
+    Tensor,  ///< one static range per site, calibrated (the paper's setup)
+    Token,   ///< dynamic: each token's row (the last axis) gets its own min-max range at run time
+    Channel, ///< one static range per channel of the last axis, calibrated (min-max or running min-max)
+};
+std::string toString(ActivationGranularity granularity);
+/// "tensor", "token", "channel"; throws Error for anything else.
+ActivationGranularity parseActivationGranularity(const std::string& text);
+
+/// One activation quantizer: collects its range while calibrating, then quantizes with it. With
+/// `keepFpTokens` > 0, the first that many positions of the token axis (dim -2 of a tensor of at least 3
+/// dims: [B, T, d], or the queries of [B, H, T, T]) stay in floating point and do not enter the range
+/// (PrefixQuant's sink tokens).
 class ActivationQuantizer
 {
 public:
-    ActivationQuantizer(RangeEstimator estimator, int bits, double percentile)
-        : m_estimator(estimator)
-        , m_bits(bits)
-        , m_percentile(percentile)
-    {}
+    ActivationQuantizer(RangeEstimator estimator, int bits, double percentile,
+                        ActivationGranularity granularity = ActivationGranularity::Tensor,
+                        int keepFpTokens = 0);
     /// Updates the range with this batch, then quantizes the batch with the updated range (so the
     /// next quantizer calibrates on quantized inputs, as in the paper's code).
     torch::Tensor calibrate(const torch::Tensor& x);
-    /// Quantizes with the calibrated range (the identity if calibration never saw data).
+    /// Quantizes with the calibrated range (the identity if calibration never saw data; per token, the
+    /// rows' own ranges).
     torch::Tensor apply(const torch::Tensor& x) const;
+    /// The per-tensor range, or the hull of the per-channel ranges; none per token.
     std::optional<std::pair<double, double>> range() const { return m_range; }
 
 private:
+    torch::Tensor quantized(const torch::Tensor& x) const;
+    /// The part of x whose values set ranges: without the kept tokens.
+    torch::Tensor ranged(const torch::Tensor& x) const;
+    int keptTokens(const torch::Tensor& x) const;
+
     RangeEstimator m_estimator;
     int m_bits;
     double m_percentile;
+    ActivationGranularity m_granularity;
+    int m_keepFpTokens;
     int m_batches = 0;
     std::optional<std::pair<double, double>> m_range;
+    torch::Tensor m_channelLo, m_channelHi; ///< [C], Channel granularity
 };
 
 struct QuantOptions
@@ -89,6 +110,9 @@ struct QuantOptions
     /// Quantize the Logits site. Off for causal LMs, whose head stays in floating point (the "fp32_head"
     /// setup of the paper's OPT code).
     bool quantizeLogits = true;
+    ActivationGranularity activationGranularity = ActivationGranularity::Tensor;
+    /// The first this many token positions of every activation stay in floating point (0: none).
+    int keepFpTokens = 0;
 };
 
 /// An ActivationSink that fake-quantizes every QuantSite: calibrate with setCalibrating(true) and a few

@@ -1,5 +1,6 @@
 // Simulated quantization: the grid, the range estimators, the model hooks and a whole experiment.
 
+#include "analysis/recording_sink.h"
 #include "model/bert_network.h"
 #include "model/vit_network.h"
 #include "quant/evaluation.h"
@@ -54,6 +55,19 @@ double relativeChange(const torch::Tensor& a, const torch::Tensor& b)
     return ((a - b).norm() / b.norm()).item<double>();
 }
 
+/// An independent fake-quant in plain loops: asymmetric b-bit grid over [lo, hi] widened to contain 0,
+/// scale (hi - lo) / (2^b - 1), zero point round(-lo / scale) (ties to even), clamp to [0, 2^b - 1].
+double fakeQuant(double x, double lo, double hi, int bits)
+{
+    lo = std::min(lo, 0.0), hi = std::max(hi, 0.0);
+    const double qmax = std::ldexp(1.0, bits) - 1;
+    double scale = (hi - lo) / qmax;
+    if (!(scale > 0)) scale = 1e-8;
+    const double zero = std::nearbyint(-lo / scale);
+    const double q = std::min(std::max(std::nearbyint(x / scale) + zero, 0.0), qmax);
+    return (q - zero) * scale;
+}
+
 } // namespace
 
 class TestQuant : public QObject
@@ -71,6 +85,10 @@ private Q_SLOTS:
     void eightBitsDoChangeAModel();
     void calibrationIsReproducible();
     void experimentOnASyntheticModel();
+    void perTokenAndPerChannelActivations();
+    void keepFpTokensStayExactAndOutOfTheRange();
+    void interventionEqualsEditedWeights();
+    void interventionOnTokensAndMeans();
 };
 
 void TestQuant::asymmetricGridRoundTrips()
@@ -311,6 +329,181 @@ void TestQuant::experimentOnASyntheticModel()
     QVERIFY_THROWS_EXCEPTION(std::exception, runQuantExperiment(e, [](const std::string&) {}));
     e.data = "pictures";
     QVERIFY_THROWS_EXCEPTION(std::exception, runQuantExperiment(e, [](const std::string&) {}));
+}
+
+void TestQuant::perTokenAndPerChannelActivations()
+{
+    const torch::Tensor x = torch::randn({2, 5, 7}, torch::kFloat) * 3 + torch::arange(7).to(torch::kFloat);
+    const auto at = [](const torch::Tensor& t, int b, int i, int j) {
+        return double(t[b][i][j].item<float>());
+    };
+    // Per token (dynamic, 4 bits): each row's own min and max.
+    ActivationQuantizer token(RangeEstimator::RunningMinMax, 4, 99.999, ActivationGranularity::Token);
+    const torch::Tensor qt = token.calibrate(x);
+    for (int b = 0; b < 2; ++b)
+        for (int i = 0; i < 5; ++i) {
+            double lo = at(x, b, i, 0), hi = lo;
+            for (int j = 0; j < 7; ++j)
+                lo = std::min(lo, at(x, b, i, j)), hi = std::max(hi, at(x, b, i, j));
+            for (int j = 0; j < 7; ++j)
+                QVERIFY(std::abs(at(qt, b, i, j) - fakeQuant(at(x, b, i, j), lo, hi, 4)) < 1e-5);
+        }
+    QVERIFY(!token.range());
+    // Per channel (static, running min-max over two batches, momentum 0.9), then applied to a third.
+    ActivationQuantizer channel(RangeEstimator::RunningMinMax, 8, 99.999, ActivationGranularity::Channel);
+    const torch::Tensor y = torch::randn({3, 4, 7}, torch::kFloat) * 5;
+    channel.calibrate(x);
+    channel.calibrate(y);
+    const torch::Tensor z = torch::randn({1, 6, 7}, torch::kFloat) * 4;
+    const torch::Tensor qc = channel.apply(z);
+    for (int j = 0; j < 7; ++j) {
+        double lo1 = 1e30, hi1 = -1e30, lo2 = 1e30, hi2 = -1e30;
+        for (int b = 0; b < 2; ++b)
+            for (int i = 0; i < 5; ++i)
+                lo1 = std::min(lo1, at(x, b, i, j)), hi1 = std::max(hi1, at(x, b, i, j));
+        for (int b = 0; b < 3; ++b)
+            for (int i = 0; i < 4; ++i)
+                lo2 = std::min(lo2, at(y, b, i, j)), hi2 = std::max(hi2, at(y, b, i, j));
+        const double lo = 0.9 * lo1 + 0.1 * lo2, hi = 0.9 * hi1 + 0.1 * hi2;
+        for (int i = 0; i < 6; ++i)
+            QVERIFY2(std::abs(at(qc, 0, i, j) - fakeQuant(at(z, 0, i, j), lo, hi, 8)) < 1e-5,
+                     qPrintable(QStringLiteral("channel %1 token %2").arg(j).arg(i)));
+    }
+    QVERIFY_THROWS_EXCEPTION(Error, channel.apply(torch::zeros({1, 2, 5})));
+    QVERIFY_THROWS_EXCEPTION(
+        Error, ActivationQuantizer(RangeEstimator::Mse, 8, 99.999, ActivationGranularity::Channel));
+    QVERIFY(parseActivationGranularity("token") == ActivationGranularity::Token);
+    QVERIFY_THROWS_EXCEPTION(Error, parseActivationGranularity("row"));
+}
+
+void TestQuant::keepFpTokensStayExactAndOutOfTheRange()
+{
+    // A sink at position 0 with a huge value: kept in floating point, it leaves the others a fine grid.
+    torch::Tensor x = torch::randn({2, 6, 4}, torch::kFloat);
+    x.select(1, 0).fill_(500.0f);
+    ActivationQuantizer keep(RangeEstimator::CurrentMinMax, 8, 99.999, ActivationGranularity::Tensor, 1);
+    const torch::Tensor q = keep.calibrate(x);
+    QVERIFY(torch::equal(q.select(1, 0), x.select(1, 0)));
+    const torch::Tensor rest = x.narrow(1, 1, 5);
+    const double lo = rest.min().item<double>(), hi = rest.max().item<double>();
+    QCOMPARE(keep.range()->first, lo);
+    QCOMPARE(keep.range()->second, hi);
+    for (int b = 0; b < 2; ++b)
+        for (int i = 1; i < 6; ++i)
+            for (int j = 0; j < 4; ++j)
+                QVERIFY(std::abs(q[b][i][j].item<float>() - fakeQuant(x[b][i][j].item<float>(), lo, hi, 8)) <
+                        1e-5);
+    // Without keeping it, the sink sets the range and the rest lose their precision.
+    ActivationQuantizer all(RangeEstimator::CurrentMinMax, 8, 99.999);
+    const double errorAll = (all.calibrate(x) - x).narrow(1, 1, 5).abs().max().item<double>();
+    const double errorKept = (q - x).narrow(1, 1, 5).abs().max().item<double>();
+    QVERIFY2(errorKept * 20 < errorAll, qPrintable(QStringLiteral("%1 vs %2").arg(errorKept).arg(errorAll)));
+    // A 2-D tensor (logits) has no token axis: nothing is kept.
+    ActivationQuantizer flat(RangeEstimator::CurrentMinMax, 8, 99.999, ActivationGranularity::Tensor, 1);
+    const torch::Tensor l = torch::randn({3, 5});
+    flat.calibrate(l);
+    QCOMPARE(flat.range()->second, l.max().item<double>());
+}
+
+/// Zeroing hidden dimensions of a layer's FFN output for every token is what a model whose FFN output
+/// projection has those rows (and bias entries) zeroed computes: the logits agree.
+void TestQuant::interventionEqualsEditedWeights()
+{
+    BertNetwork net = tinyBert(BertHead::SequenceClassification);
+    const TextBatch b = textBatch(4);
+    Intervention i;
+    i.layer = 1, i.tensor = "ffn_out", i.dims = {3, 7, 40};
+    InterventionSink sink(i, interventionSite("ffn_out", true));
+    const torch::Tensor intervened = logitsOf(net, b, &sink);
+    const torch::Tensor original = logitsOf(net, b);
+    QVERIFY(relativeChange(intervened, original) > 1e-4); // it does something
+    BertNetwork edited = tinyBert(BertHead::SequenceClassification);
+    {
+        torch::NoGradGuard noGrad;
+        int found = 0;
+        for (auto& p : edited.module().named_parameters(true)) {
+            const std::string& name = p.key();
+            const bool weight =
+                name.size() > 26 && name.find("layer.1.output.dense.weight") != std::string::npos;
+            const bool bias = name.find("layer.1.output.dense.bias") != std::string::npos;
+            if (!weight && !bias) continue;
+            for (std::int64_t d : i.dims)
+                p.value()[d].zero_();
+            ++found;
+        }
+        QCOMPARE(found, 2);
+    }
+    const torch::Tensor reference = logitsOf(edited, b);
+    QVERIFY2((intervened - reference).abs().max().item<double>() < 1e-5,
+             qPrintable(QString::number((intervened - reference).abs().max().item<double>())));
+
+    // A ViT: its MLP's fc2 rows.
+    VitConfig c = VitConfig::preset("vit-fmnist");
+    c.numLayers = 2;
+    VitNetwork vit = VitNetwork::create(c, 5), vitEdited = VitNetwork::create(c, 5);
+    {
+        torch::NoGradGuard noGrad;
+        for (auto& p : vitEdited.module()->named_parameters(true))
+            if (p.key().find("blocks.0.mlp.fc2") != std::string::npos ||
+                p.key().find("blocks.0.fc2") != std::string::npos)
+                for (std::int64_t d : {std::int64_t(5), std::int64_t(9)})
+                    p.value()[d].zero_();
+    }
+    Intervention v;
+    v.layer = 0, v.tensor = "ffn_out", v.dims = {5, 9};
+    InterventionSink vitSink(v, interventionSite("ffn_out", false));
+    const torch::Tensor pixels = torch::randn({2, c.numChannels, c.imageSize, c.imageSize});
+    c10::InferenceMode guard;
+    const torch::Tensor a = vit.forward(pixels, &vitSink).logits, e = vitEdited.forward(pixels).logits;
+    QVERIFY(relativeChange(a, vit.forward(pixels).logits) > 1e-4);
+    QVERIFY2((a - e).abs().max().item<double>() < 1e-5,
+             qPrintable(QString::number((a - e).abs().max().item<double>())));
+}
+
+/// A value set on chosen tokens and dimensions reaches the next layer exactly there; the collected mean is
+/// the mean of those entries (torch on a recorded capture); bad requests are errors.
+void TestQuant::interventionOnTokensAndMeans()
+{
+    BertNetwork net = tinyBert(BertHead::SequenceClassification);
+    const TextBatch b = textBatch(5);
+    RecordingSink record({"layer0/out", "layer1/attn_out"});
+    logitsOf(net, b, &record);
+    const torch::Tensor out0 = record.at("layer0/out");
+
+    Intervention mean;
+    mean.layer = 0, mean.tensor = "out", mean.dims = {2, 11}, mean.tokens = {0, 5};
+    mean.value = Intervention::Value::Mean;
+    InterventionSink collect(mean, interventionSite("out", true));
+    collect.setCollecting(true);
+    QVERIFY(torch::equal(logitsOf(net, b, &collect), logitsOf(net, b))); // collecting changes nothing
+    const torch::Tensor want = out0.index_select(1, torch::tensor({0, 5}, torch::kLong))
+                                   .index_select(2, torch::tensor({2, 11}, torch::kLong))
+                                   .to(torch::kDouble)
+                                   .mean(std::vector<std::int64_t>{0, 1});
+    QVERIFY(torch::allclose(collect.means(), want, 1e-6, 1e-6));
+
+    // A constant on token 0, dims 2 and 11 of layer 1's output: the recorded input of the next layer's
+    // attention output differs, and rerunning with that tensor edited by hand gives the same logits.
+    Intervention set;
+    set.layer = 0, set.tensor = "out", set.dims = {2, 11}, set.tokens = {0};
+    set.value = Intervention::Value::Constant, set.constant = 7.5;
+    RecordingSink after({"layer1/attn_out"});
+    InterventionSink sink(set, interventionSite("out", true), &after);
+    logitsOf(net, b, &sink);
+    QVERIFY(!torch::equal(after.at("layer1/attn_out"), record.at("layer1/attn_out")));
+    Intervention all = set;
+    all.tokens = {};
+    InterventionSink everywhere(all, interventionSite("out", true));
+    QVERIFY(!torch::equal(logitsOf(net, b, &everywhere), logitsOf(net, b, &sink)));
+
+    Intervention bad = set;
+    bad.dims = {1000};
+    InterventionSink beyond(bad, interventionSite("out", true));
+    QVERIFY_THROWS_EXCEPTION(Error, logitsOf(net, b, &beyond));
+    bad = set;
+    bad.tensor = "residual";
+    QVERIFY_THROWS_EXCEPTION(Error, bad.validate());
+    QCOMPARE(set.describe(), std::string("layer 1 out, dims 2,11, token 0: set to 7.500000"));
 }
 
 QTEST_GUILESS_MAIN(TestQuant)

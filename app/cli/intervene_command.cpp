@@ -1,0 +1,129 @@
+// `outlierlens intervene`: set chosen activations of one layer to 0, to their data-set mean or to a value,
+// and measure what the model loses on its task (Sun et al. 2024, "Massive Activations"; issue #43).
+
+#include "cli/command_line.h"
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "model/runtime.h"
+#include "quant/evaluation.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+namespace outlierlens::cli {
+namespace {
+
+/// "3,17,42" -> {3, 17, 42}; each a non-negative integer.
+std::vector<std::int64_t> parseList(const std::string& text, const std::string& option)
+{
+    std::vector<std::int64_t> values;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        const std::size_t comma = text.find(',', start);
+        const std::string part =
+            text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        try {
+            std::size_t used = 0;
+            const long long v = std::stoll(part, &used);
+            if (used != part.size() || v < 0) throw std::invalid_argument(part);
+            values.push_back(v);
+        } catch (const std::exception&) {
+            throw UsageException{"--" + option + ": '" + part +
+                                 "' is not a non-negative integer (a list is 3,17,42)"};
+        }
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    return values;
+}
+
+} // namespace
+
+int runIntervene(const QStringList& args)
+{
+    Command cmd("intervene",
+                "Set chosen activations of one layer (a tensor, hidden dimensions, token positions) to 0, to "
+                "their mean over calibration batches, or to a value, in every evaluation batch, and report "
+                "the task metric with and without it (Sun et al. 2024: zeroing a model's massive "
+                "activations destroys it, their mean keeps it). Data as for `quantize`.");
+    cmd.parser().addOptions({
+        {"model", "Model folder.", "dir"},
+        {"data",
+         "As for quantize: mnli:FILE, text:FILE, backcopy:FILE, fashion-mnist, images:DIR, synthetic.",
+         "spec"},
+        {"layer", "Layer, 1-based.", "n"},
+        {"tensor", "out (the block output, default), ffn_out or attn_out.", "name"},
+        {"dims", "Hidden dimensions, 0-based, comma-separated (default: all).", "list"},
+        {"tokens", "Token positions, 0-based, comma-separated (default: all), e.g. 0 for the first token.",
+         "list"},
+        {"set", "zero (default), mean (over --calib-batches batches of the calibration data) or a number.",
+         "value"},
+        {"calib-batches", "Batches the mean is taken over (default 16).", "n"},
+        {"batch-size", "Batch size (default 32).", "n"},
+        {"eval-batches", "Evaluation batches (default 32; MNLI uses every held-out pair).", "n"},
+        {"seq-length", "Tokens per sequence for mnli, text and backcopy (default 128).", "n"},
+        {"nli-train-pairs", "mnli: pairs [0, N) calibrate, the rest evaluate (default 8000).", "n"},
+        {"out", "Write OUT.json (default: print only).", "prefix"},
+        {"threads", "Intra-op threads (default: the number of cores).", "n"},
+    });
+    if (auto code = cmd.parse(args)) return *code;
+    return cmd.guarded([&]() -> int {
+        QuantExperiment e;
+        e.modelDir = cmd.required("model");
+        e.data = cmd.required("data");
+        e.calibBatches = cmd.intValue("calib-batches", 16, 1, 100000);
+        e.batchSize = cmd.intValue("batch-size", 32, 1, 4096);
+        e.evalBatches = cmd.intValue("eval-batches", 0, 0, 1000000);
+        e.seqLength = cmd.intValue("seq-length", 128, 8, 512);
+        e.nliTrainPairs = cmd.intValue("nli-train-pairs", 8000, 0, 100000000);
+        Intervention i;
+        if (!cmd.isSet("layer")) throw UsageException{"--layer is required (1-based)"};
+        i.layer = cmd.intValue("layer", 1, 1, 100000) - 1;
+        i.tensor = cmd.isSet("tensor") ? cmd.value("tensor") : "out";
+        if (i.tensor != "out" && i.tensor != "ffn_out" && i.tensor != "attn_out")
+            throw UsageException{"--tensor must be out, ffn_out or attn_out, found '" + i.tensor + "'"};
+        if (cmd.isSet("dims")) i.dims = parseList(cmd.value("dims"), "dims");
+        if (cmd.isSet("tokens")) i.tokens = parseList(cmd.value("tokens"), "tokens");
+        const std::string set = cmd.isSet("set") ? cmd.value("set") : "zero";
+        if (set == "zero") {
+            i.value = Intervention::Value::Zero;
+        } else if (set == "mean") {
+            i.value = Intervention::Value::Mean;
+        } else {
+            try {
+                std::size_t used = 0;
+                i.constant = std::stod(set, &used);
+                if (used != set.size() || !std::isfinite(i.constant)) throw std::invalid_argument(set);
+            } catch (const std::exception&) {
+                throw UsageException{"--set must be zero, mean or a finite number, found '" + set + "'"};
+            }
+            i.value = Intervention::Value::Constant;
+        }
+        configureTorchThreads(cmd.intValue("threads", 0, 0, 1024));
+        if (cmd.isSet("out")) checkCanWrite(cmd.value("out") + ".json");
+        const InterventionResult r = runInterventionExperiment(
+            e, i,
+            [](const std::string& m) { std::fprintf(stderr, "outlierlens intervene: %s\n", m.c_str()); },
+            &interruptFlag());
+        const nlohmann::json j = {
+            {"model", e.modelDir},    {"data", e.data},      {"intervention", r.description},
+            {"layer", i.layer + 1},   {"tensor", i.tensor},  {"dims", i.dims},
+            {"tokens", i.tokens},     {"set", set},          {"means", r.means},
+            {"metric", r.metricName}, {"fp", r.floatMetric}, {"intervened", r.intervenedMetric},
+            {"seconds", r.seconds}};
+        if (cmd.isSet("out")) writeTextFileAtomically(cmd.value("out") + ".json", j.dump(2) + "\n");
+        const double scale = r.metricName == "accuracy" ? 100.0 : 1.0;
+        const char* unit = r.metricName == "accuracy" ? "%" : "";
+        std::printf("%s: %s: %s %.4g%s as it is, %.4g%s with the intervention\n",
+                    std::filesystem::path(e.modelDir).filename().c_str(), r.description.c_str(),
+                    r.metricName.c_str(), r.floatMetric * scale, unit, r.intervenedMetric * scale, unit);
+        std::printf("%s\n", j.dump().c_str());
+        return Ok;
+    });
+}
+
+} // namespace outlierlens::cli
