@@ -42,6 +42,8 @@ constexpr int kLabelledDimensions = 5;
 /// paper's Figure 1); with more, every dimension on a numbered axis.
 constexpr int kCompactDimensions = 32;
 constexpr double kTokenRowHeight = 17;
+/// The paper's layout numbers at most this many dimensions, those with the most outliers.
+constexpr int kPaperDimensions = 40;
 
 QString elided(const QString& text, int maxChars)
 {
@@ -87,7 +89,7 @@ struct DashboardCharts
     QScatterSeries* topDimensions = nullptr; ///< invisible points that carry the spikes' numbers
 
     QChart* tokens = nullptr;
-    QHorizontalBarSeries* tokenSeries = nullptr;
+    QAbstractBarSeries* tokenSeries = nullptr; ///< horizontal bars, vertical in the paper's layout
     QBarSet* tokenSet = nullptr;
     QBarCategoryAxis* tokenAxis = nullptr;
     QValueAxis* tokenCountAxis = nullptr;
@@ -102,7 +104,9 @@ struct DashboardCharts
     QValueAxis* infNormAxis = nullptr;
     QValueAxis* kurtosisAxis = nullptr;
 
-    DashboardCharts();
+    /// `paper`: the paper's Figure 1 (OutlierDashboard::setPaperLayout()).
+    explicit DashboardCharts(bool paper = false);
+    bool paper = false;
     int tokenRows = OutlierDashboard::kTopTokens; ///< rows the token chart has room for
 
     /// Refills every chart; the token chart gets at most `rows` tokens.
@@ -112,7 +116,8 @@ struct DashboardCharts
     static int tokenRowsFor(double chartHeight);
 };
 
-DashboardCharts::DashboardCharts()
+DashboardCharts::DashboardCharts(bool paperLayout)
+    : paper(paperLayout)
 {
     // Per dimension: one bar set on a value axis, so the axis labels every n-th dimension only.
     dimensions = charts::makeChart(QString());
@@ -154,18 +159,22 @@ DashboardCharts::DashboardCharts()
     tokenSet = new QBarSet(QStringLiteral("outliers"));
     tokenSet->setColor(kBarColor);
     tokenSet->setBorderColor(kBarColor);
-    tokenSeries = new QHorizontalBarSeries;
+    if (paper)
+        tokenSeries = new QBarSeries;
+    else
+        tokenSeries = new QHorizontalBarSeries;
     tokenSeries->setBarWidth(0.75);
     tokenSeries->append(tokenSet);
     tokens->addSeries(tokenSeries);
     tokenAxis = new QBarCategoryAxis;
     tokenAxis->setGridLineVisible(false);
     tokenAxis->setTruncateLabels(false); // labels are elided to 24 characters beforehand
+    if (paper) tokenAxis->setLabelsAngle(-60);
     tokenCountAxis = new QValueAxis;
     tokenCountAxis->setLabelFormat(QStringLiteral("%.4g"));
     charts::setAxisTitle(tokenAxis, QString());
-    tokens->addAxis(tokenAxis, Qt::AlignLeft);
-    tokens->addAxis(tokenCountAxis, Qt::AlignBottom);
+    tokens->addAxis(tokenAxis, paper ? Qt::AlignBottom : Qt::AlignLeft);
+    tokens->addAxis(tokenCountAxis, paper ? Qt::AlignLeft : Qt::AlignBottom);
     tokenSeries->attachAxis(tokenAxis);
     tokenSeries->attachAxis(tokenCountAxis);
     tokens->legend()->hide();
@@ -231,12 +240,16 @@ void DashboardCharts::fillTokens(const OutlierDashboardData& data, int rows)
     double maxToken = 1.0;
     for (int i = 0; i < shown; ++i) {
         labels << elided(data.perToken.labels[order[i]], 24);
-        values.prepend(data.perToken.values[order[i]]);
+        // Horizontal bars: the first category is drawn lowest; vertical ones read left to right.
+        if (paper)
+            values.append(data.perToken.values[order[i]]);
+        else
+            values.prepend(data.perToken.values[order[i]]);
         maxToken = std::max(maxToken, data.perToken.values[order[i]]);
     }
     // The largest keeps the plain label; a horizontal bar chart draws its first category lowest.
     tokenLabels = uniqueLabels(labels);
-    std::reverse(tokenLabels.begin(), tokenLabels.end());
+    if (!paper) std::reverse(tokenLabels.begin(), tokenLabels.end());
     tokens->setTitle((data.perToken.title.isEmpty()
                           ? QStringLiteral("Tokens with the most outliers (top %1)").arg(std::max(shown, 1))
                           : data.perToken.title) +
@@ -251,8 +264,9 @@ void DashboardCharts::fillTokens(const OutlierDashboardData& data, int rows)
         axisLabels << label.toHtmlEscaped();
     tokenAxis->append(axisLabels);
     tokenSet->append(values);
-    charts::setAxisTitle(tokenCountAxis, data.perToken.axisTitle.isEmpty() ? QStringLiteral("outliers")
-                                                                           : data.perToken.axisTitle);
+    charts::setAxisTitle(tokenCountAxis, paper                               ? QStringLiteral("outlier count")
+                                         : data.perToken.axisTitle.isEmpty() ? QStringLiteral("outliers")
+                                                                             : data.perToken.axisTitle);
     charts::setCountRange(tokenCountAxis, maxToken);
 }
 
@@ -286,16 +300,25 @@ void DashboardCharts::fill(const OutlierDashboardData& data, int rows)
     dimensions->setTitle(
         (dims.title.isEmpty() ? QStringLiteral("Outliers per hidden dimension") : dims.title) +
         (none && !dims.values.isEmpty() ? noOutliersNote(data) : QString()));
-    charts::setAxisTitle(dimensionCountAxis,
-                         dims.axisTitle.isEmpty() ? QStringLiteral("outliers") : dims.axisTitle);
+    charts::setAxisTitle(dimensionCountAxis, paper                      ? QStringLiteral("outlier count")
+                                             : dims.axisTitle.isEmpty() ? QStringLiteral("outliers")
+                                                                        : dims.axisTitle);
     dimensionSet->deselectAllBars();
     if (dimensionSet->count() > 0) dimensionSet->remove(0, dimensionSet->count());
     const int d = int(dims.values.size());
     shownDimensions.clear();
     for (int k = 0; k < d; ++k)
         if (dims.values[k] > 0) shownDimensions << k;
-    const bool compact = !shownDimensions.isEmpty() && shownDimensions.size() <= kCompactDimensions &&
-                         shownDimensions.size() < d;
+    const int withOutliers = int(shownDimensions.size());
+    if (paper) {
+        // The paper's Figure 1: the dimensions with outliers, the largest count first, each numbered.
+        std::stable_sort(shownDimensions.begin(), shownDimensions.end(),
+                         [&](int a, int b) { return dims.values[a] > dims.values[b]; });
+        if (shownDimensions.size() > kPaperDimensions) shownDimensions.resize(kPaperDimensions);
+    }
+    const bool compact =
+        paper || (!shownDimensions.isEmpty() && shownDimensions.size() <= kCompactDimensions &&
+                  shownDimensions.size() < d);
     if (!compact) {
         shownDimensions.resize(d);
         std::iota(shownDimensions.begin(), shownDimensions.end(), 0);
@@ -315,8 +338,13 @@ void DashboardCharts::fill(const OutlierDashboardData& data, int rows)
     dimensionAxis->setRange(-0.5, std::max(1, n) - 0.5);
     charts::setAxisTitle(
         dimensionAxis,
-        compact ? QStringLiteral("hidden dimension (0-based): the %1 with outliers, of %2").arg(n).arg(d)
-                : QStringLiteral("hidden dimension (0-based)"));
+        paper ? QStringLiteral(
+                    "hidden dimension (0-based), by outlier count: %1 of the %2 with outliers (of %3)")
+                    .arg(n)
+                    .arg(withOutliers)
+                    .arg(d)
+        : compact ? QStringLiteral("hidden dimension (0-based): the %1 with outliers, of %2").arg(n).arg(d)
+                  : QStringLiteral("hidden dimension (0-based)"));
     const double maxCount = d > 0 ? *std::max_element(dims.values.begin(), dims.values.end()) : 1.0;
     charts::setCountRange(dimensionCountAxis, std::max(maxCount * 1.06, 1.0)); // room for the numbers
     QVector<int> byCount(d);
@@ -415,6 +443,11 @@ void OutlierDashboard::setData(const OutlierDashboardData& data)
         << Provenance::indexingNote() + QLatin1Char(' ') +
                tr("Hover a dimension to see which head of the next layer reads it; click it to select it.");
     m_details->setText(details.join(QLatin1Char('\n')));
+}
+
+void OutlierDashboard::setPaperLayout(bool paper)
+{
+    m_paperLayout = paper;
 }
 
 QString OutlierDashboard::titleText() const
@@ -517,7 +550,8 @@ bool OutlierDashboard::eventFilter(QObject* watched, QEvent* event)
 
 QSize OutlierDashboard::preferredFigureSize() const
 {
-    return QSize(1500, 1000);
+    // The paper's layout fits an A4 landscape page under the figure set's title and caption.
+    return m_paperLayout ? QSize(1120, 600) : QSize(1500, 1000);
 }
 
 void OutlierDashboard::paintFigure(QPainter& painter, const QRect& area) const
@@ -534,8 +568,8 @@ void OutlierDashboard::paintFigure(QPainter& painter, const QRect& area) const
                                                  subtitle.join(QStringLiteral("  \u00b7  ")), footer);
     const double upper = body.height() * 0.5;
     const double left = body.width() * 0.42;
-    DashboardCharts fresh;
-    fresh.fill(m_data, DashboardCharts::tokenRowsFor(body.height() - upper));
+    DashboardCharts fresh(m_paperLayout);
+    fresh.fill(m_data, m_paperLayout ? kTopTokens : DashboardCharts::tokenRowsFor(body.height() - upper));
     charts::renderChart(std::unique_ptr<QChart>(fresh.dimensions), painter,
                         QRectF(body.left(), body.top(), body.width(), upper));
     charts::renderChart(std::unique_ptr<QChart>(fresh.tokens), painter,

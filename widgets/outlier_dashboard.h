@@ -34,6 +34,13 @@ public:
     explicit OutlierDashboard(QWidget* parent = nullptr);
     ~OutlierDashboard() override;
 
+    /// The figure (paintFigure(), not the window) as the paper draws Figure 1: the dimensions with
+    /// outliers ordered by count (largest first, at most 40, each numbered), the token bars vertical,
+    /// both value axes "outlier count". The window keeps dimensions in index order (to click them) and
+    /// horizontal token bars; the CSV is the same either way (dimensions in index order). Off by default.
+    void setPaperLayout(bool paper);
+    bool paperLayout() const { return m_paperLayout; }
+
     /// Replaces everything shown (series are refilled in bulk, never appended to).
     void setData(const OutlierDashboardData& data);
     const OutlierDashboardData& data() const { return m_data; }
@@ -80,6 +87,7 @@ private:
     int m_hoveredDimension = -1;
     int m_pressedDimension = -1;
     int m_selectedDimension = -1;
+    bool m_paperLayout = false;
 };
 
 } // namespace outlierlens

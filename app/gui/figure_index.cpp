@@ -210,18 +210,32 @@ void FigureIndexWriter::writeIndexJson(const QString& statisticsFile,
                                   {QStringLiteral("seed"), QString::number(in.seed)},
                                   {QStringLiteral("label"), in.label}};
     QJsonArray figures;
-    for (const FigureOutcome& f : m_figures)
-        figures << QJsonObject{{QStringLiteral("id"), f.id},
-                               {QStringLiteral("number"), f.number},
-                               {QStringLiteral("title"), f.title},
-                               {QStringLiteral("caption"), f.caption},
-                               {QStringLiteral("reason"), f.reason},
-                               {QStringLiteral("files"), QJsonArray::fromStringList(f.files)},
-                               {QStringLiteral("page"), f.page},
-                               {QStringLiteral("layer"), f.layer},
-                               {QStringLiteral("head"), f.head},
-                               {QStringLiteral("input"), f.input},
-                               {QStringLiteral("statistics"), f.statistics}};
+    for (const FigureOutcome& f : m_figures) {
+        QJsonObject entry{{QStringLiteral("id"), f.id},
+                          {QStringLiteral("number"), f.number},
+                          {QStringLiteral("title"), f.title},
+                          {QStringLiteral("caption"), f.caption},
+                          {QStringLiteral("reason"), f.reason},
+                          {QStringLiteral("files"), QJsonArray::fromStringList(f.files)},
+                          {QStringLiteral("page"), f.page},
+                          {QStringLiteral("layer"), f.layer},
+                          {QStringLiteral("head"), f.head},
+                          {QStringLiteral("input"), f.input},
+                          {QStringLiteral("statistics"), f.statistics}};
+        // Figures of several layers, heads or inputs (Figures 2, 10-13, 16, 17) list them all, 0-based.
+        for (const auto& [key, values] : {std::pair<const char*, const QVector<int>*>{"layers", &f.layers},
+                                          {"heads", &f.heads},
+                                          {"inputs", &f.inputs}}) {
+            QJsonArray array;
+            for (int v : *values)
+                array << v;
+            if (!array.isEmpty()) entry.insert(QLatin1String(key), array);
+        }
+        // The paper tables' numbers (paper_tables.h): columns, headers, rows and notes.
+        if (const auto t = m_tableNumbers.constFind(f.id); t != m_tableNumbers.constEnd())
+            entry.insert(QStringLiteral("table"), *t);
+        figures << entry;
+    }
     const QJsonObject index{
         {QStringLiteral("model"), m_model.dir},
         {QStringLiteral("checkpoint_sha256"), m_model.sha256},

@@ -6,6 +6,8 @@
 #include "figure_inputs.h"
 #include "figure_set.h"
 
+#include <QJsonObject>
+#include <QMap>
 #include <QString>
 #include <QVector>
 
@@ -38,6 +40,9 @@ public:
     /// The per-layer max inf norm and kurtosis of the statistics (the table of the set): table.csv and a
     /// page of the PDF index.
     void drawTable(const StatisticsFile& stats, FigureOutcome& outcome);
+    /// The numbers of a table drawn with draw() (paper_tables.h), written into its entry of index.json
+    /// as "table".
+    void addTableNumbers(const QString& id, const QJsonObject& numbers) { m_tableNumbers[id] = numbers; }
     /// Lists the figure in the index (drawn or with its reason).
     void add(const FigureOutcome& outcome) { m_figures << outcome; }
     /// Writes index.pdf, index.json and, last, index.html.
@@ -52,6 +57,7 @@ private:
     ModelInfo m_model;
     QString m_rule, m_data, m_precision;
     QVector<FigureOutcome> m_figures;
+    QMap<QString, QJsonObject> m_tableNumbers;
     QString m_pdfTemp;
     std::unique_ptr<QPdfWriter> m_pdf;
     std::unique_ptr<QPainter> m_painter;

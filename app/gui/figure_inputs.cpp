@@ -7,12 +7,14 @@
 #include "analysis/stats_runner.h"
 #include "common/error.h"
 #include "paths.h"
+#include "tasks/data/image_data.h"
 #include "text/mnli.h"
 
 #include <QCryptographicHash>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QImage>
 #include <QRegularExpression>
 
 namespace outlierlens {
@@ -128,6 +130,8 @@ QVector<FigureInput> figureInputs(const ModelInfo& model, const QString& dataSpe
     }
     const std::optional<DataSpec> spec =
         dataSpec.isEmpty() ? std::nullopt : std::optional<DataSpec>(DataSpec::parse(dataSpec.toStdString()));
+    // The data set is its first N inputs when the spec says N: the figures' "#16" is the data's.
+    if (spec && spec->limit > 0) count = int(std::min<std::size_t>(std::size_t(count), spec->limit));
     if (model.takesImages()) {
         // The model's own images (sample_images/) when it has them: a canvas model's figures show canvases.
         const std::string dir =
@@ -171,6 +175,60 @@ QVector<FigureInput> figureInputs(const ModelInfo& model, const QString& dataSpe
     return textInputs(spec ? spec->path : sampleDataFile("text/wiki_en_valid.txt"), count);
 }
 
+QString fashionMnistData(const ModelInfo& model, const QString& outDir, int count)
+{
+    static const QStringList kClasses{QStringLiteral("T-shirt/top"), QStringLiteral("Trouser"),
+                                      QStringLiteral("Pullover"),    QStringLiteral("Dress"),
+                                      QStringLiteral("Coat"),        QStringLiteral("Sandal"),
+                                      QStringLiteral("Shirt"),       QStringLiteral("Sneaker"),
+                                      QStringLiteral("Bag"),         QStringLiteral("Ankle boot")};
+    if (!model.takesImages() || model.classNames != kClasses) return {};
+    if (QFileInfo(model.dir + QStringLiteral("/sample_images")).isDir()) return {}; // its own images
+    const QString dir = QDir(outDir).filePath(QStringLiteral("data/fashion-mnist-test"));
+    // A complete folder has its marker, written last: an interrupted run writes it again.
+    const QString marker = QDir(dir).filePath(QStringLiteral("SOURCE.txt"));
+    if (QFileInfo::exists(marker)) return QStringLiteral("images:") + dir;
+    const QString temp = dir + QStringLiteral(".tmp");
+    QDir(temp).removeRecursively();
+    if (!QDir().mkpath(temp)) throw Error(temp.toStdString() + ": cannot create the folder");
+    QString source;
+    try {
+        const ImageDataset test = ImageDataset::fashionMnist(kDebianFashionMnistDir, false);
+        const std::int64_t n = std::min<std::int64_t>(count, test.size());
+        for (std::int64_t i = 0; i < n; ++i) {
+            const RgbImage rgb = test.image(i);
+            const QImage image(rgb.pixels.data(), rgb.width, rgb.height, 3 * rgb.width,
+                               QImage::Format_RGB888);
+            const QString name =
+                QStringLiteral("%1-%2.png")
+                    .arg(i + 1, 4, 10, QLatin1Char('0'))
+                    .arg(QString::fromStdString(test.classNames()[std::size_t(test.label(i))])
+                             .replace(QRegularExpression(QStringLiteral("[^A-Za-z0-9]+")),
+                                      QStringLiteral("-")));
+            if (!image.save(QDir(temp).filePath(name)))
+                throw Error(QDir(temp).filePath(name).toStdString() + ": cannot write");
+        }
+        source = QStringLiteral("The first %1 images of the Fashion-MNIST test set (%2/t10k-*), in order.\n")
+                     .arg(n)
+                     .arg(QLatin1String(kDebianFashionMnistDir));
+    } catch (const Error& e) {
+        // No Debian package: the Fashion-MNIST pictures bundled with the sample images.
+        const QDir bundled(QString::fromStdString(sampleDataDir() + "/images"));
+        for (const QString& name :
+             bundled.entryList({QStringLiteral("fmnist_*.png")}, QDir::Files, QDir::Name))
+            QFile::copy(bundled.filePath(name), QDir(temp).filePath(name));
+        source = QStringLiteral("The Fashion-MNIST pictures of %1 (fmnist_*.png): %2\n")
+                     .arg(bundled.path(), QString::fromStdString(e.what()));
+    }
+    QFile file(QDir(temp).filePath(QStringLiteral("SOURCE.txt")));
+    if (!file.open(QIODevice::WriteOnly) || file.write(source.toUtf8()) < 0)
+        throw Error(file.fileName().toStdString() + ": cannot write");
+    file.close();
+    QDir(dir).removeRecursively();
+    if (!QDir().rename(temp, dir)) throw Error(dir.toStdString() + ": cannot create the folder");
+    return QStringLiteral("images:") + dir;
+}
+
 FigureStatistics figureStatistics(const ModelInfo& model, const QString& dataSpec,
                                   const OutlierCriterion& rule, Precision precision, const QString& dir,
                                   const std::atomic<bool>& cancel,
@@ -187,13 +245,19 @@ FigureStatistics figureStatistics(const ModelInfo& model, const QString& dataSpe
         o.imagenetIndex = sampleDataFile("imagenet/imagenet_class_index.json");
     }
     const QFileInfo data(QString::fromStdString(o.data.path));
-    const QString key = dataSpec + QLatin1Char('|') + QString::fromStdString(o.criterion.describe()) +
-                        QStringLiteral("|fraction %1|%2|%3")
-                            .arg(rule.attentionFraction)
-                            .arg(data.size())
-                            .arg(data.lastModified().toMSecsSinceEpoch()) +
-                        // fp32 keys are those of the files written before there was a choice.
-                        (precision == Precision::Bf16 ? QStringLiteral("|bf16") : QString());
+    // The weights' hash names the file; config.json is in the key: a clipped or gated variant with the
+    // same weights as vanilla (another softmax or gate in its config) computes other activations.
+    QFile config(QDir(model.dir).filePath(QStringLiteral("config.json")));
+    const QByteArray configText = config.open(QIODevice::ReadOnly) ? config.readAll() : QByteArray();
+    const QString key =
+        dataSpec + QLatin1Char('|') + QString::fromStdString(o.criterion.describe()) + QLatin1Char('|') +
+        QString::fromLatin1(QCryptographicHash::hash(configText, QCryptographicHash::Sha256).toHex()) +
+        QStringLiteral("|fraction %1|%2|%3")
+            .arg(rule.attentionFraction)
+            .arg(data.size())
+            .arg(data.lastModified().toMSecsSinceEpoch()) +
+        // fp32 keys are those of the files written before there was a choice.
+        (precision == Precision::Bf16 ? QStringLiteral("|bf16") : QString());
     const QString name =
         model.sha256.left(16) + QLatin1Char('-') +
         QString::fromLatin1(

@@ -56,8 +56,17 @@ private:
 /// The inputs the per-input figures use, in order (the paper's "data sequence #1" is the first):
 /// MNLI pairs of `dataSpec`'s file (or the bundled MNLI-m file), the model's own sample inputs
 /// (decoders with sample_inputs.txt, starting at showcase.json's), chunks of 48 words of a text
-/// file, images of an image folder, or generated examples (synthetic-task models). At most `count`.
+/// file, images of an image folder, or generated examples (synthetic-task models). At most `count`, and
+/// at most the N of a spec's `:N`.
 QVector<FigureInput> figureInputs(const ModelInfo& model, const QString& dataSpec, int count);
+
+/// The data a Fashion-MNIST classifier (an image model whose ten class names are Fashion-MNIST's) is drawn
+/// on when no --data is given and it ships no images of its own (sample_images/): "images:DIR" of the
+/// first `count` images of the Fashion-MNIST test set (Debian's dataset-fashion-mnist, t10k files) written
+/// as 0001-<class>.png ... into <outDir>/data/fashion-mnist-test (kept, so a second run reuses it and its
+/// statistics), or of the bundled fmnist_*.png pictures when the package is missing. Empty for any other
+/// model. Throws Error when the folder cannot be written.
+QString fashionMnistData(const ModelInfo& model, const QString& outDir, int count = 1000);
 
 /// The data set statistics (`stats`, with An et al.'s group) of `model` over `dataSpec` by `rule`,
 /// computed with runStatistics() in `precision` into `dir`/<checkpoint hash>-<data, rule and precision

@@ -2,21 +2,27 @@
 
 #include "figure_index.h"
 #include "figure_inputs.h"
+#include "figure_selection.h"
 #include "model_catalog.h"
+#include "paper_tables.h"
 #include "sweeps_page.h"
 #include "view_builders.h"
 
 #include "compare_view.h"
+#include "dataset_outlier_figure.h"
 #include "head_grid.h"
 #include "head_view.h"
+#include "image_grid.h"
 #include "image_view.h"
 #include "job_manager.h"
 #include "outlier_dashboard.h"
 #include "sweep_view.h"
 #include "systematic_view.h"
 #include "teaching_view.h"
+#include "token_norm_view.h"
 #include "training_charts.h"
 
+#include "analysis/high_norm.h"
 #include "analysis/showcase.h"
 #include "analysis/statistics_file.h"
 #include "common/error.h"
@@ -71,6 +77,21 @@ bool isBertBaseSized(const ModelInfo& m)
     return m.takesPairs() && m.layers == 12 && m.heads == 12 && m.hidden == 768;
 }
 
+/// The paper's ViT-S/16 (12 layers, 6 heads, hidden 384): its Figures 9, 16 and 17 name layers 10-12.
+bool isVitSmallSized(const ModelInfo& m)
+{
+    return m.takesImages() && m.layers == 12 && m.heads == 6 && m.hidden == 384;
+}
+
+/// Inputs the per-input figures may use: the paper's sequence #88 (Figures 10 and 11) is the last.
+constexpr int kFigureInputs = 88;
+
+/// One sub-figure of a head grid: a head of a layer on an input (0-based).
+struct HeadCell
+{
+    int layer = 0, head = 0, input = 0;
+};
+
 /// Everything the figures are chosen from.
 class Planner
 {
@@ -92,6 +113,8 @@ public:
     }
 
     QVector<Planned> plan();
+    /// The larger of the two outlier layers the figures show (0-based): Table 2's second inf-norm column.
+    int figureLayer() const { return lb; }
 
 private:
     SnapshotPtr input(int index) { return main.inspect(in.value(std::min<int>(index, in.size() - 1))); }
@@ -110,7 +133,7 @@ private:
     {
         Planned p;
         p.outcome.id = id;
-        p.outcome.number = // "9b" is Figure 9; "an1", "table" and "training" are their own
+        p.outcome.number = // "1b" is Figure 1; "an1", "table" and "training" are their own
             id.front().isDigit() && id.back().isLetter() ? id.left(id.size() - 1) : id;
         p.outcome.title = title;
         p.outcome.reason = reason;
@@ -147,7 +170,30 @@ private:
     }
     Planned comparison(const QString& id, bool clipped);
     Planned teaching(const QString& id, FigureModel& model, const QString& title);
-    Planned headGrid(const QString& id, const QString& title, int layer, int inputIndex);
+    Planned darcet();
+    /// The paper's layout of Figures 2 and 10-13: the cells as labelled sub-figures, `columns` wide.
+    Planned headGrid(const QString& id, const QString& title, const QString& caption,
+                     const QVector<HeadCell>& cells, int columns);
+    /// Figures 16 and 17: Figure 3's panels for the first eight images, outliers of `layer`.
+    Planned imageGrid(const QString& id, const QString& title, int layer);
+    /// "pair #16 of ...", or "#3 image x.png" where the label has no number.
+    QString numbered(int index) const
+    {
+        const QString label = inputLabel(index);
+        return label.contains(QLatin1Char('#'))
+                   ? label
+                   : QStringLiteral("#%1 %2").arg(std::min<int>(index, in.size() - 1) + 1).arg(label);
+    }
+    QString inputsText(const QVector<int>& indices) const
+    {
+        QStringList labels;
+        for (int i : indices)
+            labels << numbered(i);
+        return labels.join(QStringLiteral(", "));
+    }
+    /// Figures 10-13's heads, layers and inputs (text models).
+    void chooseHeadFigures();
+    QVector<Planned> headFigures();
 
     const FigureSetOptions& o;
     FigureModel& main;
@@ -160,6 +206,12 @@ private:
     int la = 0, lb = 0;          ///< the two layers of `tensor` with the largest outliers (la <= lb)
     int headLayer = 0, head = 0; ///< the head shown (the no-op head that reads them)
     QString choiceNote;          ///< how they were chosen, for the captions
+    // Figures 10-13 (chooseHeadFigures()).
+    int outlierHead = 0, secondHead = -1; ///< heads of Figures 10 and 11 (-1: none owns outliers)
+    QVector<int> contrastHeads;           ///< Figure 12
+    QVector<int> gridLayers, sweepLayers; ///< Figures 10-12; Figure 13
+    QVector<int> sequences;               ///< Figures 10 and 11; Figures 12 and 13 use the first
+    QString headNote, secondNote, contrastNote, sequenceNote;
 };
 
 void Planner::chooseLayersAndHeads()
@@ -170,6 +222,12 @@ void Planner::chooseLayersAndHeads()
             showcase = readShowcase(m.dir.toStdString());
         } catch (const Error&) {
         }
+    if (isVitSmallSized(m)) {
+        la = 8, lb = 9, headLayer = 10, head = 0;
+        choiceNote = QStringLiteral("the paper's outliers of layer 10 and head 1 of layer 11 (a model of the "
+                                    "paper's ViT-S/16 size: 12 layers, 6 heads, hidden 384)");
+        return;
+    }
     if (isBertBaseSized(m)) {
         la = 9, lb = 10, headLayer = 10, head = 2;
         choiceNote =
@@ -213,23 +271,227 @@ void Planner::chooseLayersAndHeads()
                  overview.scoreDescription);
 }
 
-Planned Planner::headGrid(const QString& id, const QString& title, int layer, int inputIndex)
+Planned Planner::headGrid(const QString& id, const QString& title, const QString& caption,
+                          const QVector<HeadCell>& cells, int columns)
 {
-    return shownIn(
-        planned(id, title,
-                QStringLiteral("Every head of %1: attention probabilities, values V and their product P·V "
-                               "(and the gate where the model has one) on %2.")
-                    .arg(layerText(layer), inputLabel(inputIndex)),
-                [this, layer, inputIndex] {
-                    const SnapshotPtr s = input(inputIndex);
-                    QVector<HeadViewData> heads;
-                    for (int h = 0; h < s->H(); ++h)
-                        heads << buildHeadView(*s, layer, h);
-                    auto grid = std::make_unique<HeadGrid>();
-                    grid->setHeads(heads);
-                    return std::unique_ptr<QWidget>(std::move(grid));
-                }),
-        QStringLiteral("Layer"), layer, -1, inputIndex);
+    Planned p = planned(id, title, caption, [this, cells, columns] {
+        QVector<HeadViewData> heads;
+        QStringList labels, inputs;
+        for (int i = 0; i < cells.size(); ++i) {
+            const HeadCell& c = cells[i];
+            heads << buildHeadView(*input(c.input), c.layer, c.head);
+            labels << QStringLiteral("(%1) layer %2, head %3 · %4")
+                          .arg(QChar(QLatin1Char('a' + i)))
+                          .arg(c.layer + 1)
+                          .arg(c.head + 1)
+                          .arg(numbered(c.input));
+            inputs << numbered(c.input);
+        }
+        auto grid = std::make_unique<HeadGrid>();
+        grid->setHeads(heads);
+        grid->setSubfigures(labels, inputs, columns);
+        return std::unique_ptr<QWidget>(std::move(grid));
+    });
+    if (cells.isEmpty()) return p;
+    p = shownIn(p, QStringLiteral("Head"), cells.first().layer, cells.first().head, cells.first().input);
+    for (const HeadCell& c : cells) {
+        if (!p.outcome.layers.contains(c.layer)) p.outcome.layers << c.layer;
+        if (!p.outcome.heads.contains(c.head)) p.outcome.heads << c.head;
+        const int index = std::min<int>(c.input, in.size() - 1);
+        if (!p.outcome.inputs.contains(index)) p.outcome.inputs << index;
+    }
+    return p;
+}
+
+Planned Planner::imageGrid(const QString& id, const QString& title, int layer)
+{
+    const int count = std::min<int>(8, in.size());
+    Planned p = planned(
+        id, title,
+        QStringLiteral("Images #1-#%1 of the data, each as Figure 3: the image with the outlier patches of "
+                       "%2's block output (values over %3), and head %4 of %5: cumulative attention per "
+                       "patch, attention probabilities and mean |V| of patches with and without outliers. "
+                       "Chosen: %6.")
+            .arg(count)
+            .arg(layerText(layer), QString::fromStdString(o.rule.shortText()))
+            .arg(head + 1)
+            .arg(layerText(layer + 1), choiceNote),
+        [this, layer, count] {
+            QVector<ImageViewData> images;
+            QStringList labels;
+            for (int i = 0; i < count; ++i) {
+                images << buildImageView(*input(i), layer, head);
+                labels << QStringLiteral("(%1) %2").arg(QChar(QLatin1Char('a' + i))).arg(numbered(i));
+            }
+            auto grid = std::make_unique<ImageGrid>();
+            grid->setImages(images, labels);
+            return std::unique_ptr<QWidget>(std::move(grid));
+        });
+    p = shownIn(p, QStringLiteral("Image"), layer, head, 0);
+    p.outcome.layers = {layer, layer + 1};
+    p.outcome.heads = {head};
+    for (int i = 0; i < count; ++i)
+        p.outcome.inputs << i;
+    return p;
+}
+
+void Planner::chooseHeadFigures()
+{
+    sequences = inputsByNumber(paperSequenceNumbers(), int(in.size()));
+    sequenceNote = sequences.size() == paperSequenceNumbers().size() &&
+                           sequences.last() == paperSequenceNumbers().last() - 1
+                       ? QStringLiteral("the paper's sequences #16, #21, #61 and #88 of the data")
+                       : QStringLiteral("the first inputs (the data has fewer than the paper's #88)");
+    gridLayers = {std::max(0, headLayer - 1)};
+    if (headLayer != gridLayers.first()) gridLayers << headLayer;
+    sweepLayers.clear();
+    for (int l = 0; l < std::min(8, m.layers); ++l)
+        sweepLayers << l;
+    if (isBertBaseSized(m)) {
+        outlierHead = 2, secondHead = 11, contrastHeads = {0, 6, 7, 9};
+        headNote =
+            QStringLiteral("head 3 ↔ hidden dimension 180 (dimensions 128-191), the paper's choice for a "
+                           "model of its size");
+        secondNote =
+            QStringLiteral("head 12 ↔ hidden dimension 720 (dimensions 704-767), the paper's choice");
+        contrastNote = QStringLiteral("heads 1, 7, 8 and 10, the paper's heads not tied to outliers");
+        return;
+    }
+    // Outlier counts per hidden dimension of what the head layers read: the data set's, else the first
+    // input's.
+    QVector<double> perDim;
+    QString source = QStringLiteral("over the data set");
+    if (stats)
+        for (const LayerStatisticsData& l : stats->layers)
+            if (const auto t = l.tensors.find(tensor.toStdString()); l.layer == lb && t != l.tensors.end())
+                for (std::int64_t c : t->second.outliersPerDim)
+                    perDim << double(c);
+    if (perDim.isEmpty()) {
+        source = QStringLiteral("on %1").arg(numbered(0));
+        for (int c : input(0)->outliersOf(tensor, lb).perDimension)
+            perDim << double(c);
+    }
+    const OutlierHeads owners = headsOwningOutliers(perDim, m.headDim, m.heads, 4);
+    const auto owns = [&](int h, int dim, double count) {
+        return QStringLiteral("head %1 ↔ hidden dimension %2 (dimensions %3-%4 of %5 in %6 feed head %1: "
+                              "dimension k, head k / %7 + 1), %8 outliers %9")
+            .arg(h + 1)
+            .arg(dim)
+            .arg(h * m.headDim)
+            .arg((h + 1) * m.headDim - 1)
+            .arg(tensor, layerText(lb))
+            .arg(m.headDim)
+            .arg(qint64(count))
+            .arg(source);
+    };
+    if (owners.first >= 0) {
+        outlierHead = owners.first;
+        headNote = owns(owners.first, owners.firstDim, owners.firstCount) +
+                   QStringLiteral(": the dimension with the most outliers");
+    } else {
+        outlierHead = head;
+        headNote =
+            QStringLiteral("head %1, the planner's head: no hidden dimension of %2 in %3 has outliers %4")
+                .arg(head + 1)
+                .arg(tensor, layerText(lb), source);
+    }
+    secondHead = owners.second;
+    if (owners.second >= 0)
+        secondNote = owns(owners.second, owners.secondDim, owners.secondCount) +
+                     QStringLiteral(": the most outlying dimension of another head");
+    else
+        secondNote =
+            QStringLiteral("no head other than head %1 owns a hidden dimension of %2 in %3 with outliers %4")
+                .arg(outlierHead + 1)
+                .arg(tensor, layerText(lb), source);
+    contrastHeads = owners.contrast;
+    QStringList names;
+    for (int h : contrastHeads)
+        names << QString::number(h + 1);
+    contrastNote = QStringLiteral("heads %1, which own %2 of the outliers of %3 in %4 %5")
+                       .arg(names.join(QStringLiteral(", ")),
+                            owners.contrastOwnsNone ? QStringLiteral("none") : QStringLiteral("the fewest"),
+                            tensor, layerText(lb), source);
+}
+
+QVector<Planned> Planner::headFigures()
+{
+    QVector<Planned> p;
+    const QStringList ids{QStringLiteral("10"), QStringLiteral("11"), QStringLiteral("12"),
+                          QStringLiteral("13")};
+    if (m.takesImages()) {
+        for (const QString& id : ids)
+            p << unavailable(id, QStringLiteral("Figure %1: attention heads of a text model").arg(id),
+                             QStringLiteral("drawn for text models; an image model's are Figures 16 and 17"));
+        return p;
+    }
+    chooseHeadFigures();
+    QStringList layerNames;
+    for (int l : gridLayers)
+        layerNames << QString::number(l + 1);
+    const QString layers = QStringLiteral("layer%1 %2")
+                               .arg(gridLayers.size() > 1 ? QStringLiteral("s") : QString(),
+                                    layerNames.join(QStringLiteral(" and ")));
+    const QString panels =
+        QStringLiteral("attention probabilities, values V and their product P·V (and the gate "
+                       "where the model has one)");
+    // Figures 10 and 11: a head that owns outlier dimensions, in both layers on four sequences.
+    for (const auto& [id, h, note] : {std::tuple<QString, int, QString>{ids[0], outlierHead, headNote},
+                                      {ids[1], secondHead, secondNote}}) {
+        const QString title =
+            QStringLiteral("Figure %1: head %2 and its outlier dimension, %3 on four inputs")
+                .arg(id)
+                .arg(h + 1)
+                .arg(layers);
+        if (h < 0) {
+            p << unavailable(
+                id, QStringLiteral("Figure %1: a second head that owns outlier dimensions").arg(id), note);
+            continue;
+        }
+        QVector<HeadCell> cells;
+        for (int s : sequences)
+            for (int l : gridLayers)
+                cells << HeadCell{l, h, s};
+        p << headGrid(id, title,
+                      QStringLiteral("%1 of %2 on %3 (%4). Chosen: %5. Layers: %6.")
+                          .arg(panels, layers, inputsText(sequences), sequenceNote, note, choiceNote),
+                      cells, int(gridLayers.size()));
+    }
+    // Figure 12: heads that own none of the outliers, on the first sequence.
+    {
+        const int s = sequences.value(0, 0);
+        QVector<HeadCell> cells;
+        for (int h : contrastHeads)
+            for (int l : gridLayers)
+                cells << HeadCell{l, h, s};
+        const QString title = QStringLiteral("Figure 12: heads not tied to the outliers, %1").arg(layers);
+        p << (cells.isEmpty() ? unavailable(ids[2], title,
+                                            QStringLiteral("every one of the model's %1 heads owns outlier "
+                                                           "dimensions (Figures 10 and 11)")
+                                                .arg(m.heads))
+                              : headGrid(ids[2], title,
+                                         QStringLiteral("%1 of %2 on %3. Chosen: %4.")
+                                             .arg(panels, layers, numbered(s), contrastNote),
+                                         cells, int(gridLayers.size())));
+    }
+    // Figure 13: Figure 10's head through the first layers (the paper: layers 1-8).
+    {
+        const int s = sequences.value(0, 0);
+        QVector<HeadCell> cells;
+        for (int l : sweepLayers)
+            cells << HeadCell{l, outlierHead, s};
+        p << headGrid(
+            ids[3],
+            QStringLiteral("Figure 13: head %1 in layers 1-%2").arg(outlierHead + 1).arg(sweepLayers.size()),
+            QStringLiteral("%1 of head %2 in layers 1-%3 on %4: where in depth the head starts to do "
+                           "nothing. Chosen: %5.")
+                .arg(panels)
+                .arg(outlierHead + 1)
+                .arg(sweepLayers.size())
+                .arg(numbered(s), headNote),
+            cells, 0);
+    }
+    return p;
 }
 
 Planned Planner::comparison(const QString& id, bool clipped)
@@ -297,6 +559,38 @@ Planned Planner::teaching(const QString& id, FigureModel& model, const QString& 
         QStringLiteral("Teaching"), headLayer, head, 0);
 }
 
+Planned Planner::darcet()
+{
+    const QString id = QStringLiteral("darcet");
+    const QString title =
+        QStringLiteral("Darcet et al. Figures 2-3: token norms, high-norm tokens and [CLS] attention maps");
+    if (!m.takesImages()) return unavailable(id, title, QStringLiteral("needs an image model"));
+    const int last = m.layers - 1;
+    std::vector<FigureModel*> models{&main};
+    for (const auto& c : compare)
+        if (c->info().takesImages()) models.push_back(c.get());
+    return shownIn(
+        planned(id, title,
+                QStringLiteral("The L2 norm of every token of the last layer's output (%1) on %2, tokens "
+                               "with %3 marked, their histogram, and the class token's attention in the "
+                               "last layer per head; one row per model%4.")
+                    .arg(layerText(last), inputLabel(0), QString::fromStdString(highNormRuleText()),
+                         stats ? QStringLiteral(", with the data set's norm histogram beside the first")
+                               : QString()),
+                [this, models] {
+                    QVector<TokenNormData> rows;
+                    for (FigureModel* f : models) {
+                        const SnapshotPtr s = f->inspect(in.value(0));
+                        rows << buildTokenNorms(*s, s->L() - 1);
+                        if (f == &main && stats) addDatasetNorms(rows.back(), *stats, s->L() - 1);
+                    }
+                    auto view = std::make_unique<TokenNormView>();
+                    view->setRows(rows);
+                    return std::unique_ptr<QWidget>(std::move(view));
+                }),
+        QStringLiteral("Token norms"), last, -1, 0);
+}
+
 QVector<Planned> Planner::plan()
 {
     QVector<Planned> p;
@@ -315,16 +609,20 @@ QVector<Planned> Planner::plan()
         }
         p << planned(
             id, title,
-            QStringLiteral("Outlier counts (values over %1) per token (blue) and hidden dimension (green) of "
-                           "%2 in %3, over %4 inputs of %5; the per-layer max inf norm and kurtosis below. "
-                           "Layers: %6.")
+            QStringLiteral(
+                "Outlier counts (values over %1) per hidden dimension (green; the dimensions with "
+                "outliers, most first) and per token (blue; the tokens with the most) of %2 in %3, "
+                "over %4 inputs of %5; the per-layer max inf norm and kurtosis below. Layers: %6.")
                 .arg(rule, tensor, layerText(layer))
                 .arg(stats->samples)
                 .arg(QString::fromStdString(stats->provenance.count("data") ? stats->provenance.at("data")
                                                                             : std::string()),
                      choiceNote),
             [this, layer] {
-                return viewOf<OutlierDashboard>(buildDashboard(*stats, statsPath, layer, tensor, m.headDim));
+                auto view = std::make_unique<OutlierDashboard>();
+                view->setPaperLayout(true); // dimensions by count, vertical token bars (the paper's Figure 1)
+                view->setData(buildDashboard(*stats, statsPath, layer, tensor, m.headDim));
+                return std::unique_ptr<QWidget>(std::move(view));
             });
         p.back() = shownIn(p.back(), QStringLiteral("Outliers"), layer, -1, -1, true);
     }
@@ -337,20 +635,16 @@ QVector<Planned> Planner::plan()
             QStringLiteral("drawn for text models; an image model's heads are Figures 16 and 17"));
     } else {
         const int other = std::max(0, headLayer - 1);
-        p << planned(
+        const int second = std::min<int>(4, in.size() - 1); // the paper's (b) and (c): data sequence #5
+        p << headGrid(
             QStringLiteral("2"), title2,
             QStringLiteral("Head %1: (a) %2 on %3, (b) %2 on %4, (c) %5 on %4. Chosen: %6.")
                 .arg(head + 1)
-                .arg(layerText(headLayer), inputLabel(0), inputLabel(4), layerText(other), choiceNote),
-            [this, other] {
-                auto grid = std::make_unique<HeadGrid>();
-                grid->setHeads({buildHeadView(*input(0), headLayer, head),
-                                buildHeadView(*input(4), headLayer, head),
-                                buildHeadView(*input(4), other, head)});
-                return std::unique_ptr<QWidget>(std::move(grid));
-            });
+                .arg(layerText(headLayer), numbered(0), numbered(second), layerText(other), choiceNote),
+            {HeadCell{headLayer, head, 0}, HeadCell{headLayer, head, second}, HeadCell{other, head, second}},
+            1);
     }
-    // Figures 3 and 9: an image model's outlier patches and the attention of a head that reads them.
+    // Figure 3: an image model's outlier patches and the attention of a head that reads them.
     const auto image = [&](const QString& id, int index) {
         const QString title =
             QStringLiteral("Figure %1: outlier patches and the attention of a head that reads them").arg(id);
@@ -429,27 +723,59 @@ QVector<Planned> Planner::plan()
                 return std::unique_ptr<QWidget>(std::move(view));
             });
     }
-    p << image(QStringLiteral("9a"), 1) << image(QStringLiteral("9b"), 2) << image(QStringLiteral("9c"), 3);
-    // Figures 10-13: every head of two layers on two inputs.
-    const int first = std::max(0, headLayer - 1);
-    const QVector<std::pair<int, int>> grids{{first, 0}, {headLayer, 0}, {first, 4}, {headLayer, 4}};
-    for (int i = 0; i < 4; ++i) {
-        const QString id = QString::number(10 + i);
-        const QString title =
-            QStringLiteral("Figure %1: every head of %2").arg(id, layerText(grids[i].first));
-        p << (vit ? unavailable(
-                        id, title,
-                        QStringLiteral("drawn for text models; an image model's are Figures 16 and 17"))
-                  : headGrid(id, title, grids[i].first, grids[i].second));
+    // Figure 9: an image model's outliers over the data set, per layer, hidden dimension and patch.
+    {
+        const QString title9 =
+            QStringLiteral("Figure 9: outliers over the data set per layer, hidden dimension and "
+                           "patch position");
+        if (!vit)
+            p << unavailable(
+                QStringLiteral("9"), title9,
+                QStringLiteral("needs an image model and images (the paper's Figure 9 is a ViT's)"));
+        else if (!stats)
+            p << unavailable(QStringLiteral("9"), title9, statsReason);
+        else
+            p << shownIn(
+                planned(QStringLiteral("9"), title9,
+                        QStringLiteral(
+                            "Over %1 images of %2: (a) the mean of each image's max |x| of each layer's "
+                            "output (%3; layers 1-based), (b) the outlier count (values over %4) of each "
+                            "hidden dimension (0-based) of %5's output, (c) the outlier count of each "
+                            "patch position of %5's output. Layer: %6.")
+                            .arg(stats->samples)
+                            .arg(QString::fromStdString(stats->provenance.count("data")
+                                                            ? stats->provenance.at("data")
+                                                            : std::string()),
+                                 tensor, rule, layerText(lb), choiceNote),
+                        [this] {
+                            return viewOf<DatasetOutlierFigure>(
+                                buildDatasetOutliers(*stats, statsPath, lb, tensor, m.headDim));
+                        }),
+                QStringLiteral("Outliers"), lb, -1, -1, true);
     }
+    // Figures 10-13: heads chosen by the outlier dimensions they own, as the paper chooses them.
+    p << headFigures();
     p << comparison(QStringLiteral("14"), true) << comparison(QStringLiteral("15"), false);
+    // Figures 16 and 17: Figure 3 for eight images, outliers of lb and of the layer after it.
     for (const auto& [id, layer] :
-         {std::pair<QString, int>{QStringLiteral("16"), headLayer}, {QStringLiteral("17"), first}}) {
-        const QString title =
-            QStringLiteral("Figure %1: every head of an image model's %2").arg(id, layerText(layer));
-        p << (vit ? headGrid(id, title, layer, 0)
-                  : unavailable(id, title, QStringLiteral("needs an image model")));
+         {std::pair<QString, int>{QStringLiteral("16"), lb}, {QStringLiteral("17"), lb + 1}}) {
+        const QString title = QStringLiteral("Figure %1: outliers of %2 and head %3 of %4, eight images")
+                                  .arg(id, layerText(layer))
+                                  .arg(head + 1)
+                                  .arg(layerText(layer + 1));
+        if (!vit)
+            p << unavailable(id, title, QStringLiteral("needs an image model"));
+        else if (layer + 1 > m.layers - 1)
+            p << unavailable(
+                id, title,
+                QStringLiteral("%1 is the model's last layer: no layer after it reads its outliers")
+                    .arg(layerText(layer)));
+        else
+            p << imageGrid(id, title, layer);
     }
+    // Darcet et al. 2024: token norms and high-norm tokens of the model's output, with --compare's image
+    // models as rows (a model with registers beside one without).
+    p << darcet();
     // An et al. 2025: their Figure 1 on the first input, and their per-layer figures over the data set.
     p << planned(
         QStringLiteral("an1"), QStringLiteral("An et al. Figure 1: systematic outliers of one input"),
@@ -497,11 +823,8 @@ QVector<Planned> Planner::plan()
     // Where the app shows the rest (those above say it where they are made).
     for (Planned& f : p) {
         const QString& id = f.outcome.id;
-        if (id == QLatin1String("2"))
-            f = shownIn(f, QStringLiteral("Head"), headLayer, head, 0);
-        else if (id == QLatin1String("3") || id.startsWith(QLatin1Char('9')))
-            f = shownIn(f, QStringLiteral("Image"), lb, head,
-                        id == QLatin1String("3") ? 0 : id.back().unicode() - 'a' + 1);
+        if (id == QLatin1String("3"))
+            f = shownIn(f, QStringLiteral("Image"), lb, head, 0);
         else if (id == QLatin1String("6") || id == QLatin1String("7"))
             f = shownIn(f, QStringLiteral("Sweeps"), -1, -1, -1);
         else if (id == QLatin1String("an1"))
@@ -518,12 +841,14 @@ QVector<Planned> Planner::plan()
 
 QStringList figureNumbers()
 {
-    return {
-        QStringLiteral("1"),   QStringLiteral("2"),   QStringLiteral("3"),        QStringLiteral("4"),
-        QStringLiteral("5"),   QStringLiteral("6"),   QStringLiteral("7"),        QStringLiteral("9"),
-        QStringLiteral("10"),  QStringLiteral("11"),  QStringLiteral("12"),       QStringLiteral("13"),
-        QStringLiteral("14"),  QStringLiteral("15"),  QStringLiteral("16"),       QStringLiteral("17"),
-        QStringLiteral("an1"), QStringLiteral("an3"), QStringLiteral("training"), QStringLiteral("table")};
+    return {QStringLiteral("1"),      QStringLiteral("2"),        QStringLiteral("3"),
+            QStringLiteral("4"),      QStringLiteral("5"),        QStringLiteral("6"),
+            QStringLiteral("7"),      QStringLiteral("9"),        QStringLiteral("10"),
+            QStringLiteral("11"),     QStringLiteral("12"),       QStringLiteral("13"),
+            QStringLiteral("14"),     QStringLiteral("15"),       QStringLiteral("16"),
+            QStringLiteral("17"),     QStringLiteral("an1"),      QStringLiteral("an3"),
+            QStringLiteral("darcet"), QStringLiteral("training"), QStringLiteral("table"),
+            QStringLiteral("table1"), QStringLiteral("table2")};
 }
 
 FigureSetResult renderFigureSet(const FigureSetOptions& o, const std::atomic<bool>& cancel,
@@ -542,7 +867,10 @@ FigureSetResult renderFigureSet(const FigureSetOptions& o, const std::atomic<boo
     for (const QString& dir : o.compare)
         compare.push_back(std::make_unique<FigureModel>(dir, o.rule, o.precision));
     const ModelInfo& m = main.info();
-    const QVector<FigureInput> inputs = figureInputs(m, o.data, 5);
+    // A Fashion-MNIST model without images of its own is drawn on Fashion-MNIST (figure_inputs.h).
+    const QString fashionData = o.data.isEmpty() ? fashionMnistData(m, o.outDir) : QString();
+    const QVector<FigureInput> inputs =
+        figureInputs(m, fashionData.isEmpty() ? o.data : fashionData, kFigureInputs);
     if (inputs.isEmpty()) throw Error("no inputs to draw: the data has no pairs, lines or images");
 
     if (!QDir().mkpath(o.outDir)) throw Error(o.outDir.toStdString() + ": cannot create the folder");
@@ -557,8 +885,8 @@ FigureSetResult renderFigureSet(const FigureSetOptions& o, const std::atomic<boo
     // Figures 1, an3 and the table are the statistics; 3 and 9 add them. Others need no pass over the data.
     const bool wantStatistics =
         o.only.isEmpty() || std::any_of(o.only.begin(), o.only.end(), [](const QString& n) {
-            return QStringList{QStringLiteral("1"), QStringLiteral("3"), QStringLiteral("9"),
-                               QStringLiteral("an3"), QStringLiteral("table")}
+            return QStringList{QStringLiteral("1"),   QStringLiteral("3"),     QStringLiteral("9"),
+                               QStringLiteral("an3"), QStringLiteral("table"), QStringLiteral("table2")}
                 .contains(n);
         });
     if (m.synthetic) {
@@ -569,9 +897,10 @@ FigureSetResult renderFigureSet(const FigureSetOptions& o, const std::atomic<boo
         dataText = o.data.isEmpty() ? QStringLiteral("the first inputs of the model's family") : o.data;
     } else {
         const QString data =
-            o.data.isEmpty()
-                ? ModelCatalog::statisticsData(m, QString::fromStdString(sampleDataDir() + "/images"))
-                : o.data;
+            !o.data.isEmpty() ? o.data
+            : !fashionData.isEmpty()
+                ? fashionData
+                : ModelCatalog::statisticsData(m, QString::fromStdString(sampleDataDir() + "/images"));
         dataText = data;
         const QString dir = QDir(o.outDir).filePath(QStringLiteral("statistics"));
         // The stage starts now; its total comes with the first batch.
@@ -597,6 +926,13 @@ FigureSetResult renderFigureSet(const FigureSetOptions& o, const std::atomic<boo
     Planned table{layerTableOutcome(stats ? &*stats : nullptr), {}}; // drawn by the index writer
     if (!stats) table.outcome.reason = statsReason;
     plan << table;
+    // The paper's Tables 1 (a sweep) and 2 (the model and --compare side by side): paper_tables.h.
+    QVector<ModelInfo> tableModels{m};
+    for (const auto& c : compare)
+        tableModels << c->info();
+    PaperTables paperTables(o, tableModels, stats ? &*stats : nullptr, statsReason, dataText,
+                            QDir(o.outDir).filePath(QStringLiteral("statistics")), planner.figureLayer());
+    plan << Planned{paperTables.sweepOutcome(), {}} << Planned{paperTables.variantOutcome(), {}};
     if (!o.only.isEmpty())
         plan.erase(std::remove_if(plan.begin(), plan.end(),
                                   [&](const Planned& f) { return !o.only.contains(f.outcome.number); }),
@@ -610,6 +946,8 @@ FigureSetResult renderFigureSet(const FigureSetOptions& o, const std::atomic<boo
         progress(QStringLiteral("figures"), i, plan.size());
         if (f.id == QLatin1String("table") && f.reason.isEmpty()) {
             index.drawTable(*stats, f);
+        } else if (PaperTables::isPaperTable(f.id) && f.reason.isEmpty()) {
+            paperTables.draw(index, f, o.formats, o.dpi, cancel, progress);
         } else if (plan[i].make) {
             std::unique_ptr<QWidget> widget;
             try {

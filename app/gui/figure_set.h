@@ -26,7 +26,11 @@ struct FigureSetOptions
     /// the app's statistics job uses for the model's family (ModelCatalog::statisticsData).
     QString data;
     QStringList compare; ///< more model folders (clipped / gated variants) for Figures 5, 14 and 15
-    QString sweep;       ///< a sweep folder (summary.json) for Figures 6 and 7
+    QString sweep;       ///< a sweep folder (summary.json) for Figures 6 and 7 and Table 1
+    /// Table 2's W8A8: quantize's --data for the models ("none": not computed); empty: from each model's
+    /// run folder or demo family (paper_tables.h, quantDataFor).
+    QString quantizeData;
+    QStringList quantized; ///< `quantize --out` results (PREFIX.json) for Tables 1 and 2, not computed
     QString outDir;
     QStringList only; ///< figure numbers to draw ("1", "2", "an1"); empty: all
     QVector<ExportFormat> formats{ExportFormat::Png, ExportFormat::Pdf};
@@ -53,6 +57,9 @@ struct FigureOutcome
     QString page;
     int layer = -1, head = -1, input = -1;
     bool statistics = false;
+    /// Every layer, head and input (index into FigureSetResult::inputs) the figure shows, 0-based, when
+    /// it shows several (Figures 2, 10-13, 16, 17): index.json's "layers", "heads" and "inputs".
+    QVector<int> layers, heads, inputs;
 };
 
 struct FigureSetResult

@@ -35,7 +35,15 @@ int runFigures(const QStringList& args)
          "spec"},
         {"compare", "Clipped-softmax or gated models of the same shape, comma-separated (Figures 5, 14, 15).",
          "dir,dir"},
-        {"sweep", "A folder written by `outlierlens sweep` (Figures 6 and 7).", "dir"},
+        {"sweep", "A folder written by `outlierlens sweep` (Figures 6 and 7, Table 1).", "dir"},
+        {"quantize-data",
+         "Table 2's W8A8: the task data of `quantize --data` for the model and --compare models, or none "
+         "(default: from each model's training run folder, or the bundled demo family's).",
+         "spec"},
+        {"quantized",
+         "Results of `outlierlens quantize --out PREFIX` (PREFIX.json), comma-separated, used by Tables 1 "
+         "and 2 instead of computing W8A8.",
+         "file,file"},
         {"out", "Output folder (created).", "dir"},
         {"only", "Figures to draw, comma-separated, of: " + figureNumbers().join(QLatin1Char(',')) + ".",
          "list"},
@@ -64,6 +72,9 @@ int runFigures(const QStringList& args)
         o.outDir = QString::fromStdString(cmd.required("out"));
         o.data = QString::fromStdString(cmd.value("data"));
         o.sweep = QString::fromStdString(cmd.value("sweep"));
+        o.quantizeData = QString::fromStdString(cmd.value("quantize-data"));
+        for (const QString& f : cmd.parser().value("quantized").split(QLatin1Char(','), Qt::SkipEmptyParts))
+            o.quantized << f.trimmed();
         for (const QString& dir : cmd.parser().value("compare").split(QLatin1Char(','), Qt::SkipEmptyParts))
             o.compare << dir.trimmed();
         for (const QString& n : cmd.parser().value("only").split(QLatin1Char(','), Qt::SkipEmptyParts)) {
@@ -98,7 +109,10 @@ int runFigures(const QStringList& args)
                 if (name != stage) {
                     stage = name;
                     printer = std::make_unique<ProgressPrinter>(
-                        "figures", name == QLatin1String("statistics") ? "inputs (statistics)" : "figures",
+                        "figures",
+                        name == QLatin1String("statistics") ? "inputs (statistics)"
+                        : name == QLatin1String("quantize") ? "W8A8 steps (quantize)"
+                                                            : "figures",
                         cmd.isSet("json-progress"));
                 }
                 if (total > 0) printer->update(done, total);

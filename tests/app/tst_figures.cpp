@@ -25,10 +25,12 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <map>
+#include <numeric>
 #include <tuple>
 
 using namespace outlierlens;
@@ -77,8 +79,58 @@ bool notBlank(const QString& path)
     return other > 100;
 }
 
+/// Every page's size in points (the PDF's MediaBox entries, in page order).
+QVector<QSizeF> pdfPageSizes(const QString& path)
+{
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly)) return {};
+    QVector<QSizeF> sizes;
+    const QString text = QString::fromLatin1(file.readAll());
+    QRegularExpressionMatchIterator it =
+        QRegularExpression(QStringLiteral("/MediaBox\\s*\\[\\s*0\\s+0\\s+([0-9.]+)\\s+([0-9.]+)\\s*\\]"))
+            .globalMatch(text);
+    while (it.hasNext()) {
+        const QRegularExpressionMatch m = it.next();
+        sizes << QSizeF(m.captured(1).toDouble(), m.captured(2).toDouble());
+    }
+    return sizes;
+}
+
+/// A4 landscape is 841.89 x 595.28 pt: no page of the index may be taller (issue #39).
+constexpr double kA4LandscapeHeight = 595.3;
+
+QJsonObject readIndex(const QString& dir)
+{
+    QFile json(dir + QStringLiteral("/index.json"));
+    if (!json.open(QIODevice::ReadOnly)) return {};
+    return QJsonDocument::fromJson(json.readAll()).object();
+}
+
+QJsonObject figureEntry(const QJsonObject& index, const QString& id)
+{
+    for (const auto& value : index[QStringLiteral("figures")].toArray())
+        if (value.toObject()[QStringLiteral("id")].toString() == id) return value.toObject();
+    return {};
+}
+
+QVector<int> ints(const QJsonValue& value)
+{
+    QVector<int> result;
+    for (const auto& v : value.toArray())
+        result << v.toInt();
+    return result;
+}
+
+/// The statistics file the figures used (index.json's "statistics"); other files in statistics/ are the
+/// --compare models' (Table 2).
 QString statisticsFileOf(const QString& dir)
 {
+    QFile json(dir + QStringLiteral("/index.json"));
+    if (json.open(QIODevice::ReadOnly)) {
+        const QString relative =
+            QJsonDocument::fromJson(json.readAll()).object()[QStringLiteral("statistics")].toString();
+        if (!relative.isEmpty()) return dir + QLatin1Char('/') + relative;
+    }
     const QStringList files = QDir(dir + QStringLiteral("/statistics")).entryList({QStringLiteral("*.h5")});
     return files.size() == 1 ? dir + QStringLiteral("/statistics/") + files.first() : QString();
 }
@@ -106,12 +158,14 @@ private Q_SLOTS:
                                QStringLiteral("png,svg"),
                                QStringLiteral("--dpi"),
                                QStringLiteral("96"),
+                               QStringLiteral("--quantize-data"), // Table 2's W8A8: tst_figure_tables
+                               QStringLiteral("none"),
                                QStringLiteral("--out"),
                                out.path()};
         const auto r = runApp(args);
         QVERIFY2(r.exitCode == 0, qPrintable(r.err + r.out));
         // Every figure a decoder family allows, in both formats, with its CSV.
-        for (const QString id : {"1", "2", "4", "5", "10", "11", "12", "13", "14", "15", "an1", "an3"}) {
+        for (const QString id : {"1", "2", "4", "5", "10", "11", "13", "14", "15", "an1", "an3"}) {
             const QString base = out.path() + QStringLiteral("/figure-") + id;
             QVERIFY2(notBlank(base + QStringLiteral(".png")), qPrintable(id));
             QVERIFY2(QFileInfo(base + QStringLiteral(".svg")).size() > 1000, qPrintable(id));
@@ -137,7 +191,8 @@ private Q_SLOTS:
         QVERIFY(pdf.open(QIODevice::ReadOnly));
         const QByteArray pdfBytes = pdf.readAll();
         QVERIFY(pdfBytes.startsWith("%PDF"));
-        // One page per drawn figure and the table, and one listing what was not drawn.
+        // One page per drawn figure (1, 2, 4, 5, 10, 11, 13, 14, 15, an1, an3) and table (the layer table
+        // and Table 2), and one listing what was not drawn.
         QCOMPARE(
             QString::fromLatin1(pdfBytes).count(QRegularExpression(QStringLiteral("/Type\\s*/Page[^s]"))),
             14);
@@ -147,7 +202,7 @@ private Q_SLOTS:
         QVERIFY(json.open(QIODevice::ReadOnly));
         const QJsonObject indexJson = QJsonDocument::fromJson(json.readAll()).object();
         const QJsonArray inputs = indexJson[QStringLiteral("inputs")].toArray();
-        QCOMPARE(inputs.size(), 5);
+        QCOMPARE(inputs.size(), 12); // the data's 12 (up to the paper's sequence #88, Figures 10 and 11)
         QCOMPARE(inputs[0].toObject()[QStringLiteral("kind")].toString(), QStringLiteral("text"));
         bool sawHead = false;
         for (const auto& value : indexJson[QStringLiteral("figures")].toArray()) {
@@ -159,8 +214,50 @@ private Q_SLOTS:
             QCOMPARE(f[QStringLiteral("layer")].toInt(), 1);
             QCOMPARE(f[QStringLiteral("head")].toInt(), 0);
             QCOMPARE(f[QStringLiteral("input")].toInt(), 0);
+            // Issue #39.5: (a) on input #1, (b) and (c) on input #5.
+            QCOMPARE(ints(f[QStringLiteral("inputs")]), (QVector<int>{0, 4}));
         }
         QVERIFY(sawHead);
+        {
+            // Figure 2's rows name their sub-figure and input, and the footer both inputs.
+            Csv figure2 = readCsv(out.path() + QStringLiteral("/figure-2.csv"));
+            QVERIFY(figure2.lines.value(0).startsWith(QStringLiteral("subfigure,input,layer (1-based),")));
+            std::map<QString, QString> inputOf;
+            for (const QString& line : figure2.lines.mid(1))
+                if (!line.isEmpty())
+                    inputOf[line.section(QLatin1Char(','), 0, 0)] = line.section(QLatin1Char(','), 1, 1);
+            QCOMPARE(int(inputOf.size()), 3);
+            // Labels without a number of their own get the input's ("#5 words 193-240 of ...").
+            const QString first =
+                QStringLiteral("#1 ") + inputs[0].toObject()[QStringLiteral("label")].toString();
+            const QString fifth =
+                QStringLiteral("#5 ") + inputs[4].toObject()[QStringLiteral("label")].toString();
+            QCOMPARE(inputOf[QStringLiteral("a")], first);
+            QCOMPARE(inputOf[QStringLiteral("b")], fifth);
+            QCOMPARE(inputOf[QStringLiteral("c")], fifth);
+            QVERIFY2(figure2.meta[QStringLiteral("input")].contains(QStringLiteral("(a) ") + first) &&
+                         figure2.meta[QStringLiteral("input")].contains(QStringLiteral("(b, c) ") + fifth),
+                     qPrintable(figure2.meta[QStringLiteral("input")]));
+        }
+        // Issue #39.2: the head figures fit an A4 landscape page each (the figures' pages come first in the
+        // PDF, in the index's order).
+        {
+            const QVector<QSizeF> pages = pdfPageSizes(out.path() + QStringLiteral("/index.pdf"));
+            int page = 0;
+            for (const auto& value : indexJson[QStringLiteral("figures")].toArray()) {
+                const QJsonObject f = value.toObject();
+                const QString id = f[QStringLiteral("id")].toString();
+                if (f[QStringLiteral("files")].toArray().isEmpty() || id.startsWith(QLatin1String("table")))
+                    continue;
+                QVERIFY(page < pages.size());
+                if (QStringList{"1", "2", "10", "11", "12", "13"}.contains(id))
+                    QVERIFY2(
+                        pages[page].height() <= kA4LandscapeHeight,
+                        qPrintable(QStringLiteral("figure %1: %2 pt").arg(id).arg(pages[page].height())));
+                ++page;
+            }
+            QVERIFY(page >= 10);
+        }
 
         // Figure 14 bins each query's probabilities: the clipped model's exact zeros and the vanilla
         // model's tail of tiny values, each row's shares recounted here from the figure's own
@@ -231,6 +328,51 @@ private Q_SLOTS:
             total += perDim[j];
         }
         QVERIFY2(total > 0, "the vanilla model's layer-1 outliers are counted");
+        {
+            // Issue #39.3: Figure 10's head owns the dimension with the most outliers of layer 1 (dimension k
+            // belongs to head k / d_head), Figure 11's the most outlying dimension of the other head; with
+            // both of its two heads taken, Figure 12 says why it is not drawn. 12 inputs: the first four.
+            std::vector<int> order(perDim.size());
+            std::iota(order.begin(), order.end(), 0);
+            std::stable_sort(order.begin(), order.end(),
+                             [&](int a, int b) { return perDim[std::size_t(a)] > perDim[std::size_t(b)]; });
+            const int first = order[0] / stats.headDim;
+            int second = -1;
+            for (int k : order)
+                if (perDim[std::size_t(k)] > 0 && k / stats.headDim != first) {
+                    second = k / stats.headDim;
+                    break;
+                }
+            QCOMPARE(stats.numHeads, 2);
+            QVERIFY(second >= 0);
+            const QJsonObject figure10 = figureEntry(indexJson, QStringLiteral("10"));
+            QCOMPARE(ints(figure10[QStringLiteral("heads")]), QVector<int>{first});
+            QCOMPARE(ints(figure10[QStringLiteral("layers")]), (QVector<int>{0, 1}));
+            QCOMPARE(ints(figure10[QStringLiteral("inputs")]), (QVector<int>{0, 1, 2, 3}));
+            QVERIFY(figure10[QStringLiteral("caption")].toString().contains(
+                QStringLiteral("hidden dimension %1 ").arg(order[0])));
+            QCOMPARE(ints(figureEntry(indexJson, QStringLiteral("11"))[QStringLiteral("heads")]),
+                     QVector<int>{second});
+            QVERIFY(
+                figureEntry(indexJson, QStringLiteral("12"))[QStringLiteral("reason")].toString().contains(
+                    QStringLiteral("2 heads owns outlier dimensions")));
+            QCOMPARE(ints(figureEntry(indexJson, QStringLiteral("13"))[QStringLiteral("layers")]),
+                     (QVector<int>{0, 1, 2}));
+        }
+        {
+            // Issue #39.4: drawn as the paper draws it, the dimensions with outliers ordered by count and
+            // counted on an "outlier count" axis (the CSV above keeps index order).
+            const int withOutliers =
+                int(std::count_if(perDim.begin(), perDim.end(), [](std::int64_t c) { return c > 0; }));
+            QFile svg(out.path() + QStringLiteral("/figure-1.svg"));
+            QVERIFY(svg.open(QIODevice::ReadOnly));
+            const QString text = QString::fromUtf8(svg.readAll());
+            QVERIFY(text.contains(QStringLiteral("outlier count")));
+            QVERIFY2(text.contains(QStringLiteral("by outlier count: %1 of the %2 with outliers")
+                                       .arg(std::min(withOutliers, 40))
+                                       .arg(withOutliers)),
+                     qPrintable(QString::number(withOutliers)));
+        }
 
         // A second run reuses the statistics (same checkpoint, data and rule) and says so.
         const auto again = runApp(args + QStringList{QStringLiteral("--only"), QStringLiteral("1,table")});
@@ -310,6 +452,11 @@ private Q_SLOTS:
         // Figures 2 (its first head) and 10 (every head of a layer) show the first MNLI pair: the same
         // probabilities, values and P.V as `inspect` dumps for it.
         const NliPair pair = readNliPairs(data.toStdString(), 1).at(0);
+        const QString firstLabel = readIndex(out.path())[QStringLiteral("inputs")]
+                                       .toArray()[0]
+                                       .toObject()[QStringLiteral("label")]
+                                       .toString();
+        QVERIFY(firstLabel.contains(QStringLiteral("pair #1 ")));
         const QString dump = out.path() + QStringLiteral("/dump.h5");
         const auto inspected =
             runApp({QStringLiteral("inspect"), QStringLiteral("--model"), model, QStringLiteral("--text"),
@@ -322,19 +469,18 @@ private Q_SLOTS:
                                                     {QStringLiteral("product"), "attn_context"}};
         for (const QString& figure : {QStringLiteral("2"), QStringLiteral("10")}) {
             const Csv csv = readCsv(out.path() + QStringLiteral("/figure-%1.csv").arg(figure));
-            QCOMPARE(
-                csv.lines.value(0),
-                QStringLiteral("layer (1-based),head (1-based),panel,row,col,row_label,col_label,value"));
-            // Per (layer, head, panel), the first block of rows is input #1, except in Figure 2's third
-            // head (the layer before, on input #5): Figure 2 is checked in the layer of its first row.
-            const int figure2Layer = csv.lines.value(1).section(QLatin1Char(','), 0, 0).toInt() - 1;
+            QCOMPARE(csv.lines.value(0),
+                     QStringLiteral("subfigure,input,layer (1-based),head (1-based),panel,row,col,row_label,"
+                                    "col_label,value"));
+            // The sub-figures on input #1 (each row names its input): Figure 2's (a), Figure 10's first
+            // sequence in both layers (the data has fewer than the paper's #88: its first inputs).
             std::map<std::tuple<int, int, QString>, std::map<std::pair<int, int>, double>> blocks;
             std::map<std::tuple<int, int, QString>, std::int64_t> expected;
             for (const QString& line : csv.lines.mid(1)) {
-                const QStringList cells = line.split(QLatin1Char(','));
+                if (line.section(QLatin1Char(','), 1, 1) != firstLabel) continue;
+                const QStringList cells = line.section(QLatin1Char(','), 2).split(QLatin1Char(','));
                 if (cells.size() < 8 || !panels.count(cells[2])) continue;
                 const int layer = cells[0].toInt() - 1, head = cells[1].toInt() - 1;
-                if (figure == QLatin1String("2") && layer != figure2Layer) continue;
                 const auto key = std::make_tuple(layer, head, cells[2]);
                 if (!expected.count(key)) {
                     const torch::Tensor t =
@@ -365,7 +511,34 @@ private Q_SLOTS:
                                             .arg(rc.first)
                                             .arg(rc.second)));
             }
-            if (figure == QLatin1String("10")) QCOMPARE(int(blocks.size()), 3 * 4); // 4 heads, 3 panels
+            // Figure 10: one head in two layers, 3 panels each; Figure 2: one head.
+            QCOMPARE(int(blocks.size()), figure == QLatin1String("10") ? 3 * 2 : 3);
+        }
+        // Issue #39.3: Figure 10's head owns the hidden dimension with the most outliers of the layer its
+        // figures read (dimension k belongs to head k / d_head), from the statistics file.
+        const QJsonObject index = readIndex(out.path());
+        const StatisticsFile stats = readStatisticsFile(statisticsFileOf(out.path()).toStdString());
+        int lb = -1;
+        for (const QString id : {"1", "1a", "1b"})
+            lb = std::max(lb, figureEntry(index, id)[QStringLiteral("layer")].toInt(-1));
+        QVERIFY(lb >= 0);
+        const std::vector<std::int64_t>& perDim =
+            stats.layers.at(std::size_t(lb)).tensors.at("ffn_out").outliersPerDim;
+        const auto top = std::max_element(perDim.begin(), perDim.end());
+        const QJsonObject figure10 = figureEntry(index, QStringLiteral("10"));
+        QCOMPARE(ints(figure10[QStringLiteral("inputs")]), (QVector<int>{0, 1, 2, 3})); // 24 pairs: the first
+        if (*top > 0) {
+            QCOMPARE(ints(figure10[QStringLiteral("heads")]),
+                     QVector<int>{int(top - perDim.begin()) / stats.headDim});
+            QVERIFY(figure10[QStringLiteral("caption")].toString().contains(
+                QStringLiteral("hidden dimension %1 ").arg(top - perDim.begin())));
+        } else {
+            // This small demo model has no outliers there at 6 sigma over 24 pairs: the planner's head
+            // (Figure 2's), said in the caption, and no Figure 11.
+            QCOMPARE(ints(figure10[QStringLiteral("heads")]),
+                     ints(figureEntry(index, QStringLiteral("2"))[QStringLiteral("heads")]));
+            QVERIFY(figure10[QStringLiteral("caption")].toString().contains(
+                QStringLiteral("no hidden dimension")));
         }
     }
 
@@ -375,15 +548,216 @@ private Q_SLOTS:
         const auto r =
             runApp({QStringLiteral("figures"), QStringLiteral("--model"),
                     sample(QStringLiteral("models/vit-fmnist-vanilla")), QStringLiteral("--data"),
-                    QStringLiteral("images:") + sample(QStringLiteral("images:6")), QStringLiteral("--only"),
-                    QStringLiteral("3,9,16,2"), QStringLiteral("--format"), QStringLiteral("png,pdf"),
-                    QStringLiteral("--out"), out.path()});
+                    QStringLiteral("images:") + sample(QStringLiteral("images:8")), QStringLiteral("--only"),
+                    QStringLiteral("3,9,16,17,2"), QStringLiteral("--format"), QStringLiteral("png,pdf"),
+                    QStringLiteral("--dpi"), QStringLiteral("96"), QStringLiteral("--out"), out.path()});
         QVERIFY2(r.exitCode == 0, qPrintable(r.err + r.out));
-        for (const QString id : {"3", "9a", "9b", "9c", "16"}) {
+        for (const QString id : {"3", "9", "16"}) {
             QVERIFY2(notBlank(out.path() + QStringLiteral("/figure-%1.png").arg(id)), qPrintable(id));
             QVERIFY(QFileInfo(out.path() + QStringLiteral("/figure-%1.pdf").arg(id)).size() > 1000);
         }
         QVERIFY2(r.out.contains(QStringLiteral("not drawn: Figure 2")), qPrintable(r.out));
+        const QJsonObject index = readIndex(out.path());
+        const StatisticsFile stats = readStatisticsFile(statisticsFileOf(out.path()).toStdString());
+        QCOMPARE(stats.samples, std::int64_t(8));
+
+        // Issue #39.1: Figure 9 is (a) each layer's mean max |x| of its output, (b) the outlier count per
+        // hidden dimension and (c) per patch position of the chosen layer, all as in the statistics file.
+        const QJsonObject figure9 = figureEntry(index, QStringLiteral("9"));
+        const int layer = figure9[QStringLiteral("layer")].toInt(-1);
+        QVERIFY(layer >= 0 && layer < stats.numLayers);
+        QCOMPARE(figure9[QStringLiteral("page")].toString(), QStringLiteral("Outliers"));
+        const Csv csv9 = readCsv(out.path() + QStringLiteral("/figure-9.csv"));
+        QStringList section;
+        QVector<QStringList> sections;
+        for (const QString& line : csv9.lines) {
+            if (line.isEmpty()) {
+                if (!section.isEmpty()) sections << section;
+                section.clear();
+            } else {
+                section << line;
+            }
+        }
+        if (!section.isEmpty()) sections << section;
+        QCOMPARE(sections.size(), 3);
+        QCOMPARE(sections[0].value(0), QStringLiteral("layer (1-based),mean max inf norm"));
+        QCOMPARE(sections[0].size(), 1 + stats.numLayers);
+        for (const LayerStatisticsData& l : stats.layers)
+            QCOMPARE(sections[0].value(1 + l.layer).section(QLatin1Char(','), 1).toFloat(),
+                     float(l.tensors.at("out").meanMaxInfNorm));
+        const TensorStatisticsData& t = stats.layers.at(std::size_t(layer)).tensors.at("out");
+        QCOMPARE(sections[1].value(0), QStringLiteral("dimension (0-based),outlier count"));
+        QCOMPARE(sections[1].size(), 1 + int(t.outliersPerDim.size()));
+        for (std::size_t k = 0; k < t.outliersPerDim.size(); ++k)
+            QCOMPARE(sections[1].value(1 + int(k)), QStringLiteral("%1,%2").arg(k).arg(t.outliersPerDim[k]));
+        QCOMPARE(sections[2].value(0),
+                 QStringLiteral("patch row (0-based),patch col (0-based),outlier count"));
+        QCOMPARE(sections[2].size(), 2 + stats.gridRows * stats.gridCols);
+        std::int64_t patchTotal = 0;
+        for (int i = 0; i < stats.gridRows * stats.gridCols; ++i) {
+            QCOMPARE(sections[2].value(1 + i), QStringLiteral("%1,%2,%3")
+                                                   .arg(i / stats.gridCols)
+                                                   .arg(i % stats.gridCols)
+                                                   .arg(t.patchOutliers[std::size_t(i)]));
+            patchTotal += t.patchOutliers[std::size_t(i)];
+        }
+        QCOMPARE(sections[2].last(), QStringLiteral("cls,,%1").arg(t.clsOutliers));
+        QCOMPARE(patchTotal + t.clsOutliers, t.outliers); // every outlier is a patch's or the CLS token's
+
+        // Issue #39.2: Figures 16 and 17 are Figure 3 for eight images: outliers of the chosen layer (and of
+        // the next) and a head of the layer after, each image a labelled sub-figure, on one A4 page.
+        const QJsonObject figure16 = figureEntry(index, QStringLiteral("16"));
+        QCOMPARE(ints(figure16[QStringLiteral("layers")]), (QVector<int>{layer, layer + 1}));
+        QCOMPARE(ints(figure16[QStringLiteral("inputs")]), (QVector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+        QCOMPARE(ints(figure16[QStringLiteral("heads")]).size(), 1);
+        const Csv csv16 = readCsv(out.path() + QStringLiteral("/figure-16.csv"));
+        QStringList subfigures;
+        for (const QString& line : csv16.lines.mid(1))
+            if (!line.isEmpty() && !subfigures.contains(line.section(QLatin1Char(','), 0, 0)))
+                subfigures << line.section(QLatin1Char(','), 0, 0);
+        QCOMPARE(subfigures.size(), 8);
+        QVERIFY2(subfigures.first().startsWith(QStringLiteral("(a) #1 image ")),
+                 qPrintable(subfigures.first()));
+        const QJsonObject figure17 = figureEntry(index, QStringLiteral("17"));
+        if (layer + 2 <= stats.numLayers - 1)
+            QCOMPARE(ints(figure17[QStringLiteral("layers")]), (QVector<int>{layer + 1, layer + 2}));
+        else
+            QVERIFY(figure17[QStringLiteral("reason")].toString().contains(QStringLiteral("last layer")));
+        for (const QString id : {"9", "16"}) {
+            const QImage png(out.path() + QStringLiteral("/figure-%1.png").arg(id));
+            QVERIFY2(png.height() <= 620 && png.width() <= 1120, qPrintable(id));
+        }
+        for (const QSizeF& page :
+             pdfPageSizes(out.path() + QStringLiteral("/index.pdf")).mid(1)) // after Fig 3
+            QVERIFY2(page.height() <= kA4LandscapeHeight, qPrintable(QString::number(page.height())));
+    }
+
+    /// Issue #39.7: a Fashion-MNIST model without images of its own is drawn on Fashion-MNIST (Debian's
+    /// test set, or the bundled Fashion-MNIST pictures without it), never on the bundled photos.
+    void fashionMnistModelDrawsFashionMnist()
+    {
+        QTemporaryDir out;
+        const auto r =
+            runApp({QStringLiteral("figures"), QStringLiteral("--model"),
+                    sample(QStringLiteral("models/vit-fmnist-vanilla")), QStringLiteral("--only"),
+                    QStringLiteral("9,16"), QStringLiteral("--format"), QStringLiteral("png"),
+                    QStringLiteral("--dpi"), QStringLiteral("96"), QStringLiteral("--out"), out.path()});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err + r.out));
+        const QJsonObject index = readIndex(out.path());
+        QVERIFY2(index[QStringLiteral("data")].toString().contains(QStringLiteral("data/fashion-mnist-test")),
+                 qPrintable(index[QStringLiteral("data")].toString()));
+        const QJsonArray inputs = index[QStringLiteral("inputs")].toArray();
+        QVERIFY(!inputs.isEmpty());
+        const bool debian =
+            QFileInfo::exists(QStringLiteral("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz"));
+        const StatisticsFile stats = readStatisticsFile(statisticsFileOf(out.path()).toStdString());
+        for (const auto& value : inputs) {
+            const QString path = value.toObject()[QStringLiteral("first")].toString();
+            QVERIFY2(path.contains(QStringLiteral("/data/fashion-mnist-test/")), qPrintable(path));
+            if (debian) QCOMPARE(QImage(path).size(), QSize(28, 28)); // Fashion-MNIST's own pictures
+        }
+        if (debian) {
+            QCOMPARE(inputs.size(), 88);
+            QVERIFY(
+                inputs[0].toObject()[QStringLiteral("label")].toString().contains(QStringLiteral("0001-")));
+            QCOMPARE(stats.samples, std::int64_t(1000));
+        } else {
+            QVERIFY(
+                inputs[0].toObject()[QStringLiteral("label")].toString().contains(QStringLiteral("fmnist_")));
+        }
+        QVERIFY(notBlank(out.path() + QStringLiteral("/figure-9.png")));
+        QVERIFY(notBlank(out.path() + QStringLiteral("/figure-16.png")));
+        // A second run reuses the pictures and their statistics.
+        const auto again = runApp({QStringLiteral("figures"), QStringLiteral("--model"),
+                                   sample(QStringLiteral("models/vit-fmnist-vanilla")),
+                                   QStringLiteral("--only"), QStringLiteral("9"), QStringLiteral("--format"),
+                                   QStringLiteral("png"), QStringLiteral("--out"), out.path()});
+        QVERIFY2(again.exitCode == 0, qPrintable(again.err));
+        QVERIFY2(again.out.contains(QStringLiteral("statistics reused from")), qPrintable(again.out));
+    }
+
+    /// Issue #39.3: on a BERT-base-sized model the paper's own choice: Figure 10 head 3 (dimension 180)
+    /// and Figure 11 head 12 (dimension 720) in layers 10 and 11 on sequences #16, #21, #61 and #88,
+    /// Figure 12 heads 1, 7, 8 and 10 on #16, Figure 13 head 3 in layers 1-8 on #16; each page no taller
+    /// than A4 landscape, and the sub-figures the numbers of `inspect` for those inputs.
+    void bertBaseSizedPaperSelection()
+    {
+        QTemporaryDir out;
+        const QString model = out.path() + QStringLiteral("/bert-base");
+        auto r =
+            runApp({QStringLiteral("create-model"), QStringLiteral("--preset"), QStringLiteral("bert-base"),
+                    QStringLiteral("--vocab"), QStringLiteral(OUTLIERLENS_TEST_DATA "/bert/hf/vocab.txt"),
+                    QStringLiteral("--fp16"), QStringLiteral("--out"), model});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        const QString data = sample(QStringLiteral("mnli/mnli_dev_matched.jsonl"));
+        const QString figures = out.path() + QStringLiteral("/figures");
+        r = runApp({QStringLiteral("figures"), QStringLiteral("--model"), model, QStringLiteral("--data"),
+                    QStringLiteral("mnli:") + data + QStringLiteral(":100"), QStringLiteral("--only"),
+                    QStringLiteral("10,11,12,13"), QStringLiteral("--format"), QStringLiteral("png,pdf"),
+                    QStringLiteral("--dpi"), QStringLiteral("96"), QStringLiteral("--out"), figures});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err + r.out));
+        const QJsonObject index = readIndex(figures);
+        const QJsonArray inputs = index[QStringLiteral("inputs")].toArray();
+        QCOMPARE(inputs.size(), 88);
+        for (int n : {16, 21, 61, 88})
+            QVERIFY(inputs[n - 1].toObject()[QStringLiteral("label")].toString().startsWith(
+                QStringLiteral("pair #%1 ").arg(n)));
+        const QVector<int> sequences{15, 20, 60, 87};
+        const struct
+        {
+            QString id;
+            QVector<int> layers, heads, inputs;
+        } expected[] = {{QStringLiteral("10"), {9, 10}, {2}, sequences},
+                        {QStringLiteral("11"), {9, 10}, {11}, sequences},
+                        {QStringLiteral("12"), {9, 10}, {0, 6, 7, 9}, {15}},
+                        {QStringLiteral("13"), {0, 1, 2, 3, 4, 5, 6, 7}, {2}, {15}}};
+        for (const auto& e : expected) {
+            const QJsonObject f = figureEntry(index, e.id);
+            QVERIFY2(f[QStringLiteral("reason")].toString().isEmpty(),
+                     qPrintable(f[QStringLiteral("reason")].toString()));
+            QCOMPARE(ints(f[QStringLiteral("layers")]), e.layers);
+            QCOMPARE(ints(f[QStringLiteral("heads")]), e.heads);
+            QCOMPARE(ints(f[QStringLiteral("inputs")]), e.inputs);
+            const QImage png(figures + QStringLiteral("/figure-%1.png").arg(e.id));
+            QVERIFY2(png.height() <= 620 && png.width() <= 1120,
+                     qPrintable(QStringLiteral("%1: %2 x %3").arg(e.id).arg(png.width()).arg(png.height())));
+        }
+        QVERIFY(figureEntry(index, QStringLiteral("10"))[QStringLiteral("caption")].toString().contains(
+            QStringLiteral("hidden dimension 180")));
+        const QVector<QSizeF> pages = pdfPageSizes(figures + QStringLiteral("/index.pdf"));
+        QVERIFY(pages.size() >= 4);
+        for (int i = 0; i < 4; ++i)
+            QVERIFY2(pages[i].height() <= kA4LandscapeHeight, qPrintable(QString::number(pages[i].height())));
+
+        // Figure 10's sub-figure (a) is layer 10, head 3 on pair #16: the probabilities `inspect` dumps.
+        const NliPair pair = readNliPairs(data.toStdString(), 16).at(15);
+        const QString dump = out.path() + QStringLiteral("/dump.h5");
+        r = runApp({QStringLiteral("inspect"), QStringLiteral("--model"), model, QStringLiteral("--text"),
+                    QString::fromStdString(pair.premise), QStringLiteral("--pair"),
+                    QString::fromStdString(pair.hypothesis), QStringLiteral("--dump"), dump});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        const torch::Tensor p =
+            Hdf5Reader(dump.toStdString()).readTensor("layer9/attn_probs")[2].to(torch::kDouble);
+        const auto a = p.accessor<double, 2>();
+        const Csv csv = readCsv(figures + QStringLiteral("/figure-10.csv"));
+        std::int64_t checked = 0;
+        QStringList letters;
+        for (const QString& line : csv.lines.mid(1)) {
+            if (line.isEmpty()) continue;
+            const QString letter = line.section(QLatin1Char(','), 0, 0);
+            if (!letters.contains(letter)) letters << letter;
+            if (letter != QLatin1String("a")) continue;
+            QVERIFY(line.section(QLatin1Char(','), 1, 1).startsWith(QStringLiteral("pair #16 ")));
+            const QStringList cells = line.section(QLatin1Char(','), 2).split(QLatin1Char(','));
+            QCOMPARE(cells[0], QStringLiteral("10"));
+            QCOMPARE(cells[1], QStringLiteral("3"));
+            if (cells[2] != QLatin1String("probabilities")) continue;
+            const double expectedValue = a[cells[3].toInt()][cells[4].toInt()];
+            QVERIFY(std::abs(cells.last().toDouble() - expectedValue) < 1e-6 * (1 + std::abs(expectedValue)));
+            ++checked;
+        }
+        QCOMPARE(checked, p.numel());
+        QCOMPARE(letters, (QStringList{"a", "b", "c", "d", "e", "f", "g", "h"}));
     }
 
     /// Figures 6 and 7 from a sweep folder: a clipped-softmax sweep (alpha) gives Figure 6 with every
@@ -451,8 +825,8 @@ private Q_SLOTS:
              {QStringLiteral("figure-2.png")}},
             {fixtures + QStringLiteral("vit/timm"),
              QStringLiteral("images:") + fixtures + QStringLiteral("vit/images"),
-             QStringLiteral("3,16"),
-             {QStringLiteral("figure-3.png"), QStringLiteral("figure-16.png")}},
+             QStringLiteral("3,9"),
+             {QStringLiteral("figure-3.png"), QStringLiteral("figure-9.png")}},
         };
         for (const auto& c : cases) {
             QTemporaryDir out;
