@@ -26,28 +26,6 @@ QString layerCell(double value)
     return std::isfinite(value) ? csvNumber(value) : QString();
 }
 
-/// Value axis ticks of a plot from 0 to `top` (a multiple of `step`), grid lines and tick labels left
-/// of `plot`, the axis title rotated beside them.
-void drawValueAxis(QPainter& p, const QRectF& plot, double top, double step, const QString& title,
-                   double base)
-{
-    p.setFont(pixelFont(0.72 * base));
-    for (int i = 0; i * step <= top + step / 2; ++i) {
-        const double y = plot.bottom() - plot.height() * (i * step) / top;
-        p.setPen(QPen(QColor(225, 225, 225), 1));
-        p.drawLine(QPointF(plot.left(), y), QPointF(plot.right(), y));
-        p.setPen(textColor());
-        p.drawText(QRectF(plot.left() - 3.2 * base, y - 0.6 * base, 2.9 * base, 1.2 * base),
-                   Qt::AlignRight | Qt::AlignVCenter, displayNumber(i * step));
-    }
-    p.save();
-    p.translate(plot.left() - 3.6 * base, plot.center().y());
-    p.rotate(-90);
-    p.setFont(pixelFont(0.8 * base));
-    p.drawText(QRectF(-plot.height() / 2, -0.7 * base, plot.height(), 1.4 * base), Qt::AlignCenter, title);
-    p.restore();
-}
-
 /// (b): one bar per dimension, every niceStep-th dimension numbered, the largest few written above.
 void drawHistogram(QPainter& p, const QRectF& plot, const QVector<double>& counts, double base)
 {

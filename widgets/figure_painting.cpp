@@ -145,6 +145,26 @@ void drawColorBar(QPainter& p, const QRectF& bar, double maxValue, const QString
     drawElided(p, row.adjusted(side, 0, -side, 0), Qt::AlignHCenter | Qt::AlignTop, label);
 }
 
+void drawValueAxis(QPainter& p, const QRectF& plot, double top, double step, const QString& title,
+                   double base)
+{
+    p.setFont(pixelFont(0.72 * base));
+    for (int i = 0; i * step <= top + step / 2; ++i) {
+        const double y = plot.bottom() - plot.height() * (i * step) / top;
+        p.setPen(QPen(QColor(225, 225, 225), 1));
+        p.drawLine(QPointF(plot.left(), y), QPointF(plot.right(), y));
+        p.setPen(textColor());
+        p.drawText(QRectF(plot.left() - 3.2 * base, y - 0.6 * base, 2.9 * base, 1.2 * base),
+                   Qt::AlignRight | Qt::AlignVCenter, displayNumber(i * step));
+    }
+    p.save();
+    p.translate(plot.left() - 3.6 * base, plot.center().y());
+    p.rotate(-90);
+    p.setFont(pixelFont(0.8 * base));
+    p.drawText(QRectF(-plot.height() / 2, -0.7 * base, plot.height(), 1.4 * base), Qt::AlignCenter, title);
+    p.restore();
+}
+
 void drawBarPlot(QPainter& p, const QRectF& plot, const QVector<Bar>& bars, const QString& axisTitle,
                  double base)
 {
@@ -156,22 +176,7 @@ void drawBarPlot(QPainter& p, const QRectF& plot, const QVector<Bar>& bars, cons
     const double top = maxValue > 0 ? std::ceil(maxValue / step - 1e-9) * step : 1.0;
     const auto yOf = [&](double v) { return plot.bottom() - plot.height() * std::clamp(v / top, 0.0, 1.0); };
 
-    p.setFont(pixelFont(0.72 * base));
-    for (int i = 0; i * step <= top + step / 2; ++i) {
-        const double y = yOf(i * step);
-        p.setPen(QPen(QColor(225, 225, 225), 1));
-        p.drawLine(QPointF(plot.left(), y), QPointF(plot.right(), y));
-        p.setPen(textColor());
-        p.drawText(QRectF(plot.left() - 3.2 * base, y - 0.6 * base, 2.9 * base, 1.2 * base),
-                   Qt::AlignRight | Qt::AlignVCenter, displayNumber(i * step));
-    }
-    p.save();
-    p.translate(plot.left() - 3.6 * base, plot.center().y());
-    p.rotate(-90);
-    p.setFont(pixelFont(0.8 * base));
-    p.drawText(QRectF(-plot.height() / 2, -0.7 * base, plot.height(), 1.4 * base), Qt::AlignCenter,
-               axisTitle);
-    p.restore();
+    drawValueAxis(p, plot, top, step, axisTitle, base);
 
     const double slot = plot.width() / bars.size();
     for (int i = 0; i < bars.size(); ++i) {

@@ -47,6 +47,11 @@ void drawNoData(QPainter& painter, const QRectF& rect, const QString& text, doub
 /// A horizontal sequential colour bar with "0", the maximum and `label` in one line underneath.
 void drawColorBar(QPainter& painter, const QRectF& bar, double maxValue, const QString& label, double base);
 
+/// Grid lines and tick labels every `step` from 0 to `top` over the height of `plot` (labels left of it),
+/// and `title` rotated left of the labels (3.6 * base left of `plot`).
+void drawValueAxis(QPainter& painter, const QRectF& plot, double top, double step, const QString& title,
+                   double base);
+
 struct Bar
 {
     QString label;

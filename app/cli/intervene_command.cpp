@@ -1,11 +1,10 @@
 // `outlierlens intervene`: set chosen activations of one layer to 0, to their data-set mean or to a value,
 // and measure what the model loses on its task (Sun et al. 2024, "Massive Activations"; issue #43).
 
-#include "cli/command_line.h"
+#include "cli/task_data_options.h"
 
 #include "common/atomic_file.h"
 #include "common/error.h"
-#include "model/runtime.h"
 #include "quant/evaluation.h"
 
 #include <nlohmann/json.hpp>
@@ -50,11 +49,8 @@ int runIntervene(const QStringList& args)
                 "their mean over calibration batches, or to a value, in every evaluation batch, and report "
                 "the task metric with and without it (Sun et al. 2024: zeroing a model's massive "
                 "activations destroys it, their mean keeps it). Data as for `quantize`.");
+    addTaskDataOptions(cmd, QStringLiteral("Calibration batches the mean (--set mean) is taken over"));
     cmd.parser().addOptions({
-        {"model", "Model folder.", "dir"},
-        {"data",
-         "As for quantize: mnli:FILE, text:FILE, backcopy:FILE, fashion-mnist, images:DIR, synthetic.",
-         "spec"},
         {"layer", "Layer, 1-based.", "n"},
         {"tensor", "out (the block output, default), ffn_out or attn_out.", "name"},
         {"dims", "Hidden dimensions, 0-based, comma-separated (default: all).", "list"},
@@ -62,24 +58,10 @@ int runIntervene(const QStringList& args)
          "list"},
         {"set", "zero (default), mean (over --calib-batches batches of the calibration data) or a number.",
          "value"},
-        {"calib-batches", "Batches the mean is taken over (default 16).", "n"},
-        {"batch-size", "Batch size (default 32).", "n"},
-        {"eval-batches", "Evaluation batches (default 32; MNLI uses every held-out pair).", "n"},
-        {"seq-length", "Tokens per sequence for mnli, text and backcopy (default 128).", "n"},
-        {"nli-train-pairs", "mnli: pairs [0, N) calibrate, the rest evaluate (default 8000).", "n"},
-        {"out", "Write OUT.json (default: print only).", "prefix"},
-        {"threads", "Intra-op threads (default: the number of cores).", "n"},
     });
     if (auto code = cmd.parse(args)) return *code;
     return cmd.guarded([&]() -> int {
-        QuantExperiment e;
-        e.modelDir = cmd.required("model");
-        e.data = cmd.required("data");
-        e.calibBatches = cmd.intValue("calib-batches", 16, 1, 100000);
-        e.batchSize = cmd.intValue("batch-size", 32, 1, 4096);
-        e.evalBatches = cmd.intValue("eval-batches", 0, 0, 1000000);
-        e.seqLength = cmd.intValue("seq-length", 128, 8, 512);
-        e.nliTrainPairs = cmd.intValue("nli-train-pairs", 8000, 0, 100000000);
+        const QuantExperiment e = readTaskDataOptions(cmd);
         Intervention i;
         if (!cmd.isSet("layer")) throw UsageException{"--layer is required (1-based)"};
         i.layer = cmd.intValue("layer", 1, 1, 100000) - 1;
@@ -103,7 +85,6 @@ int runIntervene(const QStringList& args)
             }
             i.value = Intervention::Value::Constant;
         }
-        configureTorchThreads(cmd.intValue("threads", 0, 0, 1024));
         if (cmd.isSet("out")) checkCanWrite(cmd.value("out") + ".json");
         const InterventionResult r = runInterventionExperiment(
             e, i,

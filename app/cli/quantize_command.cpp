@@ -1,12 +1,11 @@
 // `outlierlens quantize`: simulated W8A8 (or any bit width) post-training quantization of a model
 // folder, calibrated on a few batches and evaluated over several seeds; one row of the paper's tables.
 
-#include "cli/command_line.h"
+#include "cli/task_data_options.h"
 
 #include "common/atomic_file.h"
 #include "common/csv.h"
 #include "common/error.h"
-#include "model/runtime.h"
 #include "quant/evaluation.h"
 #include "train/run_folder.h"
 
@@ -112,25 +111,11 @@ int runQuantize(const QStringList& args)
         "ranges on a few training batches, and report the floating-point and quantized task metric (mean "
         "and std over seeds that draw different calibration batches), max inf norm and average kurtosis. "
         "--sensitivity also quantizes one layer's activations at a time and ranks layers by the damage.");
+    addTaskDataOptions(cmd, QStringLiteral("Calibration batches per seed"));
     cmd.parser().addOptions({
-        {"model", "Model folder.", "dir"},
-        {"data",
-         "mnli:FILE (MNLI classifier: pairs before --nli-train-pairs calibrate, the rest evaluate), "
-         "text:FILE (masked LM or, for decoders, causal LM: held-out perplexity), backcopy:FILE (decoders "
-         "trained on Bigram-Backcopy sequences of FILE's characters), fashion-mnist or images:DIR (ViT), "
-         "synthetic (the synthetic task).",
-         "spec"},
         {"bits-w", "Weight bits (default 8).", "n"},
         {"bits-a", "Activation bits (default 8).", "n"},
-        {"calib-batches", "Calibration batches per seed (default 16).", "n"},
         {"seeds", "Seeds, each drawing other calibration batches (default 3).", "n"},
-        {"batch-size", "Batch size of calibration and evaluation (default 32).", "n"},
-        {"eval-batches",
-         "Evaluation batches for text, images and synthetic (default 32; MNLI uses every held-out pair).",
-         "n"},
-        {"seq-length", "Tokens per sequence for mnli and text (default 128).", "n"},
-        {"nli-train-pairs",
-         "mnli: pairs [0, N) calibrate, the rest evaluate (default 8000, as the demo models).", "n"},
         {"estimator", "Activation range: running_minmax (default, momentum 0.9), minmax, mse or percentile.",
          "name"},
         {"percentile", "Percentile for --estimator percentile (default 99.999).", "p"},
@@ -148,22 +133,13 @@ int runQuantize(const QStringList& args)
         {"weights-only", "Quantize weights only (activations stay in floating point)."},
         {"activations-only", "Quantize activations only (weights stay in floating point)."},
         {"sensitivity", "Also quantize each layer's activations alone and rank layers by the damage."},
-        {"out", "Write OUT.json and OUT.csv (default: print only).", "prefix"},
-        {"threads", "Intra-op threads (default: the number of cores).", "n"},
     });
     if (auto code = cmd.parse(args)) return *code;
     return cmd.guarded([&]() -> int {
-        QuantExperiment e;
-        e.modelDir = cmd.required("model");
-        e.data = cmd.required("data");
+        QuantExperiment e = readTaskDataOptions(cmd);
         e.quant.weightBits = cmd.intValue("bits-w", 8, 2, 16);
         e.quant.activationBits = cmd.intValue("bits-a", 8, 2, 16);
-        e.calibBatches = cmd.intValue("calib-batches", 16, 1, 100000);
         e.seeds = cmd.intValue("seeds", 3, 1, 1000);
-        e.batchSize = cmd.intValue("batch-size", 32, 1, 4096);
-        e.evalBatches = cmd.intValue("eval-batches", 0, 0, 1000000);
-        e.seqLength = cmd.intValue("seq-length", 128, 8, 512);
-        e.nliTrainPairs = cmd.intValue("nli-train-pairs", 8000, 0, 100000000);
         if (cmd.isSet("estimator")) {
             try {
                 e.quant.estimator = parseRangeEstimator(cmd.value("estimator"));
@@ -196,8 +172,6 @@ int runQuantize(const QStringList& args)
         e.quant.quantizeActivations = !cmd.isSet("weights-only");
         e.quant.quantizeWeights = !cmd.isSet("activations-only");
         e.sensitivity = cmd.isSet("sensitivity");
-        const int threads = cmd.intValue("threads", 0, 0, 1024);
-        configureTorchThreads(threads);
 
         if (cmd.isSet("out")) // before the experiment, not after it
             for (const char* ext : {".json", ".csv"})

@@ -282,4 +282,14 @@ FigureStatistics figureStatistics(const ModelInfo& model, const QString& dataSpe
     return result;
 }
 
+QString runFolderOf(const QString& dir)
+{
+    QDir d(dir);
+    for (int up = 0; up < 3; ++up) {
+        if (QFileInfo::exists(d.filePath(QStringLiteral("metrics.jsonl")))) return d.absolutePath();
+        if (!d.cdUp()) break;
+    }
+    return {};
+}
+
 } // namespace outlierlens

@@ -82,4 +82,8 @@ FigureStatistics figureStatistics(const ModelInfo& model, const QString& dataSpe
                                   const std::atomic<bool>& cancel,
                                   const std::function<void(qint64 done, qint64 total)>& progress);
 
+/// The run folder of `outlierlens train` that holds model folder `dir` (its final/ or a checkpoint: the
+/// nearest folder up to two levels above with a metrics.jsonl), or empty.
+QString runFolderOf(const QString& dir);
+
 } // namespace outlierlens

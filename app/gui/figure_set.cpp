@@ -59,18 +59,6 @@ QString layerText(int layer)
     return QStringLiteral("layer %1").arg(layer + 1);
 }
 
-/// The run folder of `outlierlens train` that holds model folder `dir` (its final/ or a checkpoint), or
-/// empty.
-QString runFolderOf(const QString& dir)
-{
-    QDir d(dir);
-    for (int up = 0; up < 3; ++up) {
-        if (QFileInfo::exists(d.filePath(QStringLiteral("metrics.jsonl")))) return d.absolutePath();
-        if (!d.cdUp()) break;
-    }
-    return {};
-}
-
 /// The model at the paper's scale: Bondarenko et al.'s figures name its layers and heads.
 bool isBertBaseSized(const ModelInfo& m)
 {

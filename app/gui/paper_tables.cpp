@@ -32,17 +32,6 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 const QString kSweepId = QStringLiteral("table1");
 const QString kVariantId = QStringLiteral("table2");
 
-/// The run folder of `outlierlens train` holding model folder `dir` (its final/ or a checkpoint), or empty.
-QString runFolderOf(const QString& dir)
-{
-    QDir d(dir);
-    for (int up = 0; up < 3; ++up) {
-        if (QFileInfo::exists(d.filePath(QStringLiteral("metrics.jsonl")))) return d.absolutePath();
-        if (!d.cdUp()) break;
-    }
-    return {};
-}
-
 QString canonical(const QString& path)
 {
     const QString c = QFileInfo(path).canonicalFilePath();

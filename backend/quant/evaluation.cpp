@@ -63,6 +63,23 @@ TrainConfig taskConfig(const QuantExperiment& e)
     return t;
 }
 
+/// The task of `config` around the model of `e`, in evaluation mode; refuses non-finite weights.
+std::unique_ptr<TrainingTask> loadTask(const QuantExperiment& e, const TrainConfig& config,
+                                       const std::function<void(const std::string&)>& progress)
+{
+    progress("loading " + e.modelDir + " and its data");
+    std::unique_ptr<TrainingTask> task = makeTrainingTask(config);
+    if (const std::string notice = nonFiniteWeightsNotice(task->module()); !notice.empty())
+        throw Error(e.modelDir + ": " + notice);
+    task->module().eval();
+    return task;
+}
+
+void throwIfCancelled(const std::atomic<bool>* cancel)
+{
+    if (cancel && *cancel) throw Error("cancelled");
+}
+
 /// Floating-point copies of every parameter, to start each seed from the same model.
 std::vector<std::pair<torch::Tensor, torch::Tensor>> snapshotParameters(torch::nn::Module& module)
 {
@@ -102,17 +119,10 @@ QuantResult runQuantExperiment(const QuantExperiment& e,
         e.quant.activationBits > 16)
         throw Error("--bits-w and --bits-a must be between 2 and 16");
     const auto started = std::chrono::steady_clock::now();
-    const auto checkCancel = [&] {
-        if (cancel && *cancel) throw Error("cancelled");
-    };
-
-    progress("loading " + e.modelDir + " and its data");
+    const auto checkCancel = [&] { throwIfCancelled(cancel); };
     const TrainConfig config = taskConfig(e);
-    std::unique_ptr<TrainingTask> task = makeTrainingTask(config);
+    std::unique_ptr<TrainingTask> task = loadTask(e, config, progress);
     torch::nn::Module& module = task->module();
-    if (const std::string notice = nonFiniteWeightsNotice(module); !notice.empty())
-        throw Error(e.modelDir + ": " + notice);
-    module.eval();
     auto* mlm = dynamic_cast<BertForMaskedLMImpl*>(&module);
     const auto saved = snapshotParameters(module);
 
@@ -204,14 +214,9 @@ InterventionResult runInterventionExperiment(const QuantExperiment& e, const Int
     intervention.validate();
     if (e.calibBatches < 1) throw Error("--calib-batches must be at least 1");
     const auto started = std::chrono::steady_clock::now();
-    const auto checkCancel = [&] {
-        if (cancel && *cancel) throw Error("cancelled");
-    };
-    progress("loading " + e.modelDir + " and its data");
+    const auto checkCancel = [&] { throwIfCancelled(cancel); };
     const TrainConfig config = taskConfig(e);
-    std::unique_ptr<TrainingTask> task = makeTrainingTask(config);
-    torch::nn::Module& module = task->module();
-    module.eval();
+    std::unique_ptr<TrainingTask> task = loadTask(e, config, progress);
     if (intervention.layer >= task->numLayers())
         throw Error("intervention: layer " + std::to_string(intervention.layer + 1) + ", the model has " +
                     std::to_string(task->numLayers()));

@@ -603,6 +603,28 @@ private Q_SLOTS:
             << QStringList{"quantize", "--model", fx("bert/hf"), "--data", "mnli:/nonexistent.tsv"} << 1;
         QTest::newRow("quantize: 1 bit")
             << QStringList{"quantize", "--model", fx("bert/hf"), "--data", "synthetic", "--bits-a", "1"} << 2;
+        QTest::newRow("quantize: unknown granularity")
+            << QStringList{"quantize",  "--model",           fx("bert/hf"), "--data",
+                           "synthetic", "--act-granularity", "row"}
+            << 2;
+        QTest::newRow("quantize: per-channel with mse")
+            << QStringList{"quantize",          "--model", fx("bert/hf"), "--data", "synthetic",
+                           "--act-granularity", "channel", "--estimator", "mse"}
+            << 2;
+        QTest::newRow("intervene: no layer")
+            << QStringList{"intervene", "--model", fx("bert/hf"), "--data", "synthetic"} << 2;
+        QTest::newRow("intervene: bad dims")
+            << QStringList{"intervene", "--model", fx("bert/hf"), "--data", "synthetic",
+                           "--layer",   "1",       "--dims",      "3,x"}
+            << 2;
+        QTest::newRow("intervene: bad value")
+            << QStringList{"intervene", "--model", fx("bert/hf"), "--data", "synthetic",
+                           "--layer",   "1",       "--set",       "half"}
+            << 2;
+        QTest::newRow("intervene: bad tensor")
+            << QStringList{"intervene", "--model", fx("bert/hf"), "--data",  "synthetic",
+                           "--layer",   "1",       "--tensor",    "residual"}
+            << 2;
     }
     void usageErrors()
     {
@@ -616,7 +638,7 @@ private Q_SLOTS:
     void helpForEveryCommand()
     {
         for (const char* c : {"inspect", "tokenize", "bench", "create-model", "stats", "train", "sweep",
-                              "convert", "quantize", "showcase"}) {
+                              "convert", "quantize", "intervene", "showcase"}) {
             const Run r = runApp({c, "--help"});
             QCOMPARE(r.exitCode, 0);
             QVERIFY2(r.out.startsWith(QStringLiteral("Usage: outlierlens %1 [options]").arg(c)),
