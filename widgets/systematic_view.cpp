@@ -543,11 +543,14 @@ void SystematicView::paintFigure(QPainter& painter, const QRect& area) const
     if (!m_data.rule.isEmpty()) subtitle << tr("rule: %1").arg(m_data.rule);
     const QRectF body = charts::paintFigureFrame(painter, area, titleText(),
                                                  subtitle.join(QStringLiteral("  \u00b7  ")), footerLines());
-    // Figure 1 on top (one line when there is none), then the per-layer charts, then tokens and heads.
-    const double figure1 =
-        noFigure1(m_data) ? std::min(70.0, body.height() * 0.1) : std::round(body.height() * 0.46);
-    paintFigure1(painter, QRectF(body.left(), body.top(), body.width(), figure1), m_data);
-    const double layerTop = body.top() + figure1 + 8, layerHeight = (body.bottom() - layerTop) * 0.46;
+    // Figure 1 on top, then the per-layer charts, then tokens and heads. Without Figure 1's matrices (a
+    // statistics file) the export leaves it out: the page's hint to choose the current input is for the
+    // window, not for a figure.
+    const bool figure1 = !noFigure1(m_data);
+    const double figure1Height = figure1 ? std::round(body.height() * 0.46) : 0.0;
+    if (figure1) paintFigure1(painter, QRectF(body.left(), body.top(), body.width(), figure1Height), m_data);
+    const double layerTop = body.top() + (figure1 ? figure1Height + 8 : 0.0),
+                 layerHeight = (body.bottom() - layerTop) * 0.46;
     for (int i = 0; i < 4; ++i)
         charts::renderChart(
             std::unique_ptr<QChart>(
