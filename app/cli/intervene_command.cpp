@@ -52,9 +52,20 @@ int runIntervene(const QStringList& args)
     addTaskDataOptions(cmd, QStringLiteral("Calibration batches the mean (--set mean) is taken over"));
     cmd.parser().addOptions({
         {"layer", "Layer, 1-based.", "n"},
-        {"tensor", "out (the block output, default), ffn_out or attn_out.", "name"},
+        {"tensor",
+         "out (the block output, default), ffn_out, attn_out, or attn_probs (the attention after the "
+         "softmax: --keys are removed from it).",
+         "name"},
+        {"keys", "attn_probs: key positions, 0-based, that the chosen queries no longer attend to (e.g. 0).",
+         "list"},
+        {"heads", "attn_probs: heads, 1-based, comma-separated (default: all).", "list"},
+        {"no-renormalize",
+         "attn_probs: leave the rest of each row as it is (default: rescale it to its former sum, as if the "
+         "keys were masked)."},
         {"dims", "Hidden dimensions, 0-based, comma-separated (default: all).", "list"},
-        {"tokens", "Token positions, 0-based, comma-separated (default: all), e.g. 0 for the first token.",
+        {"tokens",
+         "Token positions, 0-based, comma-separated (default: all), e.g. 0 for the first token; with "
+         "attn_probs, the queries.",
          "list"},
         {"set", "zero (default), mean (over --calib-batches batches of the calibration data) or a number.",
          "value"},
@@ -66,8 +77,26 @@ int runIntervene(const QStringList& args)
         if (!cmd.isSet("layer")) throw UsageException{"--layer is required (1-based)"};
         i.layer = cmd.intValue("layer", 1, 1, 100000) - 1;
         i.tensor = cmd.isSet("tensor") ? cmd.value("tensor") : "out";
-        if (i.tensor != "out" && i.tensor != "ffn_out" && i.tensor != "attn_out")
-            throw UsageException{"--tensor must be out, ffn_out or attn_out, found '" + i.tensor + "'"};
+        if (i.tensor != "out" && i.tensor != "ffn_out" && i.tensor != "attn_out" && i.tensor != "attn_probs")
+            throw UsageException{"--tensor must be out, ffn_out, attn_out or attn_probs, found '" + i.tensor +
+                                 "'"};
+        const bool attention = i.tensor == "attn_probs";
+        if (attention != cmd.isSet("keys"))
+            throw UsageException{attention ? "--tensor attn_probs needs --keys"
+                                           : "--keys goes with --tensor attn_probs"};
+        if (!attention && (cmd.isSet("heads") || cmd.isSet("no-renormalize")))
+            throw UsageException{"--heads and --no-renormalize go with --tensor attn_probs"};
+        if (attention && (cmd.isSet("dims") || cmd.isSet("set")))
+            throw UsageException{"--tensor attn_probs removes --keys; --dims and --set do not apply"};
+        if (attention) {
+            i.keys = parseList(cmd.value("keys"), "keys");
+            if (cmd.isSet("heads"))
+                for (std::int64_t h : parseList(cmd.value("heads"), "heads")) {
+                    if (h < 1) throw UsageException{"--heads are 1-based"};
+                    i.heads.push_back(h - 1);
+                }
+            i.renormalize = !cmd.isSet("no-renormalize");
+        }
         if (cmd.isSet("dims")) i.dims = parseList(cmd.value("dims"), "dims");
         if (cmd.isSet("tokens")) i.tokens = parseList(cmd.value("tokens"), "tokens");
         const std::string set = cmd.isSet("set") ? cmd.value("set") : "zero";
@@ -95,6 +124,7 @@ int runIntervene(const QStringList& args)
             {"layer", i.layer + 1},   {"tensor", i.tensor},  {"dims", i.dims},
             {"tokens", i.tokens},     {"set", set},          {"means", r.means},
             {"metric", r.metricName}, {"fp", r.floatMetric}, {"intervened", r.intervenedMetric},
+            {"keys", i.keys},         {"heads", i.heads},    {"renormalize", i.renormalize},
             {"seconds", r.seconds}};
         if (cmd.isSet("out")) writeTextFileAtomically(cmd.value("out") + ".json", j.dump(2) + "\n");
         const double scale = r.metricName == "accuracy" ? 100.0 : 1.0;

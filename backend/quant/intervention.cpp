@@ -26,6 +26,18 @@ torch::Tensor indexOf(const std::vector<std::int64_t>& values)
 
 std::string Intervention::describe() const
 {
+    if (tensor == "attn_probs") {
+        std::vector<std::int64_t> oneBased;
+        for (std::int64_t h : heads)
+            oneBased.push_back(h + 1);
+        return "layer " + std::to_string(layer + 1) + " attention, " +
+               (heads.empty() ? std::string("every head")
+                              : (heads.size() == 1 ? "head " : "heads ") + joined(oneBased)) +
+               ": " + (keys.size() == 1 ? "key " : "keys ") + joined(keys) + " removed from " +
+               (tokens.empty() ? std::string("every query")
+                               : (tokens.size() == 1 ? "query " : "queries ") + joined(tokens)) +
+               (renormalize ? ", renormalised" : ", not renormalised");
+    }
     std::string text = "layer " + std::to_string(layer + 1) + " " + tensor;
     text += dims.empty() ? ", every dim" : (dims.size() == 1 ? ", dim " : ", dims ") + joined(dims);
     text +=
@@ -44,8 +56,16 @@ std::string Intervention::describe() const
 void Intervention::validate() const
 {
     if (layer < 0) throw Error("intervention: layer must be at least 1");
-    if (tensor != "out" && tensor != "ffn_out" && tensor != "attn_out")
-        throw Error("intervention: tensor '" + tensor + "', expected out, ffn_out or attn_out");
+    if (tensor != "out" && tensor != "ffn_out" && tensor != "attn_out" && tensor != "attn_probs")
+        throw Error("intervention: tensor '" + tensor + "', expected out, ffn_out, attn_out or attn_probs");
+    if (tensor == "attn_probs" && keys.empty())
+        throw Error("intervention: attn_probs needs the keys to remove");
+    if (tensor == "attn_probs" && value != Value::Zero)
+        throw Error("intervention: a key is removed from the attention (probability 0), not set to a value");
+    for (std::int64_t k : keys)
+        if (k < 0) throw Error("intervention: key position " + std::to_string(k) + " is negative");
+    for (std::int64_t h : heads)
+        if (h < 0) throw Error("intervention: head " + std::to_string(h) + " is negative");
     for (std::int64_t d : dims)
         if (d < 0) throw Error("intervention: dimension " + std::to_string(d) + " is negative");
     for (std::int64_t t : tokens)
@@ -57,7 +77,8 @@ QuantSite interventionSite(const std::string& tensor, bool postLayerNormBert)
     if (tensor == "attn_out") return QuantSite::AttnOut;
     if (tensor == "ffn_out") return QuantSite::FfnOut;
     if (tensor == "out") return postLayerNormBert ? QuantSite::FfnNorm : QuantSite::FfnResidual;
-    throw Error("intervention: tensor '" + tensor + "', expected out, ffn_out or attn_out");
+    if (tensor == "attn_probs") return QuantSite::AttnProbs;
+    throw Error("intervention: tensor '" + tensor + "', expected out, ffn_out, attn_out or attn_probs");
 }
 
 InterventionSink::InterventionSink(Intervention intervention, QuantSite site, ActivationSink* inner)
@@ -66,6 +87,45 @@ InterventionSink::InterventionSink(Intervention intervention, QuantSite site, Ac
     , m_inner(inner)
 {
     m_intervention.validate();
+}
+
+at::Tensor InterventionSink::removeKeys(const at::Tensor& probs) const
+{
+    const Intervention& i = m_intervention;
+    if (probs.dim() != 4)
+        throw Error("intervention: the attention of layer " + std::to_string(i.layer + 1) +
+                    " is not [batch, heads, queries, keys]");
+    const std::int64_t H = probs.size(1), T = probs.size(2), K = probs.size(3);
+    for (std::int64_t h : i.heads)
+        if (h >= H)
+            throw Error("intervention: head " + std::to_string(h + 1) + ", the layer has " +
+                        std::to_string(H));
+    // A mask [H, T, K]: 0 where a chosen head's chosen query meets a removed key.
+    torch::Tensor keep = torch::ones({H, T, K}, probs.options());
+    torch::Tensor rows = torch::zeros({T}, torch::kBool), cols = torch::zeros({K}, torch::kBool),
+                  heads = torch::zeros({H}, torch::kBool);
+    for (std::int64_t k : i.keys)
+        if (k < K) cols[k] = true;
+    if (i.tokens.empty())
+        rows.fill_(true);
+    else
+        for (std::int64_t t : i.tokens)
+            if (t < T) rows[t] = true;
+    if (i.heads.empty())
+        heads.fill_(true);
+    else
+        for (std::int64_t h : i.heads)
+            heads[h] = true;
+    const torch::Tensor removed = heads.view({H, 1, 1}) & rows.view({1, T, 1}) & cols.view({1, 1, K});
+    keep.masked_fill_(removed, 0);
+    torch::Tensor out = probs * keep;
+    if (i.renormalize) {
+        // Each changed row again sums to what it summed to before (1 for softmax), as a mask would give; a
+        // row with nothing left stays 0.
+        const torch::Tensor before = probs.sum(-1, true), after = out.sum(-1, true);
+        out = torch::where(after > 0, out * (before / after), out);
+    }
+    return out;
 }
 
 torch::Tensor InterventionSink::means() const
@@ -77,6 +137,7 @@ at::Tensor InterventionSink::transform(QuantSite site, int layer, const at::Tens
 {
     const Intervention& i = m_intervention;
     if (site != m_site || layer != i.layer) return batched;
+    if (i.tensor == "attn_probs") return removeKeys(batched);
     if (batched.dim() != 3)
         throw Error("intervention: " + i.tensor + " of layer " + std::to_string(i.layer + 1) +
                     " is not [batch, tokens, hidden]");

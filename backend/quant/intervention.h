@@ -16,21 +16,29 @@ namespace outlierlens {
 struct Intervention
 {
     enum class Value { Zero, Mean, Constant };
-    int layer = 0;                    ///< 0-based
-    std::string tensor = "out";       ///< attn_out, ffn_out or out (DESIGN.md's capture names)
+    int layer = 0; ///< 0-based
+    /// attn_out, ffn_out or out (DESIGN.md's capture names), or attn_probs: keys removed from the attention
+    std::string tensor = "out";
     std::vector<std::int64_t> dims;   ///< hidden dimensions, 0-based; empty: every dimension
-    std::vector<std::int64_t> tokens; ///< token positions, 0-based; empty: every position
+    std::vector<std::int64_t> tokens; ///< token positions (attn_probs: queries), 0-based; empty: every one
     Value value = Value::Zero;
     double constant = 0; ///< Value::Constant
+    // attn_probs: the keys whose probability becomes 0 for the chosen queries of the chosen heads.
+    std::vector<std::int64_t> keys;  ///< key positions, 0-based; at least one
+    std::vector<std::int64_t> heads; ///< heads, 0-based; empty: every head
+    bool renormalize = true;         ///< the rest of each row rescaled to sum to 1 (as if masked)
 
-    /// "layer 2 out, dims 17,42, token 0: set to their mean" (layers 1-based).
+    /// "layer 2 out, dims 17,42, token 0: set to their mean", "layer 1 attention, every head: key 0 removed
+    /// from every query, renormalised" (layers and heads 1-based).
     std::string describe() const;
-    /// Throws Error for a negative layer, dimension or position, or an unknown tensor.
+    /// Throws Error for a negative layer, dimension, position or head, an unknown tensor, or attn_probs
+    /// without keys or with a value other than zero.
     void validate() const;
 };
 
 /// The quantization site that carries `tensor` of a layer (attn_out: AttnOut, ffn_out: FfnOut, out: the
-/// block output, FfnNorm in a post-LN BERT block, FfnResidual in ViT and decoder blocks).
+/// block output, FfnNorm in a post-LN BERT block, FfnResidual in ViT and decoder blocks; attn_probs:
+/// AttnProbs, after the softmax and before the product with V).
 QuantSite interventionSite(const std::string& tensor, bool postLayerNormBert);
 
 /// An ActivationSink that applies an Intervention at its site. While collecting (setCollecting(true)) it
@@ -58,6 +66,8 @@ public:
     at::Tensor transform(QuantSite site, int layer, const at::Tensor& batched) override;
 
 private:
+    at::Tensor removeKeys(const at::Tensor& probs) const;
+
     Intervention m_intervention;
     QuantSite m_site;
     ActivationSink* m_inner;

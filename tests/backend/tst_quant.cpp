@@ -89,6 +89,7 @@ private Q_SLOTS:
     void keepFpTokensStayExactAndOutOfTheRange();
     void interventionEqualsEditedWeights();
     void interventionOnTokensAndMeans();
+    void removingAKeyEqualsMaskingIt();
 };
 
 void TestQuant::asymmetricGridRoundTrips()
@@ -504,6 +505,52 @@ void TestQuant::interventionOnTokensAndMeans()
     bad.tensor = "residual";
     QVERIFY_THROWS_EXCEPTION(Error, bad.validate());
     QCOMPARE(set.describe(), std::string("layer 1 out, dims 2,11, token 0: set to 7.500000"));
+}
+
+/// Removing key 0 from every query of every head (renormalised) is what BERT computes when its attention
+/// mask hides key 0; without renormalisation, what it computes when token 0's value vector is 0.
+void TestQuant::removingAKeyEqualsMaskingIt()
+{
+    BertConfig c = BertConfig::preset("bert-tiny");
+    c.vocabSize = 50, c.numLayers = 1, c.maxPositions = 32, c.id2label = {"a", "b", "c"};
+    BertNetwork net = BertNetwork::create(c, BertHead::SequenceClassification, 11);
+    const TextBatch b = textBatch(6);
+    Intervention remove;
+    remove.layer = 0, remove.tensor = "attn_probs", remove.keys = {0};
+    InterventionSink sink(remove, interventionSite("attn_probs", true));
+    const torch::Tensor removed = logitsOf(net, b, &sink);
+    TextBatch masked = b;
+    masked.mask = b.mask.clone();
+    masked.mask.select(1, 0).zero_();
+    const torch::Tensor reference = logitsOf(net, masked);
+    QVERIFY(relativeChange(removed, logitsOf(net, b)) > 1e-4);
+    QVERIFY2((removed - reference).abs().max().item<double>() < 1e-5,
+             qPrintable(QString::number((removed - reference).abs().max().item<double>())));
+
+    remove.renormalize = false;
+    InterventionSink raw(remove, QuantSite::AttnProbs);
+    Intervention zeroValue;
+    zeroValue.layer = 0, zeroValue.tensor = "out", zeroValue.tokens = {0};
+    InterventionSink value(zeroValue, QuantSite::Value); // v_0 = 0 in every head
+    const torch::Tensor a = logitsOf(net, b, &raw), e = logitsOf(net, b, &value);
+    QVERIFY(relativeChange(a, removed) > 1e-4);
+    QVERIFY2((a - e).abs().max().item<double>() < 1e-5,
+             qPrintable(QString::number((a - e).abs().max().item<double>())));
+
+    // One head only changes less than all of them; bad requests are errors.
+    remove.renormalize = true, remove.heads = {1};
+    InterventionSink oneHead(remove, QuantSite::AttnProbs);
+    QVERIFY(relativeChange(logitsOf(net, b, &oneHead), removed) > 1e-6);
+    remove.heads = {40};
+    InterventionSink noSuchHead(remove, QuantSite::AttnProbs);
+    QVERIFY_THROWS_EXCEPTION(Error, logitsOf(net, b, &noSuchHead));
+    Intervention noKeys;
+    noKeys.tensor = "attn_probs";
+    QVERIFY_THROWS_EXCEPTION(Error, noKeys.validate());
+    Intervention described;
+    described.tensor = "attn_probs", described.keys = {0}, described.heads = {1};
+    QCOMPARE(described.describe(),
+             std::string("layer 1 attention, head 2: key 0 removed from every query, renormalised"));
 }
 
 QTEST_GUILESS_MAIN(TestQuant)
