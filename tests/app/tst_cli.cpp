@@ -621,6 +621,14 @@ private Q_SLOTS:
             << QStringList{"intervene", "--model", fx("bert/hf"), "--data", "synthetic",
                            "--layer",   "1",       "--set",       "half"}
             << 2;
+        QTest::newRow("intervene: attention without keys")
+            << QStringList{"intervene", "--model", fx("bert/hf"), "--data",    "synthetic",
+                           "--layer",   "1",       "--tensor",    "attn_probs"}
+            << 2;
+        QTest::newRow("intervene: keys without attention")
+            << QStringList{"intervene", "--model", fx("bert/hf"), "--data", "synthetic",
+                           "--layer",   "1",       "--keys",      "0"}
+            << 2;
         QTest::newRow("intervene: bad tensor")
             << QStringList{"intervene", "--model", fx("bert/hf"), "--data",  "synthetic",
                            "--layer",   "1",       "--tensor",    "residual"}
