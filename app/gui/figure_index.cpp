@@ -24,6 +24,9 @@ namespace {
 
 constexpr double kMargin = 16;
 constexpr double kMinPageWidth = 640;
+// A4 landscape (297 x 210 mm) in the index's units, pixels at 96 DPI (841.9 x 595.3 pt).
+constexpr double kA4LandscapeWidth = 297.0 / 25.4 * 96.0;
+constexpr double kA4LandscapeHeight = 210.0 / 25.4 * 96.0;
 
 QString fileFor(const FigureOutcome& f, const QString& suffix)
 {
@@ -143,13 +146,14 @@ void FigureIndexWriter::draw(const Figure& figure, FigureOutcome& f, const QVect
         throw Error(error.toStdString());
     f.files << csv;
 
-    // The PDF index: heading, then the figure at its own size.
-    const double width = std::max<double>(size.width(), kMinPageWidth);
-    const double heading = headingHeight(f, width);
-    beginPage(QSizeF(width, heading + size.height()));
-    drawHeading(f, width);
+    // The PDF index: one A4 landscape page per figure (no page taller, issue #39), the heading, then the
+    // figure laid out in the rest of the page: a figure draws itself at any size (widgets/figure.h), so its
+    // text keeps its size where a scaled picture would shrink it.
+    const double heading = headingHeight(f, kA4LandscapeWidth);
+    beginPage(QSizeF(kA4LandscapeWidth, kA4LandscapeHeight));
+    drawHeading(f, kA4LandscapeWidth);
     m_painter->translate(0, heading);
-    paintFigureWithFooter(figure, *m_painter, QSizeF(size));
+    paintFigureWithFooter(figure, *m_painter, QSizeF(kA4LandscapeWidth, kA4LandscapeHeight - heading));
 }
 
 void FigureIndexWriter::drawTable(const StatisticsFile& stats, FigureOutcome& f)
