@@ -72,6 +72,68 @@ bool timeInterleaved(const std::function<void(ActivationSink*)>& forward, const 
     return !plain.empty();
 }
 
+/// The machine's matrix-product peak as LibTorch reaches it here: the best of 3 products of two n x n
+/// matrices in `dtype` on the configured threads, in GFLOP/s (2 n^3 per product). Call it outside bf16
+/// autocast, which would turn the float32 product into a bf16 one.
+double measuredPeakGflops(torch::ScalarType dtype, int n = 2048)
+{
+    c10::InferenceMode guard;
+    torch::manual_seed(0);
+    const torch::Tensor a = torch::randn({n, n}).to(dtype), b = torch::randn({n, n}).to(dtype);
+    torch::mm(a, b); // warm-up
+    double best = 1e30;
+    for (int i = 0; i < 3; ++i) {
+        const auto start = std::chrono::steady_clock::now();
+        torch::mm(a, b);
+        best =
+            std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    return 2.0 * double(n) * n * n / best / 1e9;
+}
+
+/// The achieved rate of `gflop` per forward at `ms`, and its share of the measured peak of the dtype the
+/// products ran in.
+nlohmann::json rateJson(double gflop, double ms, Precision precision)
+{
+    const double fp32 = measuredPeakGflops(torch::kFloat);
+    const double bf16 = measuredPeakGflops(torch::kBFloat16);
+    const double achieved = gflop / (ms / 1000.0);
+    const double peak = precision == Precision::Bf16 ? bf16 : fp32;
+    return {{"gflop_per_forward", gflop},
+            {"achieved_gflops", achieved},
+            {"peak_gflops_fp32", fp32},
+            {"peak_gflops_bf16", bf16},
+            {"share_of_peak", achieved / peak}};
+}
+
+/// Matrix-product FLOPs of one BERT encoder forward (2 per multiply-add): per layer the Q, K, V and output
+/// projections 4 * 2 T d^2, the scores and P.V 2 * 2 T^2 d, the FFN 2 * 2 T d d_ff; times layers and batch.
+double bertGflop(const BertConfig& c, int batch, int seq)
+{
+    const double T = seq, d = c.hiddenSize, ff = c.intermediateSize;
+    return double(batch) * c.numLayers * (8.0 * T * d * d + 4.0 * T * T * d + 4.0 * T * d * ff) / 1e9;
+}
+
+/// The same for a decoder, from its weights: 2 T per weight of every matrix of the layers (the
+/// projections, whatever the family's layout), the scores and P.V 4 T^2 H d_head per layer, and the LM
+/// head 2 T d V when logits are computed.
+double decoderGflop(DecoderNetwork& network, int batch, int seq)
+{
+    const DecoderConfig& c = network.config();
+    double matrixWeights = 0;
+    for (const auto& p : network.module().named_parameters(true)) {
+        const std::string& name = p.key();
+        const bool table = name.find("embed") != std::string::npos || name.find("wte") != std::string::npos ||
+                           name.find("wpe") != std::string::npos || name.find("lm_head") != std::string::npos;
+        if (p.value().dim() == 2 && !table) matrixWeights += double(p.value().numel());
+    }
+    const double T = seq;
+    return double(batch) *
+           (2.0 * T * matrixWeights + 4.0 * T * T * c.numHeads * c.headDim() * c.numLayers +
+            2.0 * T * c.hiddenSize * c.vocabSize) /
+           1e9;
+}
+
 double peakRssMb()
 {
     rusage usage{};
@@ -124,6 +186,7 @@ int benchDecoder(Command& cmd, const std::string& modelDir, int seq, int batch, 
         {"rss_after_load_mib", rssLoaded},
         {"peak_rss_mib", peak},
         {"peak_rss_over_weights", peak / weightsMb},
+        {"rate", rateJson(decoderGflop(network, batch, seq), summarize(plain).median, precision)},
     };
     std::printf("%s\n", out.dump().c_str());
     return Ok;
@@ -135,7 +198,10 @@ int runBench(const QStringList& args)
 {
     Command cmd("bench", "Time forward passes with and without capture; prints one JSON line (milliseconds "
                          "per forward). BERT: every capture point. Decoders (--model only): every capture "
-                         "point of one layer, and peak RSS against the weights' size.");
+                         "point of one layer, and peak RSS against the weights' size. \"rate\": the matrix-"
+                         "product GFLOP of one forward, the rate the median forward without capture reached, "
+                         "and its share of this machine's peak (float32 and bf16 2048 x 2048 products "
+                         "timed after the forwards).");
     cmd.parser().addOptions({
         {"model", "Model folder to time.", "dir"},
         {"config",
@@ -180,12 +246,14 @@ int runBench(const QStringList& args)
         const torch::Tensor mask = torch::ones({batch, seq}, torch::kLong);
 
         c10::InferenceMode guard;
-        const AutocastScope autocast(precision);
         double capturedBytes = 0;
         std::vector<double> plain, captured;
-        if (!timeInterleaved([&](ActivationSink* sink) { network.forward(ids, types, mask, sink); }, {}, runs,
-                             warmup, plain, captured, capturedBytes))
-            return interruptedExitCode();
+        {
+            const AutocastScope autocast(precision); // the forwards only: the peaks below run as they are
+            if (!timeInterleaved([&](ActivationSink* sink) { network.forward(ids, types, mask, sink); }, {},
+                                 runs, warmup, plain, captured, capturedBytes))
+                return interruptedExitCode();
+        }
 
         std::int64_t parameters = 0;
         for (const auto& p : network.module().parameters())
@@ -204,6 +272,7 @@ int runBench(const QStringList& args)
             {"no_capture_ms", toJson(summarize(plain))},
             {"capture_all_ms", toJson(summarize(captured))},
             {"captured_mb", capturedBytes / 1e6},
+            {"rate", rateJson(bertGflop(network.config(), batch, seq), summarize(plain).median, precision)},
         };
         std::printf("%s\n", out.dump().c_str());
         return Ok;

@@ -770,6 +770,21 @@ private Q_SLOTS:
         QVERIFY(j["capture_all_ms"].toObject()["median"].toDouble() > 0);
         QCOMPARE(j["seq"].toInt(), 32);
         QVERIFY(j["captured_mb"].toDouble() > 0);
+        // Issue #44: the forward's matrix-product FLOPs, counted here for bert-tiny (2 layers, d 128, FFN
+        // 512) at T = 32: per layer 4 projections 2 T d^2, scores and P.V 2 T^2 d each, the FFN 2 * 2 T d
+        // d_ff; and the achieved rate as a share of the measured peak.
+        const QJsonObject rate = j["rate"].toObject();
+        const double T = 32, d = 128, ff = 512;
+        const double flop = 2 * (4 * 2 * T * d * d + 2 * 2 * T * T * d + 2 * 2 * T * d * ff);
+        QVERIFY2(std::abs(rate["gflop_per_forward"].toDouble() - flop / 1e9) < 1e-12,
+                 qPrintable(QString::number(rate["gflop_per_forward"].toDouble())));
+        const double achieved = rate["achieved_gflops"].toDouble();
+        QVERIFY(
+            std::abs(achieved - flop / 1e9 / (j["no_capture_ms"].toObject()["median"].toDouble() / 1000)) <
+            1e-6 * achieved);
+        QVERIFY(rate["peak_gflops_fp32"].toDouble() > 0 && rate["peak_gflops_bf16"].toDouble() > 0);
+        QVERIFY(std::abs(rate["share_of_peak"].toDouble() - achieved / rate["peak_gflops_fp32"].toDouble()) <
+                1e-9);
     }
 
     void tokenizeDecoderFolders_data()
