@@ -33,6 +33,7 @@ nlohmann::json toJson(const QuantExperiment& e, const QuantResult& r)
             {"data", e.data},
             {"bits_w", e.quant.weightBits},
             {"bits_a", e.quant.activationBits},
+            {"bits_kv", e.quant.kvBits > 0 ? e.quant.kvBits : e.quant.activationBits},
             {"weights", e.quant.quantizeWeights
                             ? (e.quant.perChannelWeights ? "symmetric per channel" : "symmetric per tensor")
                             : "float"},
@@ -95,6 +96,7 @@ std::string variantText(const QuantOptions& q)
     std::string text;
     if (q.activationGranularity != ActivationGranularity::Tensor)
         text += " per-" + toString(q.activationGranularity);
+    if (q.kvBits > 0 && q.kvBits != q.activationBits) text += " KV" + std::to_string(q.kvBits);
     if (q.keepFpTokens > 0)
         text += std::string(text.empty() ? " " : ", ") + "keep-fp " + std::to_string(q.keepFpTokens);
     return text;
@@ -115,6 +117,7 @@ int runQuantize(const QStringList& args)
     cmd.parser().addOptions({
         {"bits-w", "Weight bits (default 8).", "n"},
         {"bits-a", "Activation bits (default 8).", "n"},
+        {"bits-kv", "Bits of the attention's keys and values, the KV cache (default: --bits-a).", "n"},
         {"seeds", "Seeds, each drawing other calibration batches (default 3).", "n"},
         {"estimator", "Activation range: running_minmax (default, momentum 0.9), minmax, mse or percentile.",
          "name"},
@@ -139,6 +142,7 @@ int runQuantize(const QStringList& args)
         QuantExperiment e = readTaskDataOptions(cmd);
         e.quant.weightBits = cmd.intValue("bits-w", 8, 2, 16);
         e.quant.activationBits = cmd.intValue("bits-a", 8, 2, 16);
+        e.quant.kvBits = cmd.intValue("bits-kv", 0, 2, 16);
         e.seeds = cmd.intValue("seeds", 3, 1, 1000);
         if (cmd.isSet("estimator")) {
             try {

@@ -290,9 +290,11 @@ at::Tensor QuantizationSink::transform(QuantSite site, int layer, const at::Tens
             noChannels && m_options.activationGranularity == ActivationGranularity::Channel
                 ? ActivationGranularity::Tensor
                 : m_options.activationGranularity;
+        const bool kv = site == QuantSite::Key || site == QuantSite::Value;
+        const int bits = kv && m_options.kvBits > 0 ? m_options.kvBits : m_options.activationBits;
         it = m_quantizers
-                 .emplace(key, ActivationQuantizer(m_options.estimator, m_options.activationBits,
-                                                   m_options.percentile, granularity, m_options.keepFpTokens))
+                 .emplace(key, ActivationQuantizer(m_options.estimator, bits, m_options.percentile,
+                                                   granularity, m_options.keepFpTokens))
                  .first;
     }
     return m_calibrating ? it->second.calibrate(batched) : it->second.apply(batched);

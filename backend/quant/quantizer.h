@@ -111,6 +111,8 @@ struct QuantOptions
     /// setup of the paper's OPT code).
     bool quantizeLogits = true;
     ActivationGranularity activationGranularity = ActivationGranularity::Tensor;
+    /// Bits of the attention's keys and values (the Key and Value sites: the KV cache); 0: activationBits.
+    int kvBits = 0;
     /// The first this many token positions of every activation stay in floating point (0: none).
     int keepFpTokens = 0;
 };

@@ -90,6 +90,7 @@ private Q_SLOTS:
     void interventionEqualsEditedWeights();
     void interventionOnTokensAndMeans();
     void removingAKeyEqualsMaskingIt();
+    void keysAndValuesTakeTheirOwnBits();
 };
 
 void TestQuant::asymmetricGridRoundTrips()
@@ -551,6 +552,30 @@ void TestQuant::removingAKeyEqualsMaskingIt()
     described.tensor = "attn_probs", described.keys = {0}, described.heads = {1};
     QCOMPARE(described.describe(),
              std::string("layer 1 attention, head 2: key 0 removed from every query, renormalised"));
+}
+
+/// --bits-kv: the Key and Value sites (the KV cache) quantize with their own bits, every other site with
+/// the activations' bits: at most 2^bits distinct values per tensor.
+void TestQuant::keysAndValuesTakeTheirOwnBits()
+{
+    QuantOptions o;
+    o.activationBits = 8, o.kvBits = 3, o.estimator = RangeEstimator::CurrentMinMax;
+    QuantizationSink sink(o);
+    const torch::Tensor x = torch::randn({2, 16, 32});
+    const auto distinct = [](const torch::Tensor& t) {
+        return std::get<0>(at::_unique(t.flatten())).numel();
+    };
+    for (QuantSite site : {QuantSite::Key, QuantSite::Value}) {
+        const torch::Tensor q = sink.transform(site, 0, x);
+        QVERIFY2(distinct(q) <= 8, qPrintable(QString::number(distinct(q))));
+        QVERIFY(distinct(q) >= 6); // a Gaussian spreads over most of the 8 levels
+    }
+    const torch::Tensor q = sink.transform(QuantSite::Query, 0, x);
+    QVERIFY(distinct(q) > 8 && distinct(q) <= 256);
+    QuantOptions same;
+    same.activationBits = 4, same.estimator = RangeEstimator::CurrentMinMax;
+    QuantizationSink four(same);
+    QVERIFY(distinct(four.transform(QuantSite::Key, 0, x)) <= 16);
 }
 
 QTEST_GUILESS_MAIN(TestQuant)
