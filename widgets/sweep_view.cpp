@@ -13,6 +13,7 @@
 #include <QLegend>
 #include <QLineSeries>
 #include <QLogValueAxis>
+#include <QMap>
 #include <QSplitter>
 #include <QTableWidget>
 #include <QVBoxLayout>
@@ -69,6 +70,19 @@ struct SweepLines
     QVector<Reference> references;
 };
 
+/// The paper's symbol for a sweep setting in a legend (Figures 6 and 7: "T=64", not "max_seq_length=64",
+/// which the legend would cut); other keys as they are.
+QString legendKey(const QString& key)
+{
+    static const QMap<QString, QString> kSymbols{{QStringLiteral("max_seq_length"), QStringLiteral("T")},
+                                                 {QStringLiteral("alpha"), QStringLiteral("\u03b1")},
+                                                 {QStringLiteral("gamma"), QStringLiteral("\u03b3")},
+                                                 {QStringLiteral("zeta"), QStringLiteral("\u03b6")},
+                                                 {QStringLiteral("pi_init"), QStringLiteral("\u03c0_init")},
+                                                 {QStringLiteral("n_hid"), QStringLiteral("n_hid")}};
+    return kSymbols.value(key, key);
+}
+
 SweepLines arrange(const QVector<SweepPointData>& points, const QStringList& gridKeys, const QString& xKey)
 {
     SweepLines result;
@@ -94,7 +108,7 @@ SweepLines arrange(const QVector<SweepPointData>& points, const QStringList& gri
             bool present = false;
             const QString value = settingOf(point, key, &present);
             if (!present) continue;
-            parts << key + QLatin1Char('=') + value;
+            parts << legendKey(key) + QLatin1Char('=') + value;
             values << value;
         }
         const QString name =
