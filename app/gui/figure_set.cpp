@@ -416,6 +416,27 @@ QVector<Planned> Planner::plan()
              QStringLiteral("needs several training runs, one per attention variant: the Jobs page's "
                             "Compare variants draws them from finished run folders"))
       << unavailable(
+             QStringLiteral("an2"), QStringLiteral("An et al. Figure 2: their schematic"),
+             QStringLiteral("a drawing of the mechanism, not data; the Teaching page draws this model's "
+                            "own attention block (Figure 4)"))
+      << unavailable(QStringLiteral("an12"),
+                     QStringLiteral("An et al. Figure 12: training loss of the variants"),
+                     QStringLiteral("needs one training run per variant: the `training` figure draws a run's "
+                                    "curves, the Jobs page several runs side by side"))
+      << unavailable(
+             QStringLiteral("an13"),
+             QStringLiteral("An et al. Figures 13-22: Figure 1 on other models and chat models"),
+             QStringLiteral("their Figure 1 on other checkpoints: `an1` draws it for whichever model is "
+                            "given (run `figures` once per model)"))
+      << unavailable(QStringLiteral("an23"),
+                     QStringLiteral("An et al. Figures 23 and 24: sigmoid attention and the scaling factor"),
+                     QStringLiteral("need models trained with those variants (`train --softmax sigmoid`, "
+                                    "`--context-scale`): the Jobs page's Compare variants draws them"))
+      << unavailable(QStringLiteral("an-table3"),
+                     QStringLiteral("An et al. Table 3: perplexity at FP16, 8-bit weights and 50% sparsity"),
+                     QStringLiteral("`quantize --weights-only` gives the 8-bit column; magnitude pruning is "
+                                    "not implemented"))
+      << unavailable(
              QStringLiteral("an-table1-dims"),
              QStringLiteral("An et al. Table 1: the consistency of W_down with x_down, W_down with h, "
                             "and x_down with h"),
@@ -462,25 +483,28 @@ QVector<Planned> Planner::plan()
 
 namespace outlierlens {
 
+using figure_plan::kFigureInputs;
 using figure_plan::Planned;
 using figure_plan::Planner;
-using figure_plan::kFigureInputs;
 
 QStringList figureNumbers()
 {
-    return {QStringLiteral("1"),        QStringLiteral("2"),
-            QStringLiteral("3"),        QStringLiteral("4"),
-            QStringLiteral("5"),        QStringLiteral("6"),
-            QStringLiteral("7"),        QStringLiteral("9"),
-            QStringLiteral("10"),       QStringLiteral("11"),
-            QStringLiteral("12"),       QStringLiteral("13"),
-            QStringLiteral("14"),       QStringLiteral("15"),
-            QStringLiteral("16"),       QStringLiteral("17"),
-            QStringLiteral("an1"),      QStringLiteral("an3"),
-            QStringLiteral("darcet"),   QStringLiteral("an7"),
-            QStringLiteral("an10"),     QStringLiteral("an-table1-dims"),
-            QStringLiteral("training"), QStringLiteral("table"),
-            QStringLiteral("table1"),   QStringLiteral("table2")};
+    return {QStringLiteral("1"),         QStringLiteral("2"),
+            QStringLiteral("3"),         QStringLiteral("4"),
+            QStringLiteral("5"),         QStringLiteral("6"),
+            QStringLiteral("7"),         QStringLiteral("9"),
+            QStringLiteral("10"),        QStringLiteral("11"),
+            QStringLiteral("12"),        QStringLiteral("13"),
+            QStringLiteral("14"),        QStringLiteral("15"),
+            QStringLiteral("16"),        QStringLiteral("17"),
+            QStringLiteral("an1"),       QStringLiteral("an3"),
+            QStringLiteral("darcet"),    QStringLiteral("an7"),
+            QStringLiteral("an10"),      QStringLiteral("an-table1-dims"),
+            QStringLiteral("an2"),       QStringLiteral("an12"),
+            QStringLiteral("an13"),      QStringLiteral("an23"),
+            QStringLiteral("an-table3"), QStringLiteral("training"),
+            QStringLiteral("table"),     QStringLiteral("table1"),
+            QStringLiteral("table2")};
 }
 
 FigureSetResult renderFigureSet(const FigureSetOptions& o, const std::atomic<bool>& cancel,
