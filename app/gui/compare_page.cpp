@@ -53,8 +53,10 @@ ComparePage::ComparePage(QWidget* parent)
     m_stack = new QStackedWidget;
     m_stack->addWidget(m_view);
     m_stack->addWidget(m_norms);
-    connect(m_normsCheck, &QCheckBox::toggled, this,
-            [this](bool on) { m_stack->setCurrentWidget(on ? static_cast<QWidget*>(m_norms) : m_view); });
+    connect(m_normsCheck, &QCheckBox::toggled, this, [this](bool on) {
+        m_stack->setCurrentWidget(on ? static_cast<QWidget*>(m_norms) : m_view);
+        rebuild(); // the norms are computed only while shown
+    });
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(pickers);
     layout->addWidget(m_stack, 1);
@@ -164,7 +166,7 @@ void ComparePage::rebuild()
     QVector<TokenNormData> norms;
     for (std::size_t i = 0; i < 3; ++i) {
         const SnapshotPtr& s = m_snapshots[i];
-        if (s && s->model.takesImages() && m_layer < s->L()) {
+        if (m_normsCheck->isChecked() && s && s->model.takesImages() && m_layer < s->L()) {
             norms << buildTokenNorms(*s, m_layer);
             norms.back().model = m_pickers[i]->currentText();
         }

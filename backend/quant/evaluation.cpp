@@ -220,10 +220,9 @@ InterventionResult runInterventionExperiment(const QuantExperiment& e, const Int
     if (intervention.layer >= task->numLayers())
         throw Error("intervention: layer " + std::to_string(intervention.layer + 1) + ", the model has " +
                     std::to_string(task->numLayers()));
-    // Post-LN BERT blocks (MNLI, masked LM of a BERT folder, the synthetic task) end in a LayerNorm.
-    const bool bert = config.task == TrainTask::Nli || config.task == TrainTask::MaskedLm ||
-                      config.task == TrainTask::Synthetic;
-    InterventionSink sink(intervention, interventionSite(intervention.tensor, bert));
+    // Post-LN BERT blocks end in a LayerNorm, the registry's BERT engine.
+    InterventionSink sink(
+        intervention, interventionSite(intervention.tensor, isModelDirOf(e.modelDir, FamilyEngine::Bert)));
 
     InterventionResult r;
     r.description = intervention.describe();

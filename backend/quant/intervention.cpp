@@ -1,6 +1,7 @@
 #include "quant/intervention.h"
 
 #include "common/error.h"
+#include "common/text_format.h"
 
 #include <torch/torch.h>
 
@@ -11,15 +12,24 @@ namespace {
 
 std::string joined(const std::vector<std::int64_t>& values)
 {
-    std::string text;
+    std::vector<std::string> texts;
     for (std::int64_t v : values)
-        text += (text.empty() ? "" : ",") + std::to_string(v);
-    return text;
+        texts.push_back(std::to_string(v));
+    return joinedText(texts, ",");
 }
 
 torch::Tensor indexOf(const std::vector<std::int64_t>& values)
 {
     return torch::tensor(std::vector<std::int64_t>(values.begin(), values.end()), torch::kLong);
+}
+
+/// [n] bool: the chosen positions below n, or every one when none is chosen.
+torch::Tensor chosen(const std::vector<std::int64_t>& positions, std::int64_t n)
+{
+    torch::Tensor mask = torch::full({n}, positions.empty(), torch::kBool);
+    for (std::int64_t p : positions)
+        if (p < n) mask[p] = true;
+    return mask;
 }
 
 } // namespace
@@ -100,24 +110,10 @@ at::Tensor InterventionSink::removeKeys(const at::Tensor& probs) const
         if (h >= H)
             throw Error("intervention: head " + std::to_string(h + 1) + ", the layer has " +
                         std::to_string(H));
-    // A mask [H, T, K]: 0 where a chosen head's chosen query meets a removed key.
-    torch::Tensor keep = torch::ones({H, T, K}, probs.options());
-    torch::Tensor rows = torch::zeros({T}, torch::kBool), cols = torch::zeros({K}, torch::kBool),
-                  heads = torch::zeros({H}, torch::kBool);
-    for (std::int64_t k : i.keys)
-        if (k < K) cols[k] = true;
-    if (i.tokens.empty())
-        rows.fill_(true);
-    else
-        for (std::int64_t t : i.tokens)
-            if (t < T) rows[t] = true;
-    if (i.heads.empty())
-        heads.fill_(true);
-    else
-        for (std::int64_t h : i.heads)
-            heads[h] = true;
-    const torch::Tensor removed = heads.view({H, 1, 1}) & rows.view({1, T, 1}) & cols.view({1, 1, K});
-    keep.masked_fill_(removed, 0);
+    // 0 where a chosen head's chosen query meets a removed key.
+    const torch::Tensor removed = chosen(i.heads, H).view({H, 1, 1}) & chosen(i.tokens, T).view({1, T, 1}) &
+                                  chosen(i.keys, K).view({1, 1, K});
+    const torch::Tensor keep = torch::ones({H, T, K}, probs.options()).masked_fill_(removed, 0);
     torch::Tensor out = probs * keep;
     if (i.renormalize) {
         // Each changed row again sums to what it summed to before (1 for softmax), as a mask would give; a
@@ -146,45 +142,36 @@ at::Tensor InterventionSink::transform(QuantSite site, int layer, const at::Tens
         if (x >= d)
             throw Error("intervention: dimension " + std::to_string(x) + " is beyond the hidden size " +
                         std::to_string(d));
-    // The chosen positions that this sequence has (a short sequence has fewer).
-    std::vector<std::int64_t> tokens;
-    for (std::int64_t t : i.tokens)
-        if (t < T) tokens.push_back(t);
-    if (!i.tokens.empty() && tokens.empty()) return batched;
-    torch::Tensor selected = tokens.empty() ? batched : batched.index_select(1, indexOf(tokens));
-    if (!i.dims.empty()) selected = selected.index_select(2, indexOf(i.dims));
-
+    const torch::Tensor rows = chosen(i.tokens, T);
+    if (!rows.any().item<bool>()) return batched; // a sequence shorter than every chosen position
     if (m_collecting) {
+        torch::Tensor selected = batched.index_select(1, rows.nonzero().view({-1}));
+        if (!i.dims.empty()) selected = selected.index_select(2, indexOf(i.dims));
         const torch::Tensor sum = selected.detach().to(torch::kDouble).sum(std::vector<std::int64_t>{0, 1});
         m_sum = m_sum.defined() ? m_sum + sum : sum;
         m_count += selected.size(0) * selected.size(1);
         return batched;
     }
-    torch::Tensor value;
+    torch::Tensor value; // broadcast over [B, T, d]
     switch (i.value) {
     case Intervention::Value::Zero:
-        value = torch::zeros_like(selected);
+        value = torch::zeros({}, batched.options());
         break;
     case Intervention::Value::Constant:
-        value = torch::full_like(selected, i.constant);
+        value = torch::full({}, i.constant, batched.options());
         break;
     case Intervention::Value::Mean:
         if (!m_sum.defined()) throw Error("intervention: set to the mean, but no mean was collected");
-        value = means().to(selected.scalar_type()).expand_as(selected);
+        value = torch::zeros({d}, torch::kDouble);
+        if (i.dims.empty())
+            value = means();
+        else
+            value.index_copy_(0, indexOf(i.dims), means());
+        value = value.to(batched.scalar_type());
         break;
     }
-    // Write `value` into a copy at (tokens x dims).
-    torch::Tensor out = batched.clone();
-    torch::Tensor rows = tokens.empty() ? out : out.index_select(1, indexOf(tokens));
-    if (i.dims.empty())
-        rows = value;
-    else
-        rows.index_copy_(2, indexOf(i.dims), value);
-    if (tokens.empty())
-        out.copy_(rows);
-    else
-        out.index_copy_(1, indexOf(tokens), rows);
-    return out;
+    const torch::Tensor where = rows.view({T, 1}) & chosen(i.dims, d).view({1, d});
+    return torch::where(where, value, batched);
 }
 
 } // namespace outlierlens

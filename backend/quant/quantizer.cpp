@@ -241,10 +241,9 @@ torch::Tensor ActivationQuantizer::quantized(const torch::Tensor& x) const
     switch (m_granularity) {
     case ActivationGranularity::Tensor:
         return m_range ? QuantGrid::asymmetric(m_range->first, m_range->second, m_bits).apply(x) : x;
-    case ActivationGranularity::Token: {
-        const torch::Tensor xd = x.detach().to(torch::kDouble);
-        return grid(std::get<0>(xd.min(-1, true)), std::get<0>(xd.max(-1, true)));
-    }
+    case ActivationGranularity::Token:
+        return grid(x.detach().amin(-1, true).to(torch::kDouble),
+                    x.detach().amax(-1, true).to(torch::kDouble));
     case ActivationGranularity::Channel:
         if (!m_channelLo.defined()) return x;
         if (m_channelLo.size(0) != x.size(-1))
