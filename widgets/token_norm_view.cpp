@@ -357,6 +357,21 @@ QString TokenNormView::figureCsv() const
                            .arg(h)
                            .arg(k)
                            .arg(csvValue(d.clsAttention[h][k]));
+        for (int h = 0; h < d.clsPrefixAttention.size(); ++h) // [CLS] itself and the registers
+            for (int k = 0; k < d.clsPrefixAttention[h].size(); ++k)
+                csv += QStringLiteral("%1,cls_prefix_attention,%2,%3,%4\n")
+                           .arg(model)
+                           .arg(h)
+                           .arg(k)
+                           .arg(csvValue(d.clsPrefixAttention[h][k]));
+        if (validGrid(d.datasetHighNormPatches, d.gridRows, d.gridCols))
+            for (int r = 0; r < d.gridRows; ++r)
+                for (int c = 0; c < d.gridCols; ++c)
+                    csv += QStringLiteral("%1,dataset_high_norm_patch,%2,%3,%4\n")
+                               .arg(model)
+                               .arg(r)
+                               .arg(c)
+                               .arg(csvValue(d.datasetHighNormPatches[r * d.gridCols + c]));
         for (int bin = 0; bin < d.datasetHistogram.size(); ++bin)
             csv += QStringLiteral("%1,dataset_histogram,%2,%3,%4\n")
                        .arg(model)

@@ -33,7 +33,9 @@ public:
     void paintFigure(QPainter& painter, const QRect& area) const override;
     /// Long format "model,quantity,row,col,value", rows and columns 0-based: patch_norm per patch,
     /// prefix_norm (row = prefix token index, col empty), cutoff, cls_attention (row = head 0-based,
-    /// col = patch index row-major), dataset_histogram (row = bin, with its lower edge in col).
+    /// col = patch index row-major), cls_prefix_attention (col = [CLS], then the registers),
+    /// dataset_high_norm_patch (images where the patch is high-norm), dataset_histogram (row = bin, with
+    /// its lower edge in col).
     QString figureCsv() const override;
     Provenance figureProvenance() const override;
     QString figureName() const override;

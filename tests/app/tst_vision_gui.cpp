@@ -152,6 +152,11 @@ private Q_SLOTS:
             for (int k = 0; k < d.clsAttention[h].size(); ++k)
                 QVERIFY(std::abs(d.clsAttention[h][k] - probs[h][0][first + k].item<float>()) < 1e-5);
         QVERIFY(m_window->tokenNormsView()->figureCsv().contains(QStringLiteral(",patch_norm,0,0,")));
+        // [CLS]'s attention on itself and the four registers, in the export.
+        QCOMPARE(d.clsPrefixAttention.value(0).size(), first);
+        QVERIFY(std::abs(d.clsPrefixAttention[0][first - 1] - probs[0][0][first - 1].item<float>()) < 1e-5);
+        QVERIFY(
+            m_window->tokenNormsView()->figureCsv().contains(QStringLiteral(",cls_prefix_attention,0,4,")));
     }
 
     void textModelsHideTheTokenNormsPage()
