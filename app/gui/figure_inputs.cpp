@@ -113,13 +113,16 @@ QVector<FigureInput> textInputs(const std::string& path, int count)
 QVector<FigureInput> figureInputs(const ModelInfo& model, const QString& dataSpec, int count)
 {
     QVector<FigureInput> inputs;
-    if (model.synthetic && !dataSpec.isEmpty()) {
+    // The model's own inputs (sample_inputs.txt: decoders' texts, pair models' "premise<TAB>hypothesis").
+    const std::vector<std::string> lines =
+        model.takesImages() ? std::vector<std::string>() : readSampleInputs(model.dir.toStdString());
+    if (model.synthetic && lines.empty() && !dataSpec.isEmpty()) {
         DataSpec::parse(dataSpec.toStdString()); // a malformed spec says what is wrong with it first
         throw Error("--data '" + dataSpec.toStdString() + "': " + model.name.toStdString() +
                     " was trained on the synthetic task; its figures are drawn from generated examples of "
                     "that task, so it takes no --data");
     }
-    if (model.synthetic) {
+    if (model.synthetic && lines.empty()) {
         for (int i = 0; i < count; ++i)
             inputs << FigureInput{FigureInput::Kind::Synthetic,
                                   {},
@@ -148,14 +151,9 @@ QVector<FigureInput> figureInputs(const ModelInfo& model, const QString& dataSpe
                 QStringLiteral("image %1").arg(QFileInfo(QString::fromStdString(image.path)).fileName())};
         return inputs;
     }
-    if (model.takesPairs())
-        return pairInputs(spec && spec->kind == DataSpec::Kind::Mnli
-                              ? spec->path
-                              : sampleDataFile("mnli/mnli_dev_matched.jsonl"),
-                          count);
-    // Decoders: the model's own sample inputs when it ships them (the showcase input first), else text.
-    const std::vector<std::string> lines = readSampleInputs(model.dir.toStdString());
-    if (!lines.empty() && !(spec && spec->kind == DataSpec::Kind::Text)) {
+    // The model's own sample inputs when it ships them and no other data is named (the showcase input
+    // first): a pair model's lines are pairs, a decoder's texts.
+    if (!lines.empty() && !spec) {
         std::optional<Showcase> showcase;
         try {
             showcase = readShowcase(model.dir.toStdString());
@@ -164,14 +162,19 @@ QVector<FigureInput> figureInputs(const ModelInfo& model, const QString& dataSpe
         const int first = showcase ? showcase->input : 0;
         for (int i = 0; i < count && i < int(lines.size()); ++i) {
             const int line = (first + i) % int(lines.size());
-            inputs << FigureInput{FigureInput::Kind::Text,
-                                  QString::fromStdString(lines[std::size_t(line)]),
-                                  {},
-                                  0,
-                                  QStringLiteral("sample_inputs.txt line %1").arg(line + 1)};
+            const QString text = QString::fromStdString(lines[std::size_t(line)]);
+            const int tab = model.takesPairs() ? int(text.indexOf(QLatin1Char('\t'))) : -1;
+            inputs << FigureInput{tab >= 0 ? FigureInput::Kind::Pair : FigureInput::Kind::Text,
+                                  tab >= 0 ? text.left(tab) : text, tab >= 0 ? text.mid(tab + 1) : QString(),
+                                  0, QStringLiteral("sample_inputs.txt line %1").arg(line + 1)};
         }
         return inputs;
     }
+    if (model.takesPairs())
+        return pairInputs(spec && spec->kind == DataSpec::Kind::Mnli
+                              ? spec->path
+                              : sampleDataFile("mnli/mnli_dev_matched.jsonl"),
+                          count);
     return textInputs(spec ? spec->path : sampleDataFile("text/wiki_en_valid.txt"), count);
 }
 

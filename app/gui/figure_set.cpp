@@ -545,7 +545,7 @@ FigureSetResult renderFigureSet(const FigureSetOptions& o, const std::atomic<boo
                                QStringLiteral("an3"), QStringLiteral("table"), QStringLiteral("table2")}
                 .contains(n);
         });
-    if (m.synthetic) {
+    if (m.synthetic && ModelCatalog::sampleInput(m.dir, 0).isEmpty()) {
         statsReason = QStringLiteral(
             "the model was trained on generated sequences: there is no data set to count over");
     } else if (!wantStatistics) {

@@ -427,13 +427,14 @@ void InspectionWorker::inspectSyntheticExample(quint64 generation, quint64 seed)
         const std::int64_t length = b.attentionMask.sum().item<std::int64_t>();
         using torch::indexing::Slice;
         const torch::Tensor ids = b.inputIds.index({Slice(), Slice(0, length)});
+        const torch::Tensor types = b.tokenTypeIds.index({Slice(), Slice(0, length)}); // pairs: 1 after [SEP]
         RecordingSink sink;
         auto s = std::make_shared<InspectionSnapshot>();
         s->outlierRule = m_outlierRule;
         {
             const AutocastScope autocast(forwardPrecision(*s));
             c10::InferenceMode guard;
-            m_model->bert->forward(ids, torch::zeros_like(ids), torch::ones_like(ids), &sink);
+            m_model->bert->forward(ids, types, torch::ones_like(ids), &sink);
         }
         s->generation = generation;
         s->model = m_model->info;

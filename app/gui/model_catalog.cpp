@@ -128,7 +128,7 @@ StartPoint ModelCatalog::startPoint(const ModelInfo& model)
 {
     StartPoint start;
     start.layer = std::max(0, model.layers - 2);
-    if (!model.isDecoder()) return start;
+    if (!model.takesText()) return start;
     std::optional<Showcase> showcase;
     try {
         showcase = readShowcase(model.dir.toStdString());
@@ -154,6 +154,21 @@ FirstInput ModelCatalog::firstInput(const ModelInfo& model, const StartPoint& st
     };
     const bool text = model.takesText();
     const bool userText = last.kind == Kind::Text && !lastWasSample;
+    // A pair model's own kind of pair (sample_inputs.txt: "premise<TAB>hypothesis"), its showcase line;
+    // a synthetic-task model reads only its own vocabulary, so the user's text from another model does
+    // not carry over to it (a generated example does).
+    if (model.takesPairs() && !start.sample.isEmpty() && last.kind != Kind::Synthetic &&
+        (!userText || model.synthetic)) {
+        const int tab = int(start.sample.indexOf(QLatin1Char('\t')));
+        return FirstInput{Action::Run,
+                          {Kind::Text,
+                           tab >= 0 ? start.sample.left(tab) : start.sample,
+                           tab >= 0 ? start.sample.mid(tab + 1) : QString(),
+                           {},
+                           {},
+                           0},
+                          true};
+    }
     if (model.synthetic)
         return run(last.kind == Kind::Synthetic ? last : InputRequest{Kind::Synthetic, {}, {}, {}, {}, 1});
     if (model.takesTokenIds()) // no tokenizer files: a few ids of the vocabulary's start
@@ -193,6 +208,9 @@ QString ModelCatalog::imageGallery(const ModelInfo& model, const QString& galler
 QString ModelCatalog::statisticsData(const ModelInfo& model, const QString& galleryDir)
 {
     if (!model.family) return {};
+    // A pair model's own inputs when it ships them (sample_inputs.txt: its kind of sentence pairs).
+    if (model.takesPairs() && !sampleInput(model.dir, 0).isEmpty())
+        return QStringLiteral("mnli:") + QDir(model.dir).filePath(QStringLiteral("sample_inputs.txt"));
     // The family's default data (a path in sample_data/); images from the model's own gallery.
     const DataSpec spec = DataSpec::parse(model.family->defaultData);
     if (spec.kind == DataSpec::Kind::Images)

@@ -19,8 +19,8 @@ struct ModelEntry
 struct StartPoint
 {
     int layer = 0, head = 0; ///< 0-based
-    QString sample;          ///< decoders: the model's own sample input (sample_inputs.txt), or empty
-    QString ignored;         ///< showcase.json was there but unreadable: why (the defaults stand)
+    QString sample;  ///< decoders and pair models: their own sample input (sample_inputs.txt), or empty
+    QString ignored; ///< showcase.json was there but unreadable: why (the defaults stand)
 };
 
 /// The input the app runs first on a model it opens.

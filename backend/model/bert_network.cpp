@@ -1,5 +1,7 @@
 #include "model/bert_network.h"
 
+#include <algorithm>
+
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/sha256.h"
@@ -185,6 +187,13 @@ BertModel BertNetwork::encoder() const
 void BertNetwork::setTraining(bool on)
 {
     module().train(on);
+}
+
+void BertNetwork::setClipStrength(double strength)
+{
+    const AttentionVariant faded = m_config.variant.clipFadedIn(std::clamp(strength, 0.0, 1.0));
+    for (const auto& layer : *m_encoder->layers)
+        layer->as<BertLayerImpl>()->selfAttention->spec.variant = faded;
 }
 
 BertNetwork BertNetwork::load(const std::string& modelDir, const VariantOverride& override)

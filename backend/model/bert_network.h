@@ -46,6 +46,9 @@ public:
     const std::string& checkpointSha256() const { return m_sha256; }
     const LoadReport& loadReport() const { return m_report; }
     void setTraining(bool on);
+    /// Clipped softmax faded in (training's clip_warmup_steps): every layer computes with the config's
+    /// variant at `strength` in [0, 1] (AttentionVariant::clipFadedIn); 1, the default, is the config's.
+    void setClipStrength(double strength);
 
 private:
     BertNetwork(const BertConfig& config, BertHead head);

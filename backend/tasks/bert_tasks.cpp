@@ -1,5 +1,6 @@
 // Training tasks on BERT: masked-LM pre-training, MNLI fine-tuning and the synthetic no-op task.
 
+#include "analysis/showcase.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/json_util.h"
@@ -49,6 +50,8 @@ SyntheticTaskOptions syntheticOptions(const TrainConfig& t)
     o.delimiterRate = t.delimiterRate;
     o.operatorRate = t.operatorRate;
     o.topicSize = t.topicSize;
+    o.sentencePairs = t.sentencePairs;
+    o.wordTokens = t.wordTokens;
     o.validate();
     return o;
 }
@@ -354,10 +357,14 @@ public:
         c.architectures = {"BertForMaskedLM"};
         c.variant = c.variant.withAlphaResolved(m_options.seqLength);
         m_net = std::make_unique<BertNetwork>(BertNetwork::create(c, BertHead::MaskedLM, t.seed));
+        if (t.clipWarmupSteps > 0) m_net->setClipStrength(0.0); // step 0's evaluation: not yet clipped
     }
 
-    torch::Tensor trainLoss(std::int64_t, at::Generator& gen) override
+    torch::Tensor trainLoss(std::int64_t step, at::Generator& gen) override
     {
+        // clip_warmup_steps: the clipping grows with the step; evaluations see the last step's strength.
+        if (m_config.clipWarmupSteps > 0)
+            m_net->setClipStrength(double(step + 1) / double(m_config.clipWarmupSteps));
         const SyntheticBatch b = syntheticBatch(m_options, m_config.batchSize, gen);
         if (m_shard.whole()) return lossOf(b);
         SyntheticBatch shard;
@@ -423,8 +430,16 @@ public:
             {"vocab_size", m_options.vocabSize},         {"seq_length", m_options.seqLength},
             {"min_length", m_options.minLength},         {"delimiters", m_options.numDelimiters},
             {"delimiter_rate", m_options.delimiterRate}, {"operator_rate", m_options.operatorRate},
-            {"topic_size", m_options.topicSize},         {"copy_offsets", m_options.copyOffsets}};
+            {"topic_size", m_options.topicSize},         {"copy_offsets", m_options.copyOffsets},
+            {"sentence_pairs", m_options.sentencePairs}, {"word_tokens", m_options.wordTokens}};
         writeTextFileAtomically(configPath, config.dump(2) + "\n");
+        // Its own inputs (generated examples 1-16, the app's "synthetic example N"), and where its
+        // no-op head shows best on them, computed from the saved folder as the app will load it.
+        std::string lines;
+        for (std::uint64_t seed = 1; seed <= kSampleInputs; ++seed)
+            lines += syntheticExampleText(m_options, seed) + "\n";
+        writeTextFileAtomically((fs::path(dir) / "sample_inputs.txt").string(), lines);
+        writeShowcase(dir, computeShowcase(dir));
     }
 
     /// The vocabulary file a synthetic run writes once into its run folder.
@@ -439,6 +454,8 @@ public:
     }
 
 private:
+    static constexpr std::uint64_t kSampleInputs = 16;
+
     /// The mean loss of `b`, or with `batchScored` > 0 its share of a batch with that many scored
     /// positions (a distributed run's shard).
     torch::Tensor lossOf(const SyntheticBatch& b, std::int64_t batchScored = 0)

@@ -71,6 +71,8 @@ std::optional<SyntheticTaskOptions> readSyntheticOptions(const std::string& mode
     o.delimiterRate = s.value("delimiter_rate", o.delimiterRate);
     o.operatorRate = s.value("operator_rate", o.operatorRate);
     o.topicSize = s.value("topic_size", o.topicSize);
+    o.sentencePairs = s.value("sentence_pairs", o.sentencePairs);
+    o.wordTokens = s.value("word_tokens", o.wordTokens);
     if (s.contains("copy_offsets")) o.copyOffsets = s["copy_offsets"].get<std::vector<int>>();
     o.validate();
     return o;

@@ -61,6 +61,11 @@ std::vector<NliPair> readTsv(const std::string& path, std::string_view text, std
         if (utf8::firstInvalidByte(line) != std::string::npos)
             throw Error(where(path, number) + ": invalid UTF-8");
         const std::vector<std::string_view> fields = splitTabs(line);
+        if (!haveHeader && fields.size() == 2 && fields[0] != "sentence1" && fields[1] != "sentence2") {
+            // No header: a model folder's sample_inputs.txt, one "premise<TAB>hypothesis" per line.
+            sentence1 = 0, sentence2 = 1, columns = 2;
+            haveHeader = true;
+        }
         if (!haveHeader) {
             long labelColumn = -1, goldColumn = -1;
             for (std::size_t i = 0; i < fields.size(); ++i) {

@@ -17,6 +17,8 @@ struct NliPair
 /// non-space byte '{' means JSONL):
 /// - GLUE TSV: a header row naming the columns, which must include sentence1 and sentence2 and
 ///   may include gold_label; tab-separated, no quoting; rows whose gold_label is "-" are skipped.
+/// - Plain pairs (a model folder's sample_inputs.txt): no header, every line "premise<TAB>hypothesis",
+///   recognised by a first line of exactly two fields that are not the header's names.
 /// - JSONL: one object per line with string fields "premise", "hypothesis" and optional "label"
 ///   (a string, or the integer ids of Hugging Face datasets: 0 entailment, 1 neutral,
 ///   2 contradiction, -1 unlabelled); blank lines are skipped.

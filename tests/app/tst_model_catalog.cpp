@@ -114,6 +114,40 @@ private Q_SLOTS:
         }
     }
 
+    /// A pair model with its own sample inputs ("premise<TAB>hypothesis", e.g. a synthetic-task BERT)
+    /// opens on its showcase pair, as its own sample, unless the user's text ran last.
+    void pairModelOpensOnItsSample()
+    {
+        ModelInfo model;
+        model.family = &modelFamily("bert");
+        model.synthetic = true;
+        StartPoint start;
+        start.sample = QStringLiteral("cat dog . back3 sun\tsun tree");
+        const InputRequest image{InputRequest::Kind::Image, {}, {}, QStringLiteral("/x.png"), {}, 0};
+        FirstInput first = ModelCatalog::firstInput(model, start, image, false, true, QStringLiteral("/g"));
+        QCOMPARE(int(first.action), int(FirstInput::Action::Run));
+        QVERIFY(first.isSample);
+        QCOMPARE(int(first.input.kind), int(InputRequest::Kind::Text));
+        QCOMPARE(first.input.text, QStringLiteral("cat dog . back3 sun"));
+        QCOMPARE(first.input.pair, QStringLiteral("sun tree"));
+        // The user's text from another model does not reach a synthetic model (not its vocabulary), but
+        // a generated example reruns; a BERT trained on real text reruns the user's pair.
+        const InputRequest mine{
+            InputRequest::Kind::Text, QStringLiteral("dog"), QStringLiteral("cat"), {}, {}, 0};
+        first = ModelCatalog::firstInput(model, start, mine, false, true, QStringLiteral("/g"));
+        QVERIFY(first.isSample);
+        QCOMPARE(first.input.pair, QStringLiteral("sun tree"));
+        const InputRequest example{InputRequest::Kind::Synthetic, {}, {}, {}, {}, 7};
+        first = ModelCatalog::firstInput(model, start, example, false, true, QStringLiteral("/g"));
+        QCOMPARE(int(first.input.kind), int(InputRequest::Kind::Synthetic));
+        QCOMPARE(int(first.input.seed), 7);
+        model.synthetic = false;
+        first = ModelCatalog::firstInput(model, start, mine, false, true, QStringLiteral("/g"));
+        QVERIFY(!first.isSample);
+        QCOMPARE(first.input.text, QStringLiteral("dog"));
+        QCOMPARE(first.input.pair, QStringLiteral("cat"));
+    }
+
     /// Where a model starts (ModelCatalog::startPoint), against its showcase.json and
     /// sample_inputs.txt read here as plain JSON and lines.
     void startPointIsTheShowcase()

@@ -450,7 +450,8 @@ private Q_SLOTS:
         c.task = TrainTask::MaskedLm;
         c.tokenizer.clear();
         e = QString::fromStdString(expectError([&] { validateTrainConfig(c); }));
-        QVERIFY2(e.startsWith("clip_warmup_steps: only used by tasks clm and image"), qPrintable(e));
+        QVERIFY2(e.startsWith("clip_warmup_steps: only used by tasks clm, image and synthetic"),
+                 qPrintable(e));
     }
 
     void quantizeMeasuresTheFloatPerplexityOfEvaluate()

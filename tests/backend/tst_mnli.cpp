@@ -1,10 +1,12 @@
-// MNLI readers: GLUE TSV and JSONL, bad inputs, and the shipped dev_matched sample.
+// MNLI readers: GLUE TSV, JSONL and plain pair lines, bad inputs, and the shipped dev_matched sample.
 
 #include "common/error.h"
 #include "text/mnli.h"
 
+#include <QTemporaryDir>
 #include <QtTest>
 
+#include <fstream>
 #include <map>
 #include <string>
 
@@ -80,6 +82,30 @@ private Q_SLOTS:
         QCOMPARE(pairs[3].label, std::string());                // -1: unlabelled
         QCOMPARE(pairs[4].label, std::string());                // no "label" field
         QCOMPARE(pairs[4].premise, std::string("No label field."));
+    }
+
+    void plainPairs()
+    {
+        // A model folder's sample_inputs.txt: no header, "premise<TAB>hypothesis" per line.
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("sample_inputs.txt").toStdString();
+        {
+            std::ofstream out(path, std::ios::binary);
+            out << "cat dog . back3 sun\tsun tree , house\r\n\nfish bird\train\n";
+        }
+        const auto pairs = readNliPairs(path);
+        QCOMPARE(pairs.size(), std::size_t(2));
+        QCOMPARE(pairs[0].premise, std::string("cat dog . back3 sun"));
+        QCOMPARE(pairs[0].hypothesis, std::string("sun tree , house"));
+        QCOMPARE(pairs[1].premise, std::string("fish bird"));
+        QCOMPARE(pairs[1].label, std::string());
+        // A later line without its tab is an error naming the line.
+        {
+            std::ofstream out(path, std::ios::binary);
+            out << "a b\tc d\nno tab here\n";
+        }
+        const QString msg = errorOf([&] { readNliPairs(path); });
+        QVERIFY2(msg.contains("sample_inputs.txt:2:") && msg.contains("found 1"), qPrintable(msg));
     }
 
     void limit()

@@ -84,7 +84,8 @@ struct TrainConfig
     /// Keys and flags "softmax", "gamma", "zeta", "alpha", "max_seq_length", "gate", "n_hid",
     /// "pi_init". As given: gamma is not derived from alpha here (see trainBertConfig()).
     AttentionVariant variant;
-    std::int64_t clipWarmupSteps = 0; ///< "clip_warmup_steps": clm: clipped softmax faded in over these steps
+    std::int64_t clipWarmupSteps =
+        0; ///< "clip_warmup_steps": clm, image, synthetic: clipped softmax faded in over these steps
 
     // Optimization
     std::int64_t steps = 1000;             ///< "steps"
@@ -120,6 +121,8 @@ struct TrainConfig
     double delimiterRate = 0.1;  ///< "delimiter_rate"
     double operatorRate = 0.08;  ///< "operator_rate"
     int topicSize = 8;           ///< "topic_size": content tokens per sequence's topic
+    bool sentencePairs = false;  ///< "sentence_pairs": [CLS] A [SEP] B [SEP] layout
+    bool wordTokens = false;     ///< "word_tokens": content tokens named by English words
 };
 
 /// One field of TrainConfig as the user sees it: JSON key, flag, --help line.
@@ -149,8 +152,8 @@ std::string trainConfigToJson(const TrainConfig& config);
 /// Sets one field from a command-line flag, e.g. ("--lr", "3e-4") or ("lr", "3e-4"); '-' and '_'
 /// are interchangeable in the name. Integers also accept integral scientific notation ("1e6"),
 /// bools true/false/1/0/yes/no/on/off, "alpha" also "none". "attention" is a shorthand, not a field:
-/// An et al.'s variant names (fixed-bias, context-scale, sigmoid, ...) set softmax, bias or context_scale. Errors name the flag, the expected
-/// type and the value (or the closest known flag for an unknown one).
+/// An et al.'s variant names (fixed-bias, context-scale, sigmoid, ...) set softmax, bias or context_scale.
+/// Errors name the flag, the expected type and the value (or the closest known flag for an unknown one).
 void applyTrainFlag(TrainConfig& config, const std::string& name, const std::string& value);
 
 /// Checks the whole config and throws one Error for the first inconsistency, naming the field (its

@@ -88,7 +88,8 @@ const std::vector<FieldDef>& fieldTable()
         }
         const std::vector<FieldDef> rest = {
             {"clip_warmup_steps", kAttention,
-             "clm and image, clipped softmax: fade the clipping in over this many steps (gamma and zeta - 1 grow "
+             "clm, image and synthetic, clipped softmax: fade the clipping in over this many steps (gamma "
+             "and zeta - 1 grow "
              "linearly from 0, so no probability is clipped at the start; 0: clipped from the first step)",
              OL_MEMBER(clipWarmupSteps)},
 
@@ -147,6 +148,11 @@ const std::vector<FieldDef>& fieldTable()
              OL_MEMBER(operatorRate)},
             {"topic_size", kSynthetic, "synthetic: content tokens each sequence draws from (0: all)",
              OL_MEMBER(topicSize)},
+            {"sentence_pairs", kSynthetic,
+             "synthetic: BERT's pair layout [CLS] A [SEP] B [SEP] (a second [SEP] in the middle third)",
+             OL_MEMBER(sentencePairs)},
+            {"word_tokens", kSynthetic, "synthetic: content tokens are short English words (\"cat\", ...)",
+             OL_MEMBER(wordTokens)},
         };
         table.insert(table.end(), rest.begin(), rest.end());
         return table;

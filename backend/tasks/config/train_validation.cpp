@@ -359,8 +359,9 @@ void validateTrainConfig(const TrainConfig& c)
         break;
     }
     atLeast(c.nliTrainPairs, 1, "nli_train_pairs");
-    if (c.clipWarmupSteps != 0 && t != TrainTask::CausalLm && t != TrainTask::Image)
-        fail("clip_warmup_steps", "only used by tasks clm and image");
+    if (c.clipWarmupSteps != 0 && t != TrainTask::CausalLm && t != TrainTask::Image &&
+        t != TrainTask::Synthetic)
+        fail("clip_warmup_steps", "only used by tasks clm, image and synthetic");
     if (c.clipWarmupSteps < 0 || c.clipWarmupSteps > c.steps)
         fail("clip_warmup_steps", "must be in [0, steps = " + std::to_string(c.steps) + "], found " +
                                       std::to_string(c.clipWarmupSteps));

@@ -2,6 +2,8 @@
 
 #include "common/error.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+
 #include <algorithm>
 #include <numeric>
 
@@ -24,10 +26,21 @@ std::string delimiterName(int i)
     return i < 8 ? names[i] : "[DELIM" + std::to_string(i) + "]";
 }
 
-std::string contentName(int i)
+std::string contentName(int i, bool words)
 {
-    const std::string letter(1, static_cast<char>('a' + i % 26));
-    return i < 26 ? letter : letter + std::to_string(i / 26);
+    if (!words) {
+        const std::string letter(1, static_cast<char>('a' + i % 26));
+        return i < 26 ? letter : letter + std::to_string(i / 26);
+    }
+    // Short, common, distinct English words (none is a delimiter, an operator or a special token).
+    static const char* const names[] = {
+        "cat",  "dog",   "sun",  "tree", "house", "road",  "book",  "door", "fish", "bird", "rain",
+        "city", "river", "hand", "boat", "milk",  "bread", "stone", "wind", "fire", "snow", "ship",
+        "king", "lamp",  "song", "wall", "field", "horse", "glass", "coat", "hill", "moon", "star",
+        "car",  "shoe",  "box",  "bed",  "cup",   "key",   "map",   "pen",  "hat",  "egg",  "bell",
+        "farm", "gold",  "lake", "leaf", "rock",  "sand",  "salt",  "sea",  "tea",  "town"};
+    constexpr int n = static_cast<int>(sizeof(names) / sizeof(names[0]));
+    return i < n ? std::string(names[i]) : std::string(names[i % n]) + std::to_string(i / n);
 }
 
 // floor(u * n) for u in [0, 1), clamped against rounding.
@@ -108,7 +121,7 @@ std::vector<std::string> syntheticVocabulary(const SyntheticTaskOptions& options
     for (const int k : options.copyOffsets)
         vocab.push_back("back" + std::to_string(k)); // a plain word, so BertTokenizer keeps it whole
     for (int i = 0; i < layout.numContent; ++i)
-        vocab.push_back(contentName(i));
+        vocab.push_back(contentName(i, options.wordTokens));
     return vocab;
 }
 
@@ -129,6 +142,7 @@ SyntheticBatch syntheticBatch(const SyntheticTaskOptions& options, int batchSize
     const torch::Tensor lengthU = torch::rand({b}, gen, f64);
     const torch::Tensor topicU = torch::rand({b, numContent}, gen, f64);
     const torch::Tensor positionU = torch::rand({b, t, 4}, gen, f64);
+    const torch::Tensor splitU = options.sentencePairs ? torch::rand({b}, gen, f64) : torch::Tensor();
     const auto* lu = lengthU.data_ptr<double>();
     const auto* tu = topicU.data_ptr<double>();
     const auto* pu = positionU.data_ptr<double>();
@@ -141,6 +155,7 @@ SyntheticBatch syntheticBatch(const SyntheticTaskOptions& options, int batchSize
     batch.attentionNeeded = torch::zeros({b, t}, torch::kBool);
     auto* ids = batch.inputIds.data_ptr<std::int64_t>();
     auto* mask = batch.attentionMask.data_ptr<std::int64_t>();
+    auto* types = batch.tokenTypeIds.data_ptr<std::int64_t>();
     auto* labels = batch.labels.data_ptr<std::int64_t>();
     auto* needed = batch.attentionNeeded.data_ptr<bool>();
 
@@ -170,6 +185,15 @@ SyntheticBatch syntheticBatch(const SyntheticTaskOptions& options, int batchSize
                          : layout.firstContent + perm[static_cast<std::size_t>(pick(ui[1], topic))];
         }
         std::fill(mask + s * t, mask + s * t + length, 1);
+        if (options.sentencePairs) {
+            // The middle [SEP]: uniform over the middle third of the inner positions 1 .. length - 2.
+            const int inner = length - 2;
+            const int first = 1 + inner / 3;
+            const int last = std::max(first, inner - inner / 3);
+            const int m = first + pick(splitU.data_ptr<double>()[s], last - first + 1);
+            row[m] = layout.sepId;
+            std::fill(types + s * t + m + 1, types + s * t + length, 1);
+        }
 
         // Operators, left to right; a target position (after an operator) is never an operator itself.
         std::fill(copiedFrom.begin(), copiedFrom.end(), -1);
@@ -203,6 +227,26 @@ SyntheticBatch syntheticBatch(const SyntheticTaskOptions& options, int batchSize
         }
     }
     return batch;
+}
+
+std::string syntheticExampleText(const SyntheticTaskOptions& options, std::uint64_t seed)
+{
+    const std::vector<std::string> vocab = syntheticVocabulary(options);
+    const SyntheticVocabularyLayout layout = syntheticVocabularyLayout(options);
+    at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+    const SyntheticBatch b = syntheticBatch(options, 1, gen);
+    const std::int64_t length = b.attentionMask.sum().item<std::int64_t>();
+    const auto* ids = b.inputIds.data_ptr<std::int64_t>();
+    std::string text;
+    for (std::int64_t i = 1; i + 1 < length; ++i) {
+        if (ids[i] == layout.sepId) { // the middle [SEP] of a pair
+            text += '\t';
+            continue;
+        }
+        if (!text.empty() && text.back() != '\t') text += ' ';
+        text += vocab[std::size_t(ids[i])];
+    }
+    return text;
 }
 
 } // namespace outlierlens

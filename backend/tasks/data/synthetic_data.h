@@ -46,9 +46,14 @@
 // [CLS]/[SEP]/delimiter tokens, which are 13% of the positions. The copy task of the notes reached
 // 3.2..3.7, kurtosis ~2.9 and 34% on its start token after 3,600 steps.
 //
+// With sentencePairs, a second [SEP] at a position m drawn uniformly from the middle third of 1 .. L - 2
+// splits the sequence into BERT's pair format [CLS] A [SEP] B [SEP] (token type 1 from m + 1 on); the
+// middle [SEP] is a free token like the others, and a copy may reach across it.
+//
 // Vocabulary (ids 0 .. vocabSize - 1): [PAD] [UNK] [CLS] [SEP] [MASK] (BERT's relative order; [UNK]
 // and [MASK] never occur, they are there so the vocabulary works with BertTokenizer), the delimiters,
-// one backK per copy offset, then content tokens "a" .. "z", "a1" .. "z1", "a2" ...
+// one backK per copy offset, then content tokens "a" .. "z", "a1" .. "z1", "a2" ... (with wordTokens,
+// short English words, then the words with a number, "cat1", ...).
 
 #include <torch/types.h>
 
@@ -68,6 +73,11 @@ struct SyntheticTaskOptions
     double operatorRate = 0.08; ///< probability that an eligible position becomes an operator
     std::vector<int> copyOffsets = {1, 3, 7}; ///< k of each operator backK, distinct, >= 1
     int topicSize = 8;                        ///< distinct content tokens a sequence draws from; 0 = all
+    /// BERT's sentence-pair layout [CLS] A [SEP] B [SEP]: a second [SEP] splits the sequence at a random
+    /// point in its middle third, token type 1 after it (MNLI's premise / hypothesis format).
+    bool sentencePairs = false;
+    /// Content tokens named by short English words ("cat", "door", ...) instead of "a" .. "z", "a1", ...
+    bool wordTokens = false;
 
     /// Throws Error naming the option if a value is out of range: a vocabulary too small for the special
     /// tokens, delimiters and operators plus max(2, topicSize) content tokens, seqLength outside
@@ -83,7 +93,7 @@ struct SyntheticBatch
 {
     torch::Tensor inputIds;        ///< int64
     torch::Tensor attentionMask;   ///< int64, 1 for [CLS] .. [SEP], 0 for [PAD]
-    torch::Tensor tokenTypeIds;    ///< int64, all 0
+    torch::Tensor tokenTypeIds;    ///< int64, 0; with sentencePairs 1 after the middle [SEP]
     torch::Tensor labels;          ///< int64, -100 where no loss ([CLS], [SEP], delimiters, [PAD])
     torch::Tensor attentionNeeded; ///< bool, true at positions whose label is copied (after an operator)
 };
@@ -105,6 +115,13 @@ SyntheticBatch syntheticBatch(const SyntheticTaskOptions& options, int batchSize
 /// Token strings of ids 0 .. vocabSize - 1 (one line each of the run's vocab.txt), e.g. "[PAD]", ".",
 /// "back3", "a". Throws Error for invalid options.
 std::vector<std::string> syntheticVocabulary(const SyntheticTaskOptions& options);
+
+/// Generated example `seed` as text: the one sequence of syntheticBatch() from a CPU generator seeded
+/// with `seed` (the app's "synthetic example N"), its tokens between [CLS] and the last [SEP] joined by
+/// spaces; with sentencePairs the premise and the hypothesis separated by a tab instead of the middle
+/// [SEP]. A line of a model folder's sample_inputs.txt: BertTokenizer on the task's vocabulary turns it
+/// back into the same ids and token types. Throws Error for invalid options.
+std::string syntheticExampleText(const SyntheticTaskOptions& options, std::uint64_t seed);
 
 /// The id ranges of the vocabulary for these options. Throws Error for invalid options.
 SyntheticVocabularyLayout syntheticVocabularyLayout(const SyntheticTaskOptions& options);
