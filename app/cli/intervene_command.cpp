@@ -53,12 +53,13 @@ int runIntervene(const QStringList& args)
     cmd.parser().addOptions({
         {"layer", "Layer, 1-based.", "n"},
         {"tensor",
-         "out (the block output, default), ffn_out, attn_out, or attn_probs (the attention after the "
-         "softmax: --keys are removed from it).",
+         "out (the block output, default), ffn_out, attn_out, attn_probs (the attention after the "
+         "softmax: --keys are removed from it), or attn_context (the heads' outputs: those of --heads are "
+         "set to 0 at --tokens, a head ablated; in a gated model, its gate shut).",
          "name"},
         {"keys", "attn_probs: key positions, 0-based, that the chosen queries no longer attend to (e.g. 0).",
          "list"},
-        {"heads", "attn_probs: heads, 1-based, comma-separated (default: all).", "list"},
+        {"heads", "attn_probs, attn_context: heads, 1-based, comma-separated (default: all).", "list"},
         {"no-renormalize",
          "attn_probs: leave the rest of each row as it is (default: rescale it to its former sum, as if the "
          "keys were masked)."},
@@ -77,24 +78,30 @@ int runIntervene(const QStringList& args)
         if (!cmd.isSet("layer")) throw UsageException{"--layer is required (1-based)"};
         i.layer = cmd.intValue("layer", 1, 1, 100000) - 1;
         i.tensor = cmd.isSet("tensor") ? cmd.value("tensor") : "out";
-        if (i.tensor != "out" && i.tensor != "ffn_out" && i.tensor != "attn_out" && i.tensor != "attn_probs")
-            throw UsageException{"--tensor must be out, ffn_out, attn_out or attn_probs, found '" + i.tensor +
-                                 "'"};
-        const bool attention = i.tensor == "attn_probs";
+        if (i.tensor != "out" && i.tensor != "ffn_out" && i.tensor != "attn_out" &&
+            i.tensor != "attn_probs" && i.tensor != "attn_context")
+            throw UsageException{
+                "--tensor must be out, ffn_out, attn_out, attn_probs or attn_context, found '" + i.tensor +
+                "'"};
+        const bool attention = i.tensor == "attn_probs", heads = i.tensor == "attn_context";
         if (attention != cmd.isSet("keys"))
             throw UsageException{attention ? "--tensor attn_probs needs --keys"
                                            : "--keys goes with --tensor attn_probs"};
-        if (!attention && (cmd.isSet("heads") || cmd.isSet("no-renormalize")))
-            throw UsageException{"--heads and --no-renormalize go with --tensor attn_probs"};
-        if (attention && (cmd.isSet("dims") || cmd.isSet("set")))
-            throw UsageException{"--tensor attn_probs removes --keys; --dims and --set do not apply"};
+        if (!attention && !heads && cmd.isSet("heads"))
+            throw UsageException{"--heads goes with --tensor attn_probs or attn_context"};
+        if (!attention && cmd.isSet("no-renormalize"))
+            throw UsageException{"--no-renormalize goes with --tensor attn_probs"};
+        if ((attention || heads) && (cmd.isSet("dims") || cmd.isSet("set")))
+            throw UsageException{"--tensor " + i.tensor +
+                                 (attention ? " removes --keys" : " sets whole heads to 0") +
+                                 "; --dims and --set do not apply"};
+        if (cmd.isSet("heads"))
+            for (std::int64_t h : parseList(cmd.value("heads"), "heads")) {
+                if (h < 1) throw UsageException{"--heads are 1-based"};
+                i.heads.push_back(h - 1);
+            }
         if (attention) {
             i.keys = parseList(cmd.value("keys"), "keys");
-            if (cmd.isSet("heads"))
-                for (std::int64_t h : parseList(cmd.value("heads"), "heads")) {
-                    if (h < 1) throw UsageException{"--heads are 1-based"};
-                    i.heads.push_back(h - 1);
-                }
             i.renormalize = !cmd.isSet("no-renormalize");
         }
         if (cmd.isSet("dims")) i.dims = parseList(cmd.value("dims"), "dims");

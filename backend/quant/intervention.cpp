@@ -36,14 +36,18 @@ torch::Tensor chosen(const std::vector<std::int64_t>& positions, std::int64_t n)
 
 std::string Intervention::describe() const
 {
+    std::vector<std::int64_t> oneBased;
+    for (std::int64_t h : heads)
+        oneBased.push_back(h + 1);
+    const std::string headText = heads.empty() ? std::string("every head")
+                                               : (heads.size() == 1 ? "head " : "heads ") + joined(oneBased);
+    if (tensor == "attn_context")
+        return "layer " + std::to_string(layer + 1) + " attention, " + headText + ": output set to 0 at " +
+               (tokens.empty() ? std::string("every query")
+                               : (tokens.size() == 1 ? "query " : "queries ") + joined(tokens));
     if (tensor == "attn_probs") {
-        std::vector<std::int64_t> oneBased;
-        for (std::int64_t h : heads)
-            oneBased.push_back(h + 1);
-        return "layer " + std::to_string(layer + 1) + " attention, " +
-               (heads.empty() ? std::string("every head")
-                              : (heads.size() == 1 ? "head " : "heads ") + joined(oneBased)) +
-               ": " + (keys.size() == 1 ? "key " : "keys ") + joined(keys) + " removed from " +
+        return "layer " + std::to_string(layer + 1) + " attention, " + headText + ": " +
+               (keys.size() == 1 ? "key " : "keys ") + joined(keys) + " removed from " +
                (tokens.empty() ? std::string("every query")
                                : (tokens.size() == 1 ? "query " : "queries ") + joined(tokens)) +
                (renormalize ? ", renormalised" : ", not renormalised");
@@ -66,8 +70,14 @@ std::string Intervention::describe() const
 void Intervention::validate() const
 {
     if (layer < 0) throw Error("intervention: layer must be at least 1");
-    if (tensor != "out" && tensor != "ffn_out" && tensor != "attn_out" && tensor != "attn_probs")
-        throw Error("intervention: tensor '" + tensor + "', expected out, ffn_out, attn_out or attn_probs");
+    if (tensor != "out" && tensor != "ffn_out" && tensor != "attn_out" && tensor != "attn_probs" &&
+        tensor != "attn_context")
+        throw Error("intervention: tensor '" + tensor +
+                    "', expected out, ffn_out, attn_out, attn_probs or attn_context");
+    if (tensor == "attn_context" && (value != Value::Zero || !dims.empty()))
+        throw Error("intervention: attn_context sets whole heads' outputs to 0 (no dimensions, no value)");
+    if (tensor != "attn_probs" && !keys.empty())
+        throw Error("intervention: keys are removed from attn_probs only");
     if (tensor == "attn_probs" && keys.empty())
         throw Error("intervention: attn_probs needs the keys to remove");
     if (tensor == "attn_probs" && value != Value::Zero)
@@ -88,7 +98,9 @@ QuantSite interventionSite(const std::string& tensor, bool postLayerNormBert)
     if (tensor == "ffn_out") return QuantSite::FfnOut;
     if (tensor == "out") return postLayerNormBert ? QuantSite::FfnNorm : QuantSite::FfnResidual;
     if (tensor == "attn_probs") return QuantSite::AttnProbs;
-    throw Error("intervention: tensor '" + tensor + "', expected out, ffn_out, attn_out or attn_probs");
+    if (tensor == "attn_context") return QuantSite::AttnContext;
+    throw Error("intervention: tensor '" + tensor +
+                "', expected out, ffn_out, attn_out, attn_probs or attn_context");
 }
 
 InterventionSink::InterventionSink(Intervention intervention, QuantSite site, ActivationSink* inner)
@@ -124,6 +136,28 @@ at::Tensor InterventionSink::removeKeys(const at::Tensor& probs) const
     return out;
 }
 
+at::Tensor InterventionSink::ablateHeads(const at::Tensor& context) const
+{
+    const Intervention& i = m_intervention;
+    // Decoders hand over P V as [B, H, T, dh] (before their gate); BERT and ViT the merged [B, T, H * dh]
+    // (after theirs), whose head count is the layer's attention's.
+    const bool split = context.dim() == 4;
+    const std::int64_t H = split ? context.size(1) : m_heads;
+    if ((!split && context.dim() != 3) || H < 1 || (!split && context.size(2) % H != 0))
+        throw Error("intervention: the heads' outputs of layer " + std::to_string(i.layer + 1) +
+                    " do not split into heads");
+    for (std::int64_t h : i.heads)
+        if (h >= H)
+            throw Error("intervention: head " + std::to_string(h + 1) + ", the layer has " +
+                        std::to_string(H));
+    const std::int64_t T = split ? context.size(2) : context.size(1);
+    const torch::Tensor heads = chosen(i.heads, H), queries = chosen(i.tokens, T);
+    if (split) return context.masked_fill(heads.view({1, H, 1, 1}) & queries.view({1, 1, T, 1}), 0);
+    const std::int64_t dh = context.size(2) / H;
+    const torch::Tensor mask = (queries.view({T, 1, 1}) & heads.view({1, H, 1})).expand({T, H, dh});
+    return context.masked_fill(mask.reshape({1, T, H * dh}), 0);
+}
+
 torch::Tensor InterventionSink::means() const
 {
     return m_count ? m_sum / double(m_count) : torch::Tensor();
@@ -132,8 +166,10 @@ torch::Tensor InterventionSink::means() const
 at::Tensor InterventionSink::transform(QuantSite site, int layer, const at::Tensor& batched)
 {
     const Intervention& i = m_intervention;
+    if (site == QuantSite::AttnProbs && layer == i.layer && batched.dim() == 4) m_heads = batched.size(1);
     if (site != m_site || layer != i.layer) return batched;
     if (i.tensor == "attn_probs") return removeKeys(batched);
+    if (i.tensor == "attn_context") return ablateHeads(batched);
     if (batched.dim() != 3)
         throw Error("intervention: " + i.tensor + " of layer " + std::to_string(i.layer + 1) +
                     " is not [batch, tokens, hidden]");

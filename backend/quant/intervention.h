@@ -17,7 +17,9 @@ struct Intervention
 {
     enum class Value { Zero, Mean, Constant };
     int layer = 0; ///< 0-based
-    /// attn_out, ffn_out or out (DESIGN.md's capture names), or attn_probs: keys removed from the attention
+    /// attn_out, ffn_out or out (DESIGN.md's capture names), attn_probs: keys removed from the attention,
+    /// or attn_context: the output of the chosen heads (P V, times the gate where there is one) set to 0
+    /// at the chosen queries (a head ablated; for a gated model, its gate shut)
     std::string tensor = "out";
     std::vector<std::int64_t> dims;   ///< hidden dimensions, 0-based; empty: every dimension
     std::vector<std::int64_t> tokens; ///< token positions (attn_probs: queries), 0-based; empty: every one
@@ -25,20 +27,21 @@ struct Intervention
     double constant = 0; ///< Value::Constant
     // attn_probs: the keys whose probability becomes 0 for the chosen queries of the chosen heads.
     std::vector<std::int64_t> keys;  ///< key positions, 0-based; at least one
-    std::vector<std::int64_t> heads; ///< heads, 0-based; empty: every head
+    std::vector<std::int64_t> heads; ///< attn_probs, attn_context: heads, 0-based; empty: every head
     bool renormalize = true;         ///< the rest of each row rescaled to sum to 1 (as if masked)
 
     /// "layer 2 out, dims 17,42, token 0: set to their mean", "layer 1 attention, every head: key 0 removed
     /// from every query, renormalised" (layers and heads 1-based).
     std::string describe() const;
-    /// Throws Error for a negative layer, dimension, position or head, an unknown tensor, or attn_probs
-    /// without keys or with a value other than zero.
+    /// Throws Error for a negative layer, dimension, position or head, an unknown tensor, attn_probs
+    /// without keys, or attn_probs or attn_context with a value other than zero or with dimensions.
     void validate() const;
 };
 
 /// The quantization site that carries `tensor` of a layer (attn_out: AttnOut, ffn_out: FfnOut, out: the
 /// block output, FfnNorm in a post-LN BERT block, FfnResidual in ViT and decoder blocks; attn_probs:
-/// AttnProbs, after the softmax and before the product with V).
+/// AttnProbs, after the softmax and before the product with V; attn_context: AttnContext, the heads'
+/// outputs before the output projection).
 QuantSite interventionSite(const std::string& tensor, bool postLayerNormBert);
 
 /// An ActivationSink that applies an Intervention at its site. While collecting (setCollecting(true)) it
@@ -67,6 +70,7 @@ public:
 
 private:
     at::Tensor removeKeys(const at::Tensor& probs) const;
+    at::Tensor ablateHeads(const at::Tensor& context) const;
 
     Intervention m_intervention;
     QuantSite m_site;
@@ -74,6 +78,7 @@ private:
     bool m_collecting = false;
     torch::Tensor m_sum; ///< [dims] float64
     std::int64_t m_count = 0;
+    std::int64_t m_heads = 0; ///< the layer's heads, from its attention (AttnProbs comes before AttnContext)
 };
 
 } // namespace outlierlens

@@ -629,6 +629,14 @@ private Q_SLOTS:
             << QStringList{"intervene", "--model", fx("bert/hf"), "--data", "synthetic",
                            "--layer",   "1",       "--keys",      "0"}
             << 2;
+        QTest::newRow("intervene: heads with dims")
+            << QStringList{"intervene", "--model",      fx("bert/hf"), "--data", "synthetic", "--layer", "1",
+                           "--tensor",  "attn_context", "--heads",     "1",      "--dims",    "3"}
+            << 2;
+        QTest::newRow("intervene: heads without attention")
+            << QStringList{"intervene", "--model", fx("bert/hf"), "--data", "synthetic",
+                           "--layer",   "1",       "--heads",     "1"}
+            << 2;
         QTest::newRow("intervene: bad tensor")
             << QStringList{"intervene", "--model", fx("bert/hf"), "--data",  "synthetic",
                            "--layer",   "1",       "--tensor",    "residual"}

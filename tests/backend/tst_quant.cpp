@@ -2,6 +2,7 @@
 
 #include "analysis/recording_sink.h"
 #include "model/bert_network.h"
+#include "model/decoder_network.h"
 #include "model/vit_network.h"
 #include "quant/evaluation.h"
 #include "quant/quantizer.h"
@@ -90,6 +91,7 @@ private Q_SLOTS:
     void interventionEqualsEditedWeights();
     void interventionOnTokensAndMeans();
     void removingAKeyEqualsMaskingIt();
+    void ablatingAHeadEqualsZeroingItsOutputColumns();
     void keysAndValuesTakeTheirOwnBits();
 };
 
@@ -552,6 +554,78 @@ void TestQuant::removingAKeyEqualsMaskingIt()
     described.tensor = "attn_probs", described.keys = {0}, described.heads = {1};
     QCOMPARE(described.describe(),
              std::string("layer 1 attention, head 2: key 0 removed from every query, renormalised"));
+}
+
+namespace {
+
+/// Zeroes the input columns [h * dh, (h + 1) * dh) of every parameter whose name contains `name` (a
+/// [out, in] weight): what the output projection reads of head h.
+int zeroHeadColumns(torch::nn::Module& module, const std::string& name, std::int64_t h, std::int64_t dh)
+{
+    torch::NoGradGuard noGrad;
+    int found = 0;
+    for (auto& p : module.named_parameters(true))
+        if (p.key().find(name) != std::string::npos && p.value().dim() == 2) {
+            p.value().narrow(1, h * dh, dh).zero_();
+            ++found;
+        }
+    return found;
+}
+
+} // namespace
+
+/// attn_context: a head's output set to 0 gives what a model whose output projection ignores that head
+/// gives (its columns zeroed), in BERT, in a gated BERT (the gate shut) and in an OPT decoder (where the
+/// heads' outputs are handed over per head, before the gate); one query only changes less.
+void TestQuant::ablatingAHeadEqualsZeroingItsOutputColumns()
+{
+    for (const bool gated : {false, true}) {
+        BertConfig c = BertConfig::preset("bert-tiny");
+        c.vocabSize = 50, c.numLayers = 2, c.maxPositions = 32, c.id2label = {"a", "b", "c"};
+        if (gated) c.variant.gate = GateKind::Linear;
+        BertNetwork net = BertNetwork::create(c, BertHead::SequenceClassification, 13);
+        BertNetwork edited = BertNetwork::create(c, BertHead::SequenceClassification, 13);
+        const TextBatch b = textBatch(8);
+        Intervention ablate;
+        ablate.layer = 0, ablate.tensor = "attn_context", ablate.heads = {1};
+        InterventionSink sink(ablate, interventionSite("attn_context", true));
+        const torch::Tensor ablated = logitsOf(net, b, &sink);
+        QCOMPARE(zeroHeadColumns(edited.module(), "layer.0.attention.output.dense.weight", 1, c.headDim()),
+                 1);
+        const torch::Tensor reference = logitsOf(edited, b);
+        QVERIFY(relativeChange(ablated, logitsOf(net, b)) > 1e-4);
+        QVERIFY2((ablated - reference).abs().max().item<double>() < 1e-5,
+                 qPrintable(QString::number((ablated - reference).abs().max().item<double>())));
+        ablate.tokens = {2};
+        InterventionSink oneQuery(ablate, QuantSite::AttnContext);
+        const torch::Tensor one = logitsOf(net, b, &oneQuery);
+        QVERIFY(relativeChange(one, logitsOf(net, b)) > 1e-7 && relativeChange(one, ablated) > 1e-6);
+    }
+
+    DecoderConfig d = DecoderConfig::preset("opt-tiny");
+    d.variant.gate = GateKind::Linear;
+    DecoderNetwork decoder = DecoderNetwork::create(d, 4), editedDecoder = DecoderNetwork::create(d, 4);
+    const torch::Tensor ids = torch::randint(0, d.vocabSize, {2, 10});
+    Intervention ablate;
+    ablate.layer = 1, ablate.tensor = "attn_context", ablate.heads = {0};
+    InterventionSink sink(ablate, interventionSite("attn_context", false));
+    const std::int64_t dh = d.hiddenSize / d.numHeads;
+    QCOMPARE(zeroHeadColumns(editedDecoder.module(), "layers.1.self_attn.out_proj.weight", 0, dh), 1);
+    c10::InferenceMode guard;
+    const torch::Tensor a = decoder.forward(ids, {}, &sink).logits, e = editedDecoder.forward(ids).logits;
+    QVERIFY(relativeChange(a, decoder.forward(ids).logits) > 1e-4);
+    QVERIFY2((a - e).abs().max().item<double>() < 1e-5,
+             qPrintable(QString::number((a - e).abs().max().item<double>())));
+
+    Intervention bad = ablate;
+    bad.dims = {1};
+    QVERIFY_THROWS_EXCEPTION(Error, bad.validate());
+    ablate.heads = {9};
+    InterventionSink noSuchHead(ablate, QuantSite::AttnContext);
+    QVERIFY_THROWS_EXCEPTION(Error, decoder.forward(ids, {}, &noSuchHead));
+    Intervention described;
+    described.tensor = "attn_context", described.heads = {0, 2}, described.tokens = {5};
+    QCOMPARE(described.describe(), std::string("layer 1 attention, heads 1,3: output set to 0 at query 5"));
 }
 
 /// --bits-kv: the Key and Value sites (the KV cache) quantize with their own bits, every other site with
