@@ -52,6 +52,7 @@ SyntheticTaskOptions syntheticOptions(const TrainConfig& t)
     o.topicSize = t.topicSize;
     o.sentencePairs = t.sentencePairs;
     o.wordTokens = t.wordTokens;
+    o.successorLabels = t.successorLabels;
     o.validate();
     return o;
 }
@@ -426,12 +427,17 @@ public:
         BertTaskBase::saveModel(dir, card);
         const std::string configPath = (fs::path(dir) / "config.json").string();
         nlohmann::json config = jsonutil::parseFile(configPath);
-        config["outlierlens_synthetic"] = {
-            {"vocab_size", m_options.vocabSize},         {"seq_length", m_options.seqLength},
-            {"min_length", m_options.minLength},         {"delimiters", m_options.numDelimiters},
-            {"delimiter_rate", m_options.delimiterRate}, {"operator_rate", m_options.operatorRate},
-            {"topic_size", m_options.topicSize},         {"copy_offsets", m_options.copyOffsets},
-            {"sentence_pairs", m_options.sentencePairs}, {"word_tokens", m_options.wordTokens}};
+        config["outlierlens_synthetic"] = {{"vocab_size", m_options.vocabSize},
+                                           {"seq_length", m_options.seqLength},
+                                           {"min_length", m_options.minLength},
+                                           {"delimiters", m_options.numDelimiters},
+                                           {"delimiter_rate", m_options.delimiterRate},
+                                           {"operator_rate", m_options.operatorRate},
+                                           {"topic_size", m_options.topicSize},
+                                           {"copy_offsets", m_options.copyOffsets},
+                                           {"sentence_pairs", m_options.sentencePairs},
+                                           {"word_tokens", m_options.wordTokens},
+                                           {"successor_labels", m_options.successorLabels}};
         writeTextFileAtomically(configPath, config.dump(2) + "\n");
         // Its own inputs (generated examples 1-16, the app's "synthetic example N"), and where its
         // no-op head shows best on them, computed from the saved folder as the app will load it.

@@ -73,6 +73,7 @@ std::optional<SyntheticTaskOptions> readSyntheticOptions(const std::string& mode
     o.topicSize = s.value("topic_size", o.topicSize);
     o.sentencePairs = s.value("sentence_pairs", o.sentencePairs);
     o.wordTokens = s.value("word_tokens", o.wordTokens);
+    o.successorLabels = s.value("successor_labels", o.successorLabels);
     if (s.contains("copy_offsets")) o.copyOffsets = s["copy_offsets"].get<std::vector<int>>();
     o.validate();
     return o;

@@ -269,6 +269,35 @@ private Q_SLOTS:
         QVERIFY(syntheticBatch(single, 4, g2).tokenTypeIds.eq(0).all().item<bool>());
     }
 
+    void successorLabels()
+    {
+        SyntheticTaskOptions o;
+        o.successorLabels = true;
+        const SyntheticVocabularyLayout v = syntheticVocabularyLayout(o);
+        at::Generator a = generator(9), b = generator(9);
+        const SyntheticBatch shifted = syntheticBatch(o, 64, a);
+        const SyntheticBatch plain = syntheticBatch(SyntheticTaskOptions{}, 64, b);
+        QVERIFY(torch::equal(shifted.inputIds, plain.inputIds)); // the same sequences, other labels
+        std::int64_t contents = 0, wrapped = 0;
+        for (int s = 0; s < 64; ++s) {
+            const auto ids = row(shifted.inputIds, s), labels = row(shifted.labels, s),
+                       same = row(plain.labels, s);
+            for (std::size_t i = 0; i < ids.size(); ++i) {
+                const bool target = shifted.attentionNeeded[s][std::int64_t(i)].item<bool>();
+                if (ids[i] >= v.firstContent && !target) {
+                    const std::int64_t next =
+                        ids[i] + 1 == v.firstContent + v.numContent ? v.firstContent : ids[i] + 1;
+                    QCOMPARE(labels[i], next);
+                    ++contents;
+                    wrapped += next == v.firstContent ? 1 : 0;
+                } else {
+                    QCOMPARE(labels[i], same[i]); // copies, operators, free tokens: as before
+                }
+            }
+        }
+        QVERIFY(contents > 1000 && wrapped > 0);
+    }
+
     void wordTokensAndExampleText()
     {
         SyntheticTaskOptions o;

@@ -115,14 +115,15 @@ struct TrainConfig
     int worldSize = 1;                  ///< "world_size": processes training together; batch_size is global
 
     // Synthetic task options (task "synthetic"; tasks/data/synthetic_data.h explains the task)
-    int syntheticVocab = 64;     ///< "synthetic_vocab": vocabulary size
-    int syntheticMinLength = 0;  ///< "synthetic_min_length": shortest sequence (0 = seq_length, no padding)
-    int syntheticDelimiters = 2; ///< "synthetic_delimiters": delimiter token types
-    double delimiterRate = 0.1;  ///< "delimiter_rate"
-    double operatorRate = 0.08;  ///< "operator_rate"
-    int topicSize = 8;           ///< "topic_size": content tokens per sequence's topic
-    bool sentencePairs = false;  ///< "sentence_pairs": [CLS] A [SEP] B [SEP] layout
-    bool wordTokens = false;     ///< "word_tokens": content tokens named by English words
+    int syntheticVocab = 64;      ///< "synthetic_vocab": vocabulary size
+    int syntheticMinLength = 0;   ///< "synthetic_min_length": shortest sequence (0 = seq_length, no padding)
+    int syntheticDelimiters = 2;  ///< "synthetic_delimiters": delimiter token types
+    double delimiterRate = 0.1;   ///< "delimiter_rate"
+    double operatorRate = 0.08;   ///< "operator_rate"
+    int topicSize = 8;            ///< "topic_size": content tokens per sequence's topic
+    bool sentencePairs = false;   ///< "sentence_pairs": [CLS] A [SEP] B [SEP] layout
+    bool wordTokens = false;      ///< "word_tokens": content tokens named by English words
+    bool successorLabels = false; ///< "successor_labels": content tokens predict the next content token
 };
 
 /// One field of TrainConfig as the user sees it: JSON key, flag, --help line.

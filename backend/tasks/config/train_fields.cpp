@@ -153,6 +153,10 @@ const std::vector<FieldDef>& fieldTable()
              OL_MEMBER(sentencePairs)},
             {"word_tokens", kSynthetic, "synthetic: content tokens are short English words (\"cat\", ...)",
              OL_MEMBER(wordTokens)},
+            {"successor_labels", kSynthetic,
+             "synthetic: a content token predicts the next content token (a copy still its source), so "
+             "that a head attending to its own token is not a harmless no-op",
+             OL_MEMBER(successorLabels)},
         };
         table.insert(table.end(), rest.begin(), rest.end());
         return table;

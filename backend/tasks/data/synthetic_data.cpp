@@ -221,6 +221,8 @@ SyntheticBatch syntheticBatch(const SyntheticTaskOptions& options, int batchSize
             if (source >= 0) {
                 rowLabels[i] = row[source];
                 rowNeeded[i] = true;
+            } else if (options.successorLabels && isContent(row[i])) {
+                rowLabels[i] = layout.firstContent + (row[i] - layout.firstContent + 1) % layout.numContent;
             } else if (row[i] >= layout.firstOperator) {
                 rowLabels[i] = row[i];
             }

@@ -50,6 +50,9 @@
 // splits the sequence into BERT's pair format [CLS] A [SEP] B [SEP] (token type 1 from m + 1 on); the
 // middle [SEP] is a free token like the others, and a copy may reach across it.
 //
+// With successorLabels, a content token that is not a copy target is labelled with the content token after
+// it in the vocabulary (the last with the first); operators and copy targets are labelled as above.
+//
 // Vocabulary (ids 0 .. vocabSize - 1): [PAD] [UNK] [CLS] [SEP] [MASK] (BERT's relative order; [UNK]
 // and [MASK] never occur, they are there so the vocabulary works with BertTokenizer), the delimiters,
 // one backK per copy offset, then content tokens "a" .. "z", "a1" .. "z1", "a2" ... (with wordTokens,
@@ -78,6 +81,11 @@ struct SyntheticTaskOptions
     bool sentencePairs = false;
     /// Content tokens named by short English words ("cat", "door", ...) instead of "a" .. "z", "a1", ...
     bool wordTokens = false;
+    /// A content token's label is the next content token (cyclically) instead of itself, and a copied
+    /// position's the copied token itself: what a copying head writes (a token's identity) is then wrong
+    /// at every other position, so attending to its own token is no longer a harmless way to do nothing,
+    /// as in Bigram-Backcopy, where a copy predicts a token and every other position its successor.
+    bool successorLabels = false;
 
     /// Throws Error naming the option if a value is out of range: a vocabulary too small for the special
     /// tokens, delimiters and operators plus max(2, topicSize) content tokens, seqLength outside
