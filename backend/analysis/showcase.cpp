@@ -49,10 +49,8 @@ namespace {
 /// probs [1, H, T, T] -> [H] float64.
 torch::Tensor sinkTokenAttention(const torch::Tensor& probs, const std::vector<bool>& sink)
 {
-    const auto T = std::int64_t(sink.size());
-    torch::Tensor isSink = torch::zeros({T}, torch::kFloat64);
-    for (std::int64_t i = 0; i < T; ++i)
-        isSink[i] = sink[std::size_t(i)] ? 1.0 : 0.0;
+    const torch::Tensor isSink =
+        torch::tensor(std::vector<double>(sink.begin(), sink.end()), torch::kFloat64);
     const torch::Tensor p = probs.squeeze(0).to(torch::kFloat64); // [H, T, T]
     const torch::Tensor onSinks = p.matmul(isSink);               // [H, T]: per query
     const torch::Tensor queries = 1.0 - isSink;                   // the queries that are not sinks
@@ -71,8 +69,7 @@ std::vector<torch::Tensor> encoderSinkAttention(const std::string& modelDir,
     for (int l = 0; l < L; ++l)
         names.insert(captureName(CapturePoint::AttnProbs, l));
     std::vector<torch::Tensor> perInput;
-    for (std::size_t i = 0; i < inputs.size(); ++i) {
-        const std::string& line = inputs[i];
+    for (const std::string& line : inputs) {
         const auto tab = line.find('\t');
         const std::optional<std::string> pair =
             tab == std::string::npos ? std::nullopt : std::optional<std::string>(line.substr(tab + 1));

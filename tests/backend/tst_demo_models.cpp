@@ -11,9 +11,11 @@
 // It prints the figures docs/demo-models.md quotes. If the models are retrained, this says whether
 // they still teach what the docs claim.
 
+#include "analysis/bert_inspection.h"
 #include "analysis/metrics.h"
 #include "analysis/recording_sink.h"
 #include "analysis/showcase.h"
+#include "model/bert_network.h"
 #include "model/decoder_network.h"
 #include "tasks/data/clm_data.h"
 #include "text/decoder_tokenizer.h"
@@ -21,6 +23,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <torch/torch.h>
@@ -252,6 +255,86 @@ private Q_SLOTS:
         if (model == QLatin1String("backcopy-gated") || model == QLatin1String("backcopy-sigmoid") ||
             model == QLatin1String("backcopy-clipped-per-query"))
             QVERIFY2(now.meanAttention < 0.1, "the gated, sigmoid and per-query clipped models need no sink");
+    }
+
+    /// A BERT folder with sample pairs gets the head whose ordinary tokens put the most attention on
+    /// [CLS], [SEP] and punctuation (docs/metrics.md), recomputed here in plain loops over the attention
+    /// of a small random model, and showcase.json stores it under the sink-token names.
+    void encoderShowcaseIsTheSinkHead()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.path().toStdString();
+        BertConfig c = BertConfig::preset("bert-tiny");
+        const std::vector<std::string> vocab = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".",
+                                                ",",     "cat",   "dog",   "sun",   "tree",   "road"};
+        c.vocabSize = int(vocab.size()), c.numLayers = 3, c.maxPositions = 32;
+        c.architectures = {"BertForMaskedLM"};
+        BertNetwork::create(c, BertHead::MaskedLM, 21).save(path);
+        {
+            std::ofstream v(path + "/vocab.txt"), lines(path + "/sample_inputs.txt");
+            for (const std::string& t : vocab)
+                v << t << '\n';
+            lines << "cat dog . sun\ttree , road cat\nsun sun\tdog\nroad . tree dog cat\tcat , sun .\n";
+        }
+        const Showcase s = computeShowcase(path);
+        QCOMPARE(int(s.measure), int(Showcase::Measure::SinkTokens));
+
+        BertNetwork net = BertNetwork::load(path);
+        const BertTokenizer tok = BertTokenizer::fromModelDir(path);
+        const std::vector<std::pair<std::string, std::string>> pairs = {
+            {"cat dog . sun", "tree , road cat"}, {"sun sun", "dog"}, {"road . tree dog cat", "cat , sun ."}};
+        const int L = 3, H = c.numHeads;
+        std::vector<std::vector<std::vector<double>>> share(pairs.size()); // [input][layer][head]
+        for (std::size_t n = 0; n < pairs.size(); ++n) {
+            const BertInspection r = inspectBert(net, tok, pairs[n].first, pairs[n].second);
+            const std::vector<std::string>& tokens = r.encoding.tokens;
+            const auto isSink = [&](std::size_t j) {
+                return tokens[j] == "[CLS]" || tokens[j] == "[SEP]" || tokens[j] == "." || tokens[j] == ",";
+            };
+            share[n].assign(L, std::vector<double>(std::size_t(H), 0.0));
+            for (int l = 0; l < L; ++l) {
+                const torch::Tensor p = r.activations.at("layer" + std::to_string(l) + "/attn_probs")[0];
+                for (int h = 0; h < H; ++h) {
+                    double sum = 0;
+                    int queries = 0;
+                    for (std::size_t i = 0; i < tokens.size(); ++i) {
+                        if (isSink(i)) continue;
+                        ++queries;
+                        for (std::size_t j = 0; j < tokens.size(); ++j)
+                            if (isSink(j)) sum += p[h][std::int64_t(i)][std::int64_t(j)].item<double>();
+                    }
+                    share[n][std::size_t(l)][std::size_t(h)] = sum / queries;
+                }
+            }
+        }
+        // The best (layer, head) of the first two layers (the last is not a candidate) by the mean.
+        int bestLayer = 0, bestHead = 0;
+        double best = -1;
+        for (int l = 0; l < L - 1; ++l)
+            for (int h = 0; h < H; ++h) {
+                double mean = 0;
+                for (const auto& input : share)
+                    mean += input[std::size_t(l)][std::size_t(h)] / double(share.size());
+                if (mean > best) best = mean, bestLayer = l, bestHead = h;
+            }
+        QCOMPARE(s.layer, bestLayer);
+        QCOMPARE(s.head, bestHead);
+        QVERIFY2(std::abs(s.meanAttention - best) < 1e-6,
+                 qPrintable(QString::number(s.meanAttention - best)));
+        int bestInput = 0;
+        for (std::size_t n = 1; n < share.size(); ++n)
+            if (share[n][std::size_t(bestLayer)][std::size_t(bestHead)] >
+                share[std::size_t(bestInput)][std::size_t(bestLayer)][std::size_t(bestHead)])
+                bestInput = int(n);
+        QCOMPARE(s.input, bestInput);
+
+        writeShowcase(path, s);
+        const std::optional<Showcase> read = readShowcase(path);
+        QVERIFY(read && read->measure == Showcase::Measure::SinkTokens && read->layer == s.layer &&
+                std::abs(read->inputAttention - s.inputAttention) < 1e-12);
+        std::ifstream json(path + "/showcase.json");
+        const std::string text((std::istreambuf_iterator<char>(json)), std::istreambuf_iterator<char>());
+        QVERIFY(text.find("mean_sink_token_attention") != std::string::npos);
     }
 
     /// The numbers each demo decoder's card (README.md) states for its bundled inputs are what the shipped
