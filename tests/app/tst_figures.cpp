@@ -239,8 +239,8 @@ private Q_SLOTS:
                          figure2.meta[QStringLiteral("input")].contains(QStringLiteral("(b, c) ") + fifth),
                      qPrintable(figure2.meta[QStringLiteral("input")]));
         }
-        // Issue #39.2: every figure fits an A4 landscape page (the figures' pages come first in the PDF, in the
-        // index's order).
+        // Issue #39.2: every figure fits an A4 landscape page (the figures' pages come first in the PDF, in
+        // the index's order).
         {
             const QVector<QSizeF> pages = pdfPageSizes(out.path() + QStringLiteral("/index.pdf"));
             int page = 0;
@@ -949,8 +949,15 @@ private Q_SLOTS:
             QVERIFY2(r.err.contains(QStringLiteral("--data 'bogus:x'")), qPrintable(r.err));
             QVERIFY(!QFileInfo::exists(fresh + QStringLiteral("/index.html")));
         }
-        r = runApp({QStringLiteral("figures"), QStringLiteral("--model"),
-                    sample(QStringLiteral("models/synthetic-vanilla")), QStringLiteral("--data"),
+        // A synthetic-task model without sample inputs draws generated examples only and refuses data.
+        const QString generated = out.path() + QStringLiteral("/generated-only");
+        QVERIFY(QDir().mkpath(generated));
+        for (const QString& f :
+             QDir(sample(QStringLiteral("models/synthetic-vanilla"))).entryList(QDir::Files))
+            if (f != QLatin1String("sample_inputs.txt") && f != QLatin1String("showcase.json"))
+                QVERIFY(QFile::copy(sample(QStringLiteral("models/synthetic-vanilla/")) + f,
+                                    generated + QLatin1Char('/') + f));
+        r = runApp({QStringLiteral("figures"), QStringLiteral("--model"), generated, QStringLiteral("--data"),
                     QStringLiteral("text:") + sample(QStringLiteral("text/wiki_en_valid.txt")),
                     QStringLiteral("--out"), fresh});
         QCOMPARE(r.exitCode, 1);

@@ -423,7 +423,14 @@ private Q_SLOTS:
             int tokens;
         } cases[] = {
             {QStringLiteral("vit-fmnist-gated"), QStringLiteral("fmnist_boot.png"), 50},
-            {QStringLiteral("synthetic-clipped"), QStringLiteral("synthetic example"), 64},
+            // A synthetic-task model: its showcase pair when it ships sample pairs, else a generated example.
+            {QStringLiteral("synthetic-clipped"),
+             showcaseInput(QStringLiteral("synthetic-clipped")).isEmpty()
+                 ? QStringLiteral("synthetic example")
+                 : showcaseInput(QStringLiteral("synthetic-clipped"))
+                       .section(QLatin1Char('\t'), 0, 0)
+                       .left(20),
+             64},
             // The gated model's showcase input (showcase.json), not the first line.
             {QStringLiteral("backcopy-gated"), showcaseInput(QStringLiteral("backcopy-gated")).left(20), 64},
             {QStringLiteral("bert-mnli-vanilla"), QString(), -1}};
