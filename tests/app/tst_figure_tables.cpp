@@ -451,12 +451,7 @@ private Q_SLOTS:
         QVERIFY(QDir().mkpath(dir.filePath(QStringLiteral("empty-sweep"))));
         // A synthetic-task model without sample inputs: no data set to compute statistics over.
         const QString model = dir.filePath(QStringLiteral("generated-only"));
-        QVERIFY(QDir().mkpath(model));
-        for (const QString& f :
-             QDir(sample(QStringLiteral("models/synthetic-vanilla"))).entryList(QDir::Files))
-            if (f != QLatin1String("sample_inputs.txt") && f != QLatin1String("showcase.json"))
-                QVERIFY(QFile::copy(sample(QStringLiteral("models/synthetic-vanilla/")) + f,
-                                    model + QLatin1Char('/') + f));
+        QVERIFY(!test::syntheticModelWithoutSamples(model).isEmpty());
         const auto r =
             runApp({QStringLiteral("figures"), QStringLiteral("--model"), model, QStringLiteral("--sweep"),
                     dir.filePath(QStringLiteral("empty-sweep")), QStringLiteral("--only"),

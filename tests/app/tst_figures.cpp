@@ -951,12 +951,7 @@ private Q_SLOTS:
         }
         // A synthetic-task model without sample inputs draws generated examples only and refuses data.
         const QString generated = out.path() + QStringLiteral("/generated-only");
-        QVERIFY(QDir().mkpath(generated));
-        for (const QString& f :
-             QDir(sample(QStringLiteral("models/synthetic-vanilla"))).entryList(QDir::Files))
-            if (f != QLatin1String("sample_inputs.txt") && f != QLatin1String("showcase.json"))
-                QVERIFY(QFile::copy(sample(QStringLiteral("models/synthetic-vanilla/")) + f,
-                                    generated + QLatin1Char('/') + f));
+        QVERIFY(!test::syntheticModelWithoutSamples(generated).isEmpty());
         r = runApp({QStringLiteral("figures"), QStringLiteral("--model"), generated, QStringLiteral("--data"),
                     QStringLiteral("text:") + sample(QStringLiteral("text/wiki_en_valid.txt")),
                     QStringLiteral("--out"), fresh});

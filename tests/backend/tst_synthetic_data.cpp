@@ -1,6 +1,8 @@
 // The synthetic no-op task (tasks/data/synthetic_data.h): vocabulary, invariants of the generated
 // sequences, the sentence-pair layout, the example texts of sample_inputs.txt, determinism and errors.
 
+#include "../common/sequence_compare.h"
+
 #include "common/error.h"
 #include "tasks/data/synthetic_data.h"
 #include "text/wordpiece.h"
@@ -19,23 +21,13 @@
 #include <vector>
 
 using namespace outlierlens;
+using outlierlens::test::errorOf;
 
 namespace {
 
 at::Generator generator(std::uint64_t seed)
 {
     return at::make_generator<at::CPUGeneratorImpl>(seed);
-}
-
-template<typename Fn>
-QString errorOf(Fn fn)
-{
-    try {
-        fn();
-    } catch (const Error& e) {
-        return QString::fromStdString(e.what());
-    }
-    return {};
 }
 
 std::vector<std::int64_t> row(const torch::Tensor& t, std::int64_t r)

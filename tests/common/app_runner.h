@@ -1,6 +1,8 @@
 #pragma once
 // Test helper (test thread only): runs the real `outlierlens` executable as a user would.
 
+#include <QDir>
+#include <QFile>
 #include <QProcess>
 #include <QProcessEnvironment>
 #include <QString>
@@ -25,6 +27,19 @@ inline Run runApp(const QStringList& args, int timeoutMs = 600000,
     if (!p.waitForFinished(timeoutMs)) p.kill();
     return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
             QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
+}
+
+/// A copy of the bundled synthetic-vanilla model in `dir` without its sample inputs (sample_inputs.txt,
+/// showcase.json): a model of the task that has only generated examples. Returns the folder, or empty.
+inline QString syntheticModelWithoutSamples(const QString& dir)
+{
+    const QString from = QStringLiteral(OUTLIERLENS_SOURCE_DIR "/sample_data/models/synthetic-vanilla/");
+    if (!QDir().mkpath(dir)) return {};
+    for (const QString& f : QDir(from).entryList(QDir::Files))
+        if (f != QLatin1String("sample_inputs.txt") && f != QLatin1String("showcase.json") &&
+            !QFile::copy(from + f, dir + QLatin1Char('/') + f))
+            return {};
+    return dir;
 }
 
 } // namespace outlierlens::test
