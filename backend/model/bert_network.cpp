@@ -1,7 +1,5 @@
 #include "model/bert_network.h"
 
-#include <algorithm>
-
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/sha256.h"
@@ -10,6 +8,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
