@@ -45,6 +45,15 @@ const char* Showcase::measureName() const
 
 namespace {
 
+/// The capture names of every layer's attention probabilities.
+std::set<std::string> attentionProbsNames(int layers)
+{
+    std::set<std::string> names;
+    for (int l = 0; l < layers; ++l)
+        names.insert(captureName(CapturePoint::AttnProbs, l));
+    return names;
+}
+
 /// Per head, the mean over the queries that are not sink tokens of their attention on sink tokens:
 /// probs [1, H, T, T] -> [H] float64.
 torch::Tensor sinkTokenAttention(const torch::Tensor& probs, const std::vector<bool>& sink)
@@ -65,9 +74,7 @@ std::vector<torch::Tensor> encoderSinkAttention(const std::string& modelDir,
     BertNetwork network = BertNetwork::load(modelDir);
     const BertTokenizer tokenizer = BertTokenizer::fromModelDir(modelDir);
     const int L = network.config().numLayers;
-    std::set<std::string> names;
-    for (int l = 0; l < L; ++l)
-        names.insert(captureName(CapturePoint::AttnProbs, l));
+    const std::set<std::string> names = attentionProbsNames(L);
     std::vector<torch::Tensor> perInput;
     for (const std::string& line : inputs) {
         const auto tab = line.find('\t');
@@ -91,9 +98,7 @@ std::vector<torch::Tensor> decoderFirstTokenAttention(const std::string& modelDi
     DecoderNetwork network = DecoderNetwork::load(modelDir);
     const std::unique_ptr<DecoderTokenizer> tokenizer = DecoderTokenizer::fromModelDir(modelDir);
     const int L = network.config().numLayers;
-    std::set<std::string> names;
-    for (int l = 0; l < L; ++l)
-        names.insert(captureName(CapturePoint::AttnProbs, l));
+    const std::set<std::string> names = attentionProbsNames(L);
     std::vector<torch::Tensor> perInput;
     for (const std::string& text : inputs) {
         const DecoderInspection r = inspectDecoder(network, *tokenizer, text, 0, true, names, 0);

@@ -30,6 +30,19 @@ at::Generator generator(std::uint64_t seed)
     return at::make_generator<at::CPUGeneratorImpl>(seed);
 }
 
+/// BertTokenizer on `vocab` (one token per line of a vocab.txt written to a temporary folder).
+BertTokenizer tokenizerOf(const std::vector<std::string>& vocab)
+{
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("vocab.txt").toStdString();
+    {
+        std::ofstream out(path);
+        for (const std::string& t : vocab)
+            out << t << '\n';
+    }
+    return BertTokenizer::fromVocabFile(path);
+}
+
 std::vector<std::int64_t> row(const torch::Tensor& t, std::int64_t r)
 {
     const torch::Tensor c = t[r].contiguous();
@@ -59,14 +72,7 @@ private Q_SLOTS:
         QCOMPARE(layout.numContent, std::int64_t(54));
 
         // Works as a BERT vocab.txt.
-        QTemporaryDir dir;
-        const std::string path = dir.filePath("vocab.txt").toStdString();
-        {
-            std::ofstream out(path);
-            for (const std::string& t : vocab)
-                out << t << '\n';
-        }
-        const BertTokenizer tok = BertTokenizer::fromVocabFile(path);
+        const BertTokenizer tok = tokenizerOf(vocab);
         QCOMPARE(tok.vocabSize(), std::int64_t(64));
         QCOMPARE(tok.clsId(), layout.clsId);
         QCOMPARE(tok.sepId(), layout.sepId);
@@ -303,14 +309,7 @@ private Q_SLOTS:
                                  [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }),
                      vocab[i].c_str());
         // The text of example N, through BertTokenizer on this vocabulary, is the example's ids and types.
-        QTemporaryDir dir;
-        const std::string path = dir.filePath("vocab.txt").toStdString();
-        {
-            std::ofstream out(path);
-            for (const std::string& t : vocab)
-                out << t << '\n';
-        }
-        const BertTokenizer tok = BertTokenizer::fromVocabFile(path);
+        const BertTokenizer tok = tokenizerOf(vocab);
         for (std::uint64_t seed : {1, 2, 16}) {
             const std::string text = syntheticExampleText(o, seed);
             const auto tab = text.find('\t');
