@@ -44,7 +44,15 @@ nlohmann::json toJson(const QuantExperiment& e, const QuantResult& r)
                        (e.quant.activationGranularity == ActivationGranularity::Token ? " (dynamic)" : "")
                  : std::string("float")},
             {"activation_granularity", toString(e.quant.activationGranularity)},
+            {"activation_placement", toString(e.quant.placement)},
             {"keep_fp_tokens", e.quant.keepFpTokens},
+            {"transform", r.transform},
+            {"fp_after_transform",
+             r.transform.empty() ? nlohmann::json() : nlohmann::json(r.transformedFloatMetric)},
+            {"normed_input_max_before",
+             r.transform.empty() ? nlohmann::json() : nlohmann::json(r.transformReport.normedMaxBefore)},
+            {"normed_input_max_after",
+             r.transform.empty() ? nlohmann::json() : nlohmann::json(r.transformReport.normedMaxAfter)},
             {"estimator", toString(e.quant.estimator)},
             {"percentile", e.quant.percentile},
             {"calib_batches", e.calibBatches},
@@ -73,12 +81,14 @@ std::string toCsv(const QuantExperiment& e, const QuantResult& r)
     out << "# outlierlens quantize; layers 1-based\n"
         << "model,data,bits_w,bits_a,estimator,calib_batches,seeds,metric,fp,quantized_mean,quantized_std,"
            "max_inf_norm,"
-           "avg_kurtosis,act_granularity,keep_fp_tokens\n"
+           "avg_kurtosis,act_granularity,keep_fp_tokens,transform,fp_after_transform,placement\n"
         << csvField(e.modelDir) << ',' << csvField(e.data) << ',' << e.quant.weightBits << ','
         << e.quant.activationBits << ',' << toString(e.quant.estimator) << ',' << e.calibBatches << ','
         << e.seeds << ',' << r.metricName << ',' << r.floatMetric << ',' << r.quantMean << ',' << r.quantStd
         << ',' << r.maxInfNorm << ',' << r.avgKurtosis << ',' << toString(e.quant.activationGranularity)
-        << ',' << e.quant.keepFpTokens << '\n';
+        << ',' << e.quant.keepFpTokens << ',' << csvField(r.transform) << ',';
+    if (!r.transform.empty()) out << r.transformedFloatMetric;
+    out << ',' << toString(e.quant.placement) << '\n';
     if (!r.sensitivity.empty()) {
         out << "\nrank,layer,metric,damage\n";
         int rank = 1;
@@ -90,10 +100,15 @@ std::string toCsv(const QuantExperiment& e, const QuantResult& r)
     return out.str();
 }
 
-/// " per-token, keep-fp 1" for the summary line; empty for the paper's setup.
-std::string variantText(const QuantOptions& q)
+/// " smoothquant 0.5, per-token, keep-fp 1" for the summary line; empty for the paper's setup.
+std::string variantText(const QuantOptions& q, const ModelTransform& transform)
 {
     std::string text;
+    if (transform.any()) text += " " + transform.describe();
+    if (q.placement != ActivationPlacement::Paper) text += " " + toString(q.placement);
+    if ((transform.any() || q.placement != ActivationPlacement::Paper) &&
+        q.activationGranularity != ActivationGranularity::Tensor)
+        text += ",";
     if (q.activationGranularity != ActivationGranularity::Tensor)
         text += " per-" + toString(q.activationGranularity);
     if (q.kvBits > 0 && q.kvBits != q.activationBits) text += " KV" + std::to_string(q.kvBits);
@@ -133,6 +148,17 @@ int runQuantize(const QStringList& args)
          "Leave the first N token positions of every activation in floating point and out of the ranges "
          "(the sink token, as PrefixQuant does; default 0).",
          "n"},
+        {"placement",
+         "Which activations are quantized: paper (default: every site of the paper's code, residual sums "
+         "and norms included) or linear-inputs (only what integer matmuls read: the linear layers' inputs "
+         "and the keys and values, as SmoothQuant and QuaRot run LLMs).",
+         "name"},
+        {"smoothquant",
+         "Before quantizing, migrate activation ranges into the weights as SmoothQuant does (per channel "
+         "s = max|X|^ALPHA / max|W|^(1-ALPHA), folded into each pre-norm and the layers reading it; the "
+         "floating-point model is unchanged, which the output shows). Pre-norm decoders and ViTs; ALPHA in "
+         "[0, 1], 0.5 in the paper.",
+         "alpha"},
         {"weights-only", "Quantize weights only (activations stay in floating point)."},
         {"activations-only", "Quantize activations only (weights stay in floating point)."},
         {"sensitivity", "Also quantize each layer's activations alone and rank layers by the damage."},
@@ -159,6 +185,18 @@ int runQuantize(const QStringList& args)
             }
         }
         e.quant.keepFpTokens = cmd.intValue("keep-fp", 0, 0, 1000000);
+        if (cmd.isSet("placement")) {
+            try {
+                e.quant.placement = parseActivationPlacement(cmd.value("placement"));
+            } catch (const Error& err) {
+                throw UsageException{err.what()};
+            }
+        }
+        if (cmd.isSet("smoothquant")) {
+            const double alpha = cmd.doubleValue("smoothquant", 0.5);
+            if (!(alpha >= 0 && alpha <= 1)) throw UsageException{"--smoothquant takes an alpha in [0, 1]"};
+            e.transform.smoothQuantAlpha = alpha;
+        }
         if (e.quant.activationGranularity == ActivationGranularity::Channel &&
             e.quant.estimator != RangeEstimator::RunningMinMax &&
             e.quant.estimator != RangeEstimator::CurrentMinMax)
@@ -198,8 +236,14 @@ int runQuantize(const QStringList& args)
                     "%.2f (%s)\n",
                     std::filesystem::path(e.modelDir).filename().c_str(), r.metricName.c_str(),
                     r.floatMetric * scale, unit, e.quant.weightBits, e.quant.activationBits,
-                    variantText(e.quant).c_str(), r.quantMean * scale, r.quantStd * scale, unit, e.seeds,
-                    r.maxInfNorm, r.avgKurtosis, r.trackedPoint.c_str());
+                    variantText(e.quant, e.transform).c_str(), r.quantMean * scale, r.quantStd * scale, unit,
+                    e.seeds, r.maxInfNorm, r.avgKurtosis, r.trackedPoint.c_str());
+        if (!r.transform.empty())
+            std::printf("  %s: FP %s %.4g after the transform (%.4g before); largest |x| entering the "
+                        "pre-norms' linear layers %.4g -> %.4g\n",
+                        r.transform.c_str(), r.metricName.c_str(), r.transformedFloatMetric * scale,
+                        r.floatMetric * scale, r.transformReport.normedMaxBefore,
+                        r.transformReport.normedMaxAfter);
         for (std::size_t i = 0; i < r.sensitivity.size(); ++i) {
             const LayerSensitivity& s = r.sensitivity[i];
             std::printf("  sensitivity #%zu: %s: %s %.4g (damage %.4g)\n", i + 1,

@@ -49,6 +49,22 @@ void AttentionGates::create(torch::nn::Module& owner, const AttentionVariant& va
     owner.register_module("alpha", m_perHead);
 }
 
+void AttentionGates::appendReaders(std::vector<NormReader>& readers) const
+{
+    if (m_kind == GateKind::None) return;
+    if (m_kind == GateKind::AllHeadsLinear) {
+        readers.push_back({m_allHeads->weight, false, 0});
+        return;
+    }
+    for (int h = 0; h < m_numHeads; ++h) {
+        const auto& gate = (*m_perHead)[std::size_t(h)];
+        const torch::nn::LinearImpl* first =
+            m_kind == GateKind::Linear ? gate->as<torch::nn::Linear>()
+                                       : (*gate->as<torch::nn::Sequential>())[0]->as<torch::nn::Linear>();
+        readers.push_back({first->weight, false, std::int64_t(h) * m_headDim});
+    }
+}
+
 torch::Tensor AttentionGates::forward(const torch::Tensor& x)
 {
     const auto B = x.size(0), T = x.size(1);

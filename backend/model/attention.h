@@ -3,6 +3,7 @@
 
 #include "model/capture.h"
 #include "model/config.h"
+#include "model/norm_readers.h"
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
@@ -25,6 +26,9 @@ public:
     bool enabled() const { return m_kind != GateKind::None; }
     /// x: the block's input hidden states [B, T, d_model] -> pi [B, H, T] in (0, 1).
     torch::Tensor forward(const torch::Tensor& x);
+    /// The gate weights that read x (model/norm_readers.h): all heads' [H, d], or each head's first layer
+    /// reading its d_head slice.
+    void appendReaders(std::vector<NormReader>& readers) const;
 
 private:
     GateKind m_kind = GateKind::None;

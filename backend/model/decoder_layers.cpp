@@ -272,6 +272,24 @@ torch::Tensor ffnHalf(const torch::Tensor& m, const LinearImpl* gate, const Line
     return capture.quant(QuantSite::FfnOut, out);
 }
 
+NormReaders preNormReaders(std::string name, int layer, QuantSite site, const NormImpl& norm,
+                           const std::vector<const LinearImpl*>& linears, const AttentionGates* gates,
+                           const SinkParams* sink)
+{
+    NormReaders r;
+    r.name = std::move(name);
+    r.layer = layer;
+    r.site = site;
+    r.weight = norm.weight;
+    if (norm.kind == NormImpl::Kind::Layer) r.bias = norm.bias;
+    r.onePlusWeight = norm.kind == NormImpl::Kind::GemmaRms;
+    for (const LinearImpl* l : linears)
+        r.readers.push_back({l->weight, l->conv1d, 0});
+    if (gates) gates->appendReaders(r.readers);
+    if (sink && sink->contextScale) r.readers.push_back({sink->contextScale->weight, false, 0});
+    return r;
+}
+
 torch::Tensor attnOut(const torch::Tensor& projected, const CaptureScope& capture)
 {
     put(capture, CapturePoint::AttnOut, projected);

@@ -13,6 +13,7 @@
 #include "model/capture.h"
 #include "model/decoder_config.h"
 #include "model/loading.h"
+#include "model/norm_readers.h"
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
@@ -72,6 +73,12 @@ struct SinkParams
     torch::Tensor kBias, vBias;
     std::shared_ptr<LinearImpl> contextScale;
 };
+
+/// A pre-norm and the weights that read its output (model/norm_readers.h): `linears`, plus the attention's
+/// gates and context scale when `gates` / `sink` are given (they read the attention's input).
+NormReaders preNormReaders(std::string name, int layer, QuantSite site, const NormImpl& norm,
+                           const std::vector<const LinearImpl*>& linears,
+                           const AttentionGates* gates = nullptr, const SinkParams* sink = nullptr);
 
 /// What every layer of one forward pass shares.
 struct PassContext
@@ -194,6 +201,9 @@ public:
     /// Logits [B, T, V] in the compute dtype from the last hidden state: the head without bias by
     /// default (Phi: with its bias; Gemma 2: soft-capped).
     virtual torch::Tensor logits(const torch::Tensor& lastHidden) const;
+    /// Every block's pre-norms with the weights that read them, in order (SmoothQuant's migration); empty
+    /// where blocks normalise after the residual sum (post-LN OPT): no norm there feeds only linears.
+    virtual std::vector<NormReaders> preNorms() { return {}; }
     /// Learned position tables (GPT-2, OPT) bound the input's length; rotary layouts have none.
     virtual bool learnedPositions() const { return false; }
     /// The position of padding slots: 1 as generate() passes (OPT: -1, its own rule).

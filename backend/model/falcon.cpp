@@ -130,6 +130,24 @@ public:
         return rotaryBody(config, ids, positions, pass, *word_embeddings, blocks, *ln_f);
     }
 
+    std::vector<NormReaders> preNorms() override
+    {
+        std::vector<NormReaders> out;
+        for (int i = 0; i < int(blocks.size()); ++i) {
+            const FalconLayerImpl& b = *blocks[std::size_t(i)];
+            const std::string at = "h." + std::to_string(i) + ".";
+            const FalconAttentionImpl& a = *b.self_attention;
+            std::vector<const LinearImpl*> attnReaders = {a.query_key_value.get()};
+            if (!b.ln_mlp) attnReaders.push_back(b.dense_h_to_4h.get()); // one norm feeds both halves
+            out.push_back(preNormReaders(at + (b.ln_mlp ? "ln_attn" : "input_layernorm"), i,
+                                         QuantSite::AttnNorm, *b.ln_attn, attnReaders, &a.gates, &a.sink));
+            if (b.ln_mlp)
+                out.push_back(
+                    preNormReaders(at + "ln_mlp", i, QuantSite::FfnNorm, *b.ln_mlp, {b.dense_h_to_4h.get()}));
+        }
+        return out;
+    }
+
     torch::Tensor headWeight() const override { return lm_head ? lm_head->weight : word_embeddings->weight; }
     std::string tiedHeadName() const override { return lm_head ? std::string() : "lm_head.weight"; }
     std::string embeddingName() const override { return "transformer.word_embeddings.weight"; }

@@ -131,6 +131,23 @@ public:
         return cap > 0 ? torch::tanh(raw / cap) * cap : raw;
     }
 
+    std::vector<NormReaders> preNorms() override
+    {
+        std::vector<NormReaders> out;
+        for (int i = 0; i < int(blocks.size()); ++i) {
+            const Gemma2LayerImpl& b = *blocks[std::size_t(i)];
+            const std::string at = "layers." + std::to_string(i) + ".";
+            const Gemma2AttentionImpl& a = *b.self_attn;
+            out.push_back(preNormReaders(at + "input_layernorm", i, QuantSite::AttnNorm, *b.input_layernorm,
+                                         {a.q_proj.get(), a.k_proj.get(), a.v_proj.get()}, &a.gates,
+                                         &a.sink));
+            out.push_back(preNormReaders(at + "pre_feedforward_layernorm", i, QuantSite::FfnNorm,
+                                         *b.pre_feedforward_layernorm,
+                                         {b.mlp->gate_proj.get(), b.mlp->up_proj.get()}));
+        }
+        return out;
+    }
+
     torch::Tensor headWeight() const override { return embed_tokens->weight; }
     std::string tiedHeadName() const override { return "lm_head.weight"; }
     std::string embeddingName() const override { return "model.embed_tokens.weight"; }

@@ -138,6 +138,19 @@ public:
         return top.quant(QuantSite::FinalNorm, ln_f->forward(x));
     }
 
+    std::vector<NormReaders> preNorms() override
+    {
+        std::vector<NormReaders> out;
+        for (int i = 0; i < int(blocks.size()); ++i) {
+            const Gpt2BlockImpl& b = *blocks[std::size_t(i)];
+            const std::string at = "h." + std::to_string(i) + ".";
+            out.push_back(preNormReaders(at + "ln_1", i, QuantSite::AttnNorm, *b.ln_1, {b.attn->c_attn.get()},
+                                         &b.attn->gates, &b.attn->sink));
+            out.push_back(preNormReaders(at + "ln_2", i, QuantSite::FfnNorm, *b.ln_2, {b.mlp->c_fc.get()}));
+        }
+        return out;
+    }
+
     torch::Tensor headWeight() const override { return lm_head ? lm_head->weight : wte->weight; }
     std::string tiedHeadName() const override { return lm_head ? std::string() : "lm_head.weight"; }
     std::string embeddingName() const override { return "transformer.wte.weight"; }

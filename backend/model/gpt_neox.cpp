@@ -114,6 +114,21 @@ public:
         return rotaryBody(config, ids, positions, pass, *embed_in, blocks, *final_layer_norm);
     }
 
+    std::vector<NormReaders> preNorms() override
+    {
+        std::vector<NormReaders> out;
+        for (int i = 0; i < int(blocks.size()); ++i) {
+            const NeoxLayerImpl& b = *blocks[std::size_t(i)];
+            const std::string at = "layers." + std::to_string(i) + ".";
+            const NeoxAttentionImpl& a = *b.attention;
+            out.push_back(preNormReaders(at + "input_layernorm", i, QuantSite::AttnNorm, *b.input_layernorm,
+                                         {a.query_key_value.get()}, &a.gates, &a.sink));
+            out.push_back(preNormReaders(at + "post_attention_layernorm", i, QuantSite::FfnNorm,
+                                         *b.post_attention_layernorm, {b.dense_h_to_4h.get()}));
+        }
+        return out;
+    }
+
     torch::Tensor headWeight() const override { return embed_out ? embed_out->weight : embed_in->weight; }
     std::string tiedHeadName() const override { return embed_out ? std::string() : "embed_out.weight"; }
     std::string embeddingName() const override { return "gpt_neox.embed_in.weight"; }

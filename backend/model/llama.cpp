@@ -126,6 +126,23 @@ public:
         return rotaryBody(config, ids, positions, pass, *embed_tokens, blocks, *norm);
     }
 
+    std::vector<NormReaders> preNorms() override
+    {
+        std::vector<NormReaders> out;
+        for (int i = 0; i < int(blocks.size()); ++i) {
+            const LlamaLayerImpl& b = *blocks[std::size_t(i)];
+            const LlamaAttentionImpl& a = *b.self_attn;
+            const std::string at = "layers." + std::to_string(i) + ".";
+            out.push_back(preNormReaders(at + "input_layernorm", i, QuantSite::AttnNorm, *b.input_layernorm,
+                                         {a.q_proj.get(), a.k_proj.get(), a.v_proj.get()}, &a.gates,
+                                         &a.sink));
+            out.push_back(preNormReaders(at + "post_attention_layernorm", i, QuantSite::FfnNorm,
+                                         *b.post_attention_layernorm,
+                                         {b.mlp->gate_proj.get(), b.mlp->up_proj.get()}));
+        }
+        return out;
+    }
+
     torch::Tensor headWeight() const override { return lm_head ? lm_head->weight : embed_tokens->weight; }
     std::string tiedHeadName() const override { return lm_head ? std::string() : "lm_head.weight"; }
     std::string embeddingName() const override { return "model.embed_tokens.weight"; }

@@ -146,6 +146,23 @@ public:
         return x;
     }
 
+    std::vector<NormReaders> preNorms() override
+    {
+        std::vector<NormReaders> out;
+        for (int i = 0; i < int(blocks.size()); ++i) {
+            const OptLayerImpl& b = *blocks[std::size_t(i)];
+            const std::string at = "layers." + std::to_string(i) + ".";
+            if (!b.preLn) return {};
+            const OptAttentionImpl& a = *b.self_attn;
+            out.push_back(
+                preNormReaders(at + "self_attn_layer_norm", i, QuantSite::AttnNorm, *b.self_attn_layer_norm,
+                               {a.q_proj.get(), a.k_proj.get(), a.v_proj.get()}, &a.gates, &a.sink));
+            out.push_back(preNormReaders(at + "final_layer_norm", i, QuantSite::FfnNorm, *b.final_layer_norm,
+                                         {b.fc1.get()}));
+        }
+        return out;
+    }
+
     torch::Tensor headWeight() const override { return lm_head ? lm_head->weight : embed_tokens->weight; }
     std::string tiedHeadName() const override { return lm_head ? std::string() : "lm_head.weight"; }
     std::string embeddingName() const override { return "model.decoder.embed_tokens.weight"; }

@@ -106,6 +106,20 @@ public:
         if (!lm_head) return DecoderLmImpl::logits(lastHidden);
         return lm_head->forward(lastHidden); // with its bias
     }
+    std::vector<NormReaders> preNorms() override
+    {
+        std::vector<NormReaders> out;
+        for (int i = 0; i < int(blocks.size()); ++i) {
+            const PhiLayerImpl& b = *blocks[std::size_t(i)];
+            const std::string at = "layers." + std::to_string(i) + ".";
+            const PhiAttentionImpl& a = *b.self_attn;
+            out.push_back(preNormReaders(at + "input_layernorm", i, QuantSite::AttnNorm, *b.input_layernorm,
+                                         {a.q_proj.get(), a.k_proj.get(), a.v_proj.get(), b.fc1.get()},
+                                         &a.gates, &a.sink));
+        }
+        return out;
+    }
+
     torch::Tensor headWeight() const override { return lm_head ? lm_head->weight : embed_tokens->weight; }
     std::string tiedHeadName() const override { return lm_head ? std::string() : "lm_head.weight"; }
     std::string embeddingName() const override { return "model.embed_tokens.weight"; }

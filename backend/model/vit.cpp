@@ -174,4 +174,25 @@ VitOutputs VisionTransformerImpl::forward(const torch::Tensor& pixels, Activatio
     return out;
 }
 
+std::vector<NormReaders> VisionTransformerImpl::preNorms()
+{
+    std::vector<NormReaders> out;
+    for (std::size_t i = 0; i < blocks->size(); ++i) {
+        const VitBlockImpl& b = *blocks[i]->as<VitBlockImpl>();
+        const std::string at = "blocks." + std::to_string(i) + ".";
+        NormReaders attn{at + "norm1",  int(i), QuantSite::AttnNorm,        b.norm1->weight,
+                         b.norm1->bias, false,  {{b.qkv->weight, false, 0}}};
+        b.gates.appendReaders(attn.readers);
+        out.push_back(std::move(attn));
+        out.push_back({at + "norm2",
+                       int(i),
+                       QuantSite::FfnNorm,
+                       b.norm2->weight,
+                       b.norm2->bias,
+                       false,
+                       {{b.fc1->weight, false, 0}}});
+    }
+    return out;
+}
+
 } // namespace outlierlens

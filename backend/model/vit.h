@@ -3,6 +3,7 @@
 
 #include "model/attention.h"
 #include "model/capture.h"
+#include "model/norm_readers.h"
 #include "model/vit_config.h"
 
 #include <torch/nn/module.h>
@@ -59,6 +60,8 @@ public:
     /// The position rows of a rows x cols patch grid, [1, rows * cols, d]: the table's own grid, else
     /// resized by the config's PosInterpolation (an Error when it has none).
     torch::Tensor patchPositions(std::int64_t rows, std::int64_t cols) const;
+    /// Each block's norm1 (read by qkv and the gates) and norm2 (read by fc1), for SmoothQuant.
+    std::vector<NormReaders> preNorms();
 
     VitConfig config;
     torch::nn::Conv2d patchProj{nullptr};

@@ -124,7 +124,6 @@ QuantResult runQuantExperiment(const QuantExperiment& e,
     std::unique_ptr<TrainingTask> task = loadTask(e, config, progress);
     torch::nn::Module& module = task->module();
     auto* mlm = dynamic_cast<BertForMaskedLMImpl*>(&module);
-    const auto saved = snapshotParameters(module);
 
     QuantResult r;
     progress("floating point: evaluating");
@@ -142,6 +141,22 @@ QuantResult runQuantExperiment(const QuantExperiment& e,
     r.maxInfNorm = *std::max_element(r.maxInfNormPerLayer.begin(), r.maxInfNormPerLayer.end());
     r.avgKurtosis = std::accumulate(r.kurtosisPerLayer.begin(), r.kurtosisPerLayer.end(), 0.0) /
                     double(r.kurtosisPerLayer.size());
+
+    if (e.transform.any()) {
+        r.transform = e.transform.describe();
+        progress(r.transform + ": calibrating");
+        r.transformReport = applyTransform(module, e.transform, [&](ActivationSink& sink) {
+            at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(1000u);
+            for (int b = 0; b < e.calibBatches; ++b) {
+                checkCancel();
+                task->calibrationForward(b, gen, sink);
+            }
+        });
+        progress(r.transform + ": floating point after the transform");
+        r.transformedFloatMetric = task->evaluate().second;
+        checkCancel();
+    }
+    const auto saved = snapshotParameters(module);
 
     // The MLM head stays in floating point, but its decoder is tied to the word embeddings, which are
     // quantized: it keeps a floating-point copy.

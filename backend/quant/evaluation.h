@@ -3,6 +3,7 @@
 
 #include "quant/intervention.h"
 #include "quant/quantizer.h"
+#include "quant/transforms.h"
 
 #include <atomic>
 #include <cstdint>
@@ -28,6 +29,9 @@ struct QuantExperiment
     /// generated sequences calibrate).
     std::string data;
     QuantOptions quant;
+    /// Applied to the model after the floating-point measurements and before every quantized run; its
+    /// scales come from the calibration batches of seed 0.
+    ModelTransform transform;
     int calibBatches = 16;
     int seeds = 3;
     int batchSize = 32;
@@ -49,6 +53,10 @@ struct QuantResult
     std::string metricName; ///< "accuracy" or "perplexity"
     bool higherIsBetter = true;
     double floatMetric = 0;
+    std::string transform; ///< ModelTransform::describe(); "" for none
+    double transformedFloatMetric =
+        0; ///< the floating-point metric after the transform (should equal floatMetric)
+    TransformReport transformReport;
     std::vector<double> quantMetrics; ///< one per seed
     double quantMean = 0, quantStd = 0;
     std::string

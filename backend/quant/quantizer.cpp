@@ -276,9 +276,43 @@ std::map<std::string, std::pair<double, double>> QuantizationSink::ranges() cons
     return out;
 }
 
+std::string toString(ActivationPlacement placement)
+{
+    return placement == ActivationPlacement::Paper ? "paper" : "linear-inputs";
+}
+
+ActivationPlacement parseActivationPlacement(const std::string& text)
+{
+    if (text == "paper") return ActivationPlacement::Paper;
+    if (text == "linear-inputs") return ActivationPlacement::LinearInputs;
+    throw Error("unknown activation placement '" + text + "' (paper or linear-inputs)");
+}
+
+namespace {
+
+/// The sites an integer matmul reads: linear layers' inputs, and the keys and values.
+bool isLinearInput(QuantSite site)
+{
+    switch (site) {
+    case QuantSite::EmbeddingNorm: // BERT: the first block's input
+    case QuantSite::AttnNorm:
+    case QuantSite::FfnNorm:
+    case QuantSite::AttnContext:
+    case QuantSite::FfnIntermediate:
+    case QuantSite::Key:
+    case QuantSite::Value:
+        return true;
+    default:
+        return false;
+    }
+}
+
+} // namespace
+
 at::Tensor QuantizationSink::transform(QuantSite site, int layer, const at::Tensor& batched)
 {
     if (m_options.onlyLayer && *m_options.onlyLayer != layer) return batched;
+    if (m_options.placement == ActivationPlacement::LinearInputs && !isLinearInput(site)) return batched;
     if (site == QuantSite::Logits && !m_options.quantizeLogits) return batched;
     const std::pair<int, int> key{layer, int(site)};
     auto it = m_quantizers.find(key);

@@ -60,6 +60,17 @@ std::string toString(ActivationGranularity granularity);
 /// "tensor", "token", "channel"; throws Error for anything else.
 ActivationGranularity parseActivationGranularity(const std::string& text);
 
+/// Which activations are quantized (docs/quantization.md, "Placement").
+enum class ActivationPlacement {
+    Paper, ///< every site of the paper's code: projections, scores, probabilities, residual sums, norms
+    LinearInputs, ///< only what integer matmuls read, as SmoothQuant and QuaRot run LLMs: the inputs of the
+                  ///< linear layers (normed activations, the attention context, the FFN's hidden layer) and
+                  ///< the keys and values (the KV cache)
+};
+std::string toString(ActivationPlacement placement);
+/// "paper", "linear-inputs"; throws Error for anything else.
+ActivationPlacement parseActivationPlacement(const std::string& text);
+
 /// One activation quantizer: collects its range while calibrating, then quantizes with it. With
 /// `keepFpTokens` > 0, the first that many positions of the token axis (dim -2 of a tensor of at least 3
 /// dims: [B, T, d], or the queries of [B, H, T, T]) stay in floating point and do not enter the range
@@ -115,6 +126,7 @@ struct QuantOptions
     int kvBits = 0;
     /// The first this many token positions of every activation stay in floating point (0: none).
     int keepFpTokens = 0;
+    ActivationPlacement placement = ActivationPlacement::Paper;
 };
 
 /// An ActivationSink that fake-quantizes every QuantSite: calibrate with setCalibrating(true) and a few
