@@ -51,6 +51,10 @@ nlohmann::json toJson(const QuantExperiment& e, const QuantResult& r)
              r.transform.empty() ? nlohmann::json() : nlohmann::json(r.transformedFloatMetric)},
             {"normed_input_max_before",
              r.transform.empty() ? nlohmann::json() : nlohmann::json(r.transformReport.normedMaxBefore)},
+            {"max_inf_norm_after_transform",
+             r.transform.empty() ? nlohmann::json() : nlohmann::json(r.transformedMaxInfNorm)},
+            {"avg_kurtosis_after_transform",
+             r.transform.empty() ? nlohmann::json() : nlohmann::json(r.transformedAvgKurtosis)},
             {"normed_input_max_after",
              r.transform.empty() ? nlohmann::json() : nlohmann::json(r.transformReport.normedMaxAfter)},
             {"estimator", toString(e.quant.estimator)},
@@ -159,6 +163,12 @@ int runQuantize(const QStringList& args)
          "floating-point model is unchanged, which the output shows). Pre-norm decoders and ViTs; ALPHA in "
          "[0, 1], 0.5 in the paper.",
          "alpha"},
+        {"rotate",
+         "Before quantizing (and after --smoothquant), rotate the residual stream as QuaRot does: 'hadamard' "
+         "(a randomized Hadamard matrix for any hidden size, folded into the weights with the norms' scales; "
+         "the FFN's down projection also reads its input through one). The floating-point model is "
+         "unchanged. Pre-norm decoders except Gemma 2.",
+         "kind"},
         {"weights-only", "Quantize weights only (activations stay in floating point)."},
         {"activations-only", "Quantize activations only (weights stay in floating point)."},
         {"sensitivity", "Also quantize each layer's activations alone and rank layers by the damage."},
@@ -185,6 +195,11 @@ int runQuantize(const QStringList& args)
             }
         }
         e.quant.keepFpTokens = cmd.intValue("keep-fp", 0, 0, 1000000);
+        if (cmd.isSet("rotate")) {
+            if (cmd.value("rotate") != "hadamard")
+                throw UsageException{"--rotate takes 'hadamard', found '" + cmd.value("rotate") + "'"};
+            e.transform.rotate = true;
+        }
         if (cmd.isSet("placement")) {
             try {
                 e.quant.placement = parseActivationPlacement(cmd.value("placement"));
@@ -239,10 +254,12 @@ int runQuantize(const QStringList& args)
                     variantText(e.quant, e.transform).c_str(), r.quantMean * scale, r.quantStd * scale, unit,
                     e.seeds, r.maxInfNorm, r.avgKurtosis, r.trackedPoint.c_str());
         if (!r.transform.empty())
-            std::printf("  %s: FP %s %.4g after the transform (%.4g before); largest |x| entering the "
-                        "pre-norms' linear layers %.4g -> %.4g\n",
+            std::printf("  %s: FP %s %.4g after the transform (%.4g before); max inf norm %.2f -> %.2f, avg "
+                        "kurtosis %.2f -> %.2f (%s); largest |x| entering the pre-norms' linear layers %.4g "
+                        "-> %.4g\n",
                         r.transform.c_str(), r.metricName.c_str(), r.transformedFloatMetric * scale,
-                        r.floatMetric * scale, r.transformReport.normedMaxBefore,
+                        r.floatMetric * scale, r.maxInfNorm, r.transformedMaxInfNorm, r.avgKurtosis,
+                        r.transformedAvgKurtosis, r.trackedPoint.c_str(), r.transformReport.normedMaxBefore,
                         r.transformReport.normedMaxAfter);
         for (std::size_t i = 0; i < r.sensitivity.size(); ++i) {
             const LayerSensitivity& s = r.sensitivity[i];

@@ -53,7 +53,11 @@ void AttentionGates::appendReaders(std::vector<NormReader>& readers) const
 {
     if (m_kind == GateKind::None) return;
     if (m_kind == GateKind::AllHeadsLinear) {
-        readers.push_back({m_allHeads->weight, false, 0});
+        const torch::nn::LinearImpl* all = m_allHeads.get();
+        NormReader r;
+        r.weight = all->weight;
+        r.ensureBias = [all]() -> torch::Tensor { return all->bias; };
+        readers.push_back(std::move(r));
         return;
     }
     for (int h = 0; h < m_numHeads; ++h) {
@@ -61,7 +65,11 @@ void AttentionGates::appendReaders(std::vector<NormReader>& readers) const
         const torch::nn::LinearImpl* first =
             m_kind == GateKind::Linear ? gate->as<torch::nn::Linear>()
                                        : (*gate->as<torch::nn::Sequential>())[0]->as<torch::nn::Linear>();
-        readers.push_back({first->weight, false, std::int64_t(h) * m_headDim});
+        NormReader r;
+        r.weight = first->weight;
+        r.first = std::int64_t(h) * m_headDim;
+        r.ensureBias = [first]() -> torch::Tensor { return first->bias; };
+        readers.push_back(std::move(r));
     }
 }
 

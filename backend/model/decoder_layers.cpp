@@ -41,6 +41,13 @@ torch::Tensor LinearImpl::forward(const torch::Tensor& x, const std::string& act
     return linearRelu(x, weightAs(weight, x.scalar_type()), b, conv1d);
 }
 
+torch::Tensor LinearImpl::ensureBias()
+{
+    if (!bias.defined())
+        bias = register_parameter("bias", torch::zeros({weight.size(conv1d ? 1 : 0)}, weight.options()));
+    return bias;
+}
+
 NormImpl::NormImpl(int size, double eps_, bool rms)
     : NormImpl(size, eps_, rms ? Kind::Rms : Kind::Layer)
 {}
@@ -53,18 +60,30 @@ NormImpl::NormImpl(int size, double eps_, Kind kind_)
     if (kind == Kind::Layer) bias = register_parameter("bias", torch::empty({size}));
 }
 
-torch::Tensor NormImpl::forward(const torch::Tensor& x) const
+torch::Tensor NormImpl::forward(const torch::Tensor& input) const
 {
-    if (kind == Kind::Layer)
-        return torch::layer_norm(x, {x.size(-1)}, weightAs(weight, x.scalar_type()),
-                                 weightAs(bias, x.scalar_type()), eps);
-    const torch::Tensor h = x.to(torch::kFloat);
-    const torch::Tensor variance = h.pow(2).mean(-1, /*keepdim=*/true);
-    if (kind == Kind::GemmaRms) // Gemma2RMSNorm: float32 throughout, times (1 + w), then the cast
-        return (h * torch::rsqrt(variance + eps) * (1.0 + weight.to(torch::kFloat))).to(x.scalar_type());
-    // HF LlamaRMSNorm: float32 statistics, back to the input dtype, then the weight.
-    const torch::Tensor normed = (h * torch::rsqrt(variance + eps)).to(x.scalar_type());
-    return weightAs(weight, x.scalar_type()) * normed;
+    const torch::Tensor x =
+        inputRotation.defined() ? torch::matmul(input, weightAs(inputRotation, input.scalar_type())) : input;
+    torch::Tensor out;
+    if (kind == Kind::Layer && meanAxis.defined()) {
+        // A LayerNorm in a rotated basis: the mean is the component along the rotated ones vector.
+        const torch::Tensor u = weightAs(meanAxis, x.scalar_type());
+        const torch::Tensor y = x - torch::matmul(x, u).unsqueeze(-1) * u;
+        out =
+            y * torch::rsqrt(y.pow(2).mean(-1, /*keepdim=*/true) + eps) * weightAs(weight, x.scalar_type()) +
+            weightAs(bias, x.scalar_type());
+    } else if (kind == Kind::Layer) {
+        out = torch::layer_norm(x, {x.size(-1)}, weightAs(weight, x.scalar_type()),
+                                weightAs(bias, x.scalar_type()), eps);
+    } else {
+        const torch::Tensor h = x.to(torch::kFloat);
+        const torch::Tensor variance = h.pow(2).mean(-1, /*keepdim=*/true);
+        if (kind == Kind::GemmaRms) // Gemma2RMSNorm: float32 throughout, times (1 + w), then the cast
+            out = (h * torch::rsqrt(variance + eps) * (1.0 + weight.to(torch::kFloat))).to(x.scalar_type());
+        else // HF LlamaRMSNorm: float32 statistics, back to the input dtype, then the weight.
+            out = weightAs(weight, x.scalar_type()) * (h * torch::rsqrt(variance + eps)).to(x.scalar_type());
+    }
+    return outputRotation.defined() ? torch::matmul(out, weightAs(outputRotation, out.scalar_type())) : out;
 }
 
 EmbeddingImpl::EmbeddingImpl(int rows, int dim)
@@ -266,14 +285,16 @@ torch::Tensor ffnHalf(const torch::Tensor& m, const LinearImpl* gate, const Line
 {
     torch::Tensor inner = gate ? gate->forward(m, act) * up.forward(m) : up.forward(m, act);
     put(capture, CapturePoint::DownIn, inner);
+    if (down.inputRotation.defined())
+        inner = torch::matmul(inner, weightAs(down.inputRotation, inner.scalar_type()));
     inner = capture.quant(QuantSite::FfnIntermediate, inner);
     torch::Tensor out = down.forward(inner);
     put(capture, CapturePoint::FfnOut, out);
     return capture.quant(QuantSite::FfnOut, out);
 }
 
-NormReaders preNormReaders(std::string name, int layer, QuantSite site, const NormImpl& norm,
-                           const std::vector<const LinearImpl*>& linears, const AttentionGates* gates,
+NormReaders preNormReaders(std::string name, int layer, QuantSite site, NormImpl& norm,
+                           const std::vector<LinearImpl*>& linears, const AttentionGates* gates,
                            const SinkParams* sink)
 {
     NormReaders r;
@@ -283,11 +304,35 @@ NormReaders preNormReaders(std::string name, int layer, QuantSite site, const No
     r.weight = norm.weight;
     if (norm.kind == NormImpl::Kind::Layer) r.bias = norm.bias;
     r.onePlusWeight = norm.kind == NormImpl::Kind::GemmaRms;
-    for (const LinearImpl* l : linears)
-        r.readers.push_back({l->weight, l->conv1d, 0});
+    for (LinearImpl* l : linears)
+        r.readers.push_back({l->weight, l->conv1d, 0, [l] { return l->ensureBias(); }});
     if (gates) gates->appendReaders(r.readers);
-    if (sink && sink->contextScale) r.readers.push_back({sink->contextScale->weight, false, 0});
+    if (sink && sink->contextScale) {
+        LinearImpl* scale = sink->contextScale.get();
+        r.readers.push_back({scale->weight, false, 0, [scale] { return scale->ensureBias(); }});
+    }
+    r.rotateNorm = [&norm](const torch::Tensor& meanAxis) { norm.meanAxis = meanAxis; };
     return r;
+}
+
+ResidualWriter residualWriter(LinearImpl& linear, bool down)
+{
+    ResidualWriter w{linear.weight, linear.conv1d, linear.bias, {}};
+    if (down) w.rotateInput = [&linear](const torch::Tensor& rotation) { linear.inputRotation = rotation; };
+    return w;
+}
+
+std::function<void(const torch::Tensor&)> finalNormRotation(NormImpl& norm, bool tiedHead)
+{
+    return [&norm, tiedHead](const torch::Tensor& q) {
+        norm.inputRotation = q.t().contiguous();
+        if (tiedHead) norm.outputRotation = q;
+    };
+}
+
+ResidualStream DecoderLmImpl::residualStream()
+{
+    return ResidualStream::refused("rotating this layout's residual stream is not implemented");
 }
 
 torch::Tensor attnOut(const torch::Tensor& projected, const CaptureScope& capture)

@@ -34,8 +34,13 @@ public:
     torch::Tensor forward(const torch::Tensor& x) const;
     /// activation(forward(x), name), with a ReLU fused into the product (model/linear.h).
     torch::Tensor forward(const torch::Tensor& x, const std::string& activationName) const;
+    /// The bias, registered as zeros first if the layer has none.
+    torch::Tensor ensureBias();
     torch::Tensor weight, bias;
     bool conv1d = false;
+    /// FFN down projections after a rotation (model/norm_readers.h): ffnHalf() multiplies the input by it
+    /// before the quantizer; undefined otherwise.
+    torch::Tensor inputRotation;
 };
 
 /// LayerNorm ("weight", "bias"), LLaMA's RMSNorm ("weight"; statistics in float32, cast, then times the
@@ -50,6 +55,10 @@ public:
     torch::Tensor weight, bias;
     double eps = 1e-5;
     Kind kind = Kind::Layer;
+    /// After a rotation of the stream (model/norm_readers.h): a LayerNorm's mean is the component along this
+    /// unit vector [d]; x is multiplied by inputRotation [d, d] first and the result by outputRotation
+    /// (the final norm). Undefined otherwise.
+    torch::Tensor meanAxis, inputRotation, outputRotation;
 };
 
 /// "weight" [rows, dim]; looks rows up in their storage dtype and converts only those.
@@ -76,9 +85,15 @@ struct SinkParams
 
 /// A pre-norm and the weights that read its output (model/norm_readers.h): `linears`, plus the attention's
 /// gates and context scale when `gates` / `sink` are given (they read the attention's input).
-NormReaders preNormReaders(std::string name, int layer, QuantSite site, const NormImpl& norm,
-                           const std::vector<const LinearImpl*>& linears,
-                           const AttentionGates* gates = nullptr, const SinkParams* sink = nullptr);
+NormReaders preNormReaders(std::string name, int layer, QuantSite site, NormImpl& norm,
+                           const std::vector<LinearImpl*>& linears, const AttentionGates* gates = nullptr,
+                           const SinkParams* sink = nullptr);
+
+/// A residual writer (model/norm_readers.h); `down`: an FFN down projection, which takes an online rotation.
+ResidualWriter residualWriter(LinearImpl& linear, bool down);
+
+/// ResidualStream::rotateFinalNorm for this final norm; `tiedHead`: the head reads the token embeddings.
+std::function<void(const torch::Tensor&)> finalNormRotation(NormImpl& norm, bool tiedHead);
 
 /// What every layer of one forward pass shares.
 struct PassContext
@@ -204,6 +219,8 @@ public:
     /// Every block's pre-norms with the weights that read them, in order (SmoothQuant's migration); empty
     /// where blocks normalise after the residual sum (post-LN OPT): no norm there feeds only linears.
     virtual std::vector<NormReaders> preNorms() { return {}; }
+    /// What a rotation of the residual stream touches; a refusal where the layout cannot be rotated.
+    virtual ResidualStream residualStream();
     /// Learned position tables (GPT-2, OPT) bound the input's length; rotary layouts have none.
     virtual bool learnedPositions() const { return false; }
     /// The position of padding slots: 1 as generate() passes (OPT: -1, its own rule).

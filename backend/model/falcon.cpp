@@ -134,10 +134,10 @@ public:
     {
         std::vector<NormReaders> out;
         for (int i = 0; i < int(blocks.size()); ++i) {
-            const FalconLayerImpl& b = *blocks[std::size_t(i)];
+            FalconLayerImpl& b = *blocks[std::size_t(i)];
             const std::string at = "h." + std::to_string(i) + ".";
-            const FalconAttentionImpl& a = *b.self_attention;
-            std::vector<const LinearImpl*> attnReaders = {a.query_key_value.get()};
+            FalconAttentionImpl& a = *b.self_attention;
+            std::vector<LinearImpl*> attnReaders = {a.query_key_value.get()};
             if (!b.ln_mlp) attnReaders.push_back(b.dense_h_to_4h.get()); // one norm feeds both halves
             out.push_back(preNormReaders(at + (b.ln_mlp ? "ln_attn" : "input_layernorm"), i,
                                          QuantSite::AttnNorm, *b.ln_attn, attnReaders, &a.gates, &a.sink));
@@ -146,6 +146,19 @@ public:
                     preNormReaders(at + "ln_mlp", i, QuantSite::FfnNorm, *b.ln_mlp, {b.dense_h_to_4h.get()}));
         }
         return out;
+    }
+
+    ResidualStream residualStream() override
+    {
+        ResidualStream s;
+        s.tables = {word_embeddings->weight};
+        for (auto& b : blocks) {
+            s.writers.push_back(residualWriter(*b->self_attention->dense, false));
+            s.writers.push_back(residualWriter(*b->dense_4h_to_h, true));
+        }
+        s.rotateFinalNorm = finalNormRotation(*ln_f, !lm_head);
+        s.norms = preNorms();
+        return s;
     }
 
     torch::Tensor headWeight() const override { return lm_head ? lm_head->weight : word_embeddings->weight; }

@@ -135,9 +135,9 @@ public:
     {
         std::vector<NormReaders> out;
         for (int i = 0; i < int(blocks.size()); ++i) {
-            const Gemma2LayerImpl& b = *blocks[std::size_t(i)];
+            Gemma2LayerImpl& b = *blocks[std::size_t(i)];
             const std::string at = "layers." + std::to_string(i) + ".";
-            const Gemma2AttentionImpl& a = *b.self_attn;
+            Gemma2AttentionImpl& a = *b.self_attn;
             out.push_back(preNormReaders(at + "input_layernorm", i, QuantSite::AttnNorm, *b.input_layernorm,
                                          {a.q_proj.get(), a.k_proj.get(), a.v_proj.get()}, &a.gates,
                                          &a.sink));
@@ -146,6 +146,13 @@ public:
                                          {b.mlp->gate_proj.get(), b.mlp->up_proj.get()}));
         }
         return out;
+    }
+
+    ResidualStream residualStream() override
+    {
+        return ResidualStream::refused(
+            "Gemma 2 normalises each half's output before adding it (post-attention and "
+            "post-feedforward norms), so a rotation cannot pass into the stream there");
     }
 
     torch::Tensor headWeight() const override { return embed_tokens->weight; }

@@ -142,13 +142,26 @@ public:
     {
         std::vector<NormReaders> out;
         for (int i = 0; i < int(blocks.size()); ++i) {
-            const Gpt2BlockImpl& b = *blocks[std::size_t(i)];
+            Gpt2BlockImpl& b = *blocks[std::size_t(i)];
             const std::string at = "h." + std::to_string(i) + ".";
             out.push_back(preNormReaders(at + "ln_1", i, QuantSite::AttnNorm, *b.ln_1, {b.attn->c_attn.get()},
                                          &b.attn->gates, &b.attn->sink));
             out.push_back(preNormReaders(at + "ln_2", i, QuantSite::FfnNorm, *b.ln_2, {b.mlp->c_fc.get()}));
         }
         return out;
+    }
+
+    ResidualStream residualStream() override
+    {
+        ResidualStream s;
+        s.tables = {wte->weight, wpe->weight};
+        for (auto& b : blocks) {
+            s.writers.push_back(residualWriter(*b->attn->c_proj, false));
+            s.writers.push_back(residualWriter(*b->mlp->c_proj, true));
+        }
+        s.rotateFinalNorm = finalNormRotation(*ln_f, !lm_head);
+        s.norms = preNorms();
+        return s;
     }
 
     torch::Tensor headWeight() const override { return lm_head ? lm_head->weight : wte->weight; }

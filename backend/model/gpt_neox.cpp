@@ -118,15 +118,28 @@ public:
     {
         std::vector<NormReaders> out;
         for (int i = 0; i < int(blocks.size()); ++i) {
-            const NeoxLayerImpl& b = *blocks[std::size_t(i)];
+            NeoxLayerImpl& b = *blocks[std::size_t(i)];
             const std::string at = "layers." + std::to_string(i) + ".";
-            const NeoxAttentionImpl& a = *b.attention;
+            NeoxAttentionImpl& a = *b.attention;
             out.push_back(preNormReaders(at + "input_layernorm", i, QuantSite::AttnNorm, *b.input_layernorm,
                                          {a.query_key_value.get()}, &a.gates, &a.sink));
             out.push_back(preNormReaders(at + "post_attention_layernorm", i, QuantSite::FfnNorm,
                                          *b.post_attention_layernorm, {b.dense_h_to_4h.get()}));
         }
         return out;
+    }
+
+    ResidualStream residualStream() override
+    {
+        ResidualStream s;
+        s.tables = {embed_in->weight};
+        for (auto& b : blocks) {
+            s.writers.push_back(residualWriter(*b->attention->dense, false));
+            s.writers.push_back(residualWriter(*b->dense_4h_to_h, true));
+        }
+        s.rotateFinalNorm = finalNormRotation(*final_layer_norm, !embed_out);
+        s.norms = preNorms();
+        return s;
     }
 
     torch::Tensor headWeight() const override { return embed_out ? embed_out->weight : embed_in->weight; }

@@ -130,8 +130,8 @@ public:
     {
         std::vector<NormReaders> out;
         for (int i = 0; i < int(blocks.size()); ++i) {
-            const LlamaLayerImpl& b = *blocks[std::size_t(i)];
-            const LlamaAttentionImpl& a = *b.self_attn;
+            LlamaLayerImpl& b = *blocks[std::size_t(i)];
+            LlamaAttentionImpl& a = *b.self_attn;
             const std::string at = "layers." + std::to_string(i) + ".";
             out.push_back(preNormReaders(at + "input_layernorm", i, QuantSite::AttnNorm, *b.input_layernorm,
                                          {a.q_proj.get(), a.k_proj.get(), a.v_proj.get()}, &a.gates,
@@ -141,6 +141,19 @@ public:
                                          {b.mlp->gate_proj.get(), b.mlp->up_proj.get()}));
         }
         return out;
+    }
+
+    ResidualStream residualStream() override
+    {
+        ResidualStream s;
+        s.tables = {embed_tokens->weight};
+        for (auto& b : blocks) {
+            s.writers.push_back(residualWriter(*b->self_attn->o_proj, false));
+            s.writers.push_back(residualWriter(*b->mlp->down_proj, true));
+        }
+        s.rotateFinalNorm = finalNormRotation(*norm, !lm_head);
+        s.norms = preNorms();
+        return s;
     }
 
     torch::Tensor headWeight() const override { return lm_head ? lm_head->weight : embed_tokens->weight; }

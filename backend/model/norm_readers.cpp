@@ -28,4 +28,31 @@ std::vector<NormReaders> preNormsOf(torch::nn::Module& module)
     return norms;
 }
 
+ResidualStream residualStreamOf(torch::nn::Module& module)
+{
+    const auto streamOf = [](torch::nn::Module* m) -> std::optional<ResidualStream> {
+        if (auto* lm = dynamic_cast<decoder::DecoderLmImpl*>(m)) return lm->residualStream();
+        if (dynamic_cast<VisionTransformerImpl*>(m))
+            return ResidualStream::refused(
+                "rotating a ViT's stream (class token, registers, positions, patch "
+                "projection, LayerScale) is not implemented yet; SmoothQuant applies");
+        return std::nullopt;
+    };
+    std::optional<ResidualStream> found = streamOf(&module);
+    for (const auto& m : module.modules(false))
+        if (!found) found = streamOf(m.get());
+    if (!found)
+        return ResidualStream::refused(
+            "BERT normalises after the residual sum (post-LN): the norm's output is the "
+            "next residual, so a rotation cannot pass through it");
+    ResidualStream stream = std::move(*found);
+    if (stream.refusal.empty())
+        for (const NormReaders& n : stream.norms)
+            for (const NormReader& r : n.readers)
+                if (r.first != 0 || r.weight.size(r.inputOnRows ? 0 : 1) != n.weight.size(0))
+                    return ResidualStream::refused(n.name + " is read in slices (per-head gates), which a "
+                                                            "rotation of the stream mixes");
+    return stream;
+}
+
 } // namespace outlierlens

@@ -8,7 +8,9 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace torch::nn {
@@ -23,6 +25,9 @@ struct NormReader
     torch::Tensor weight; ///< [out, in] (nn.Linear), or [in, out] for GPT-2's Conv1D (inputOnRows)
     bool inputOnRows = false;
     std::int64_t first = 0; ///< it reads the norm's channels [first, first + in): per-head gates read a slice
+    /// Its bias [out], created as zeros if it has none (a rotation folds the norm's bias into it); empty
+    /// where the reader cannot take one.
+    std::function<torch::Tensor()> ensureBias;
 };
 
 /// One norm before a block's linear layers, and every weight that reads its output.
@@ -35,6 +40,39 @@ struct NormReaders
     torch::Tensor bias;                   ///< [d] (LayerNorm) or undefined (RMSNorm)
     bool onePlusWeight = false;           ///< Gemma's norms scale by 1 + weight
     std::vector<NormReader> readers;
+    /// A rotation: from now on the norm reads the stream in the rotated basis, where a LayerNorm's mean
+    /// is the component along `meanAxis` [d] (the rotated ones vector, unit length); RMSNorms ignore it.
+    std::function<void(const torch::Tensor& meanAxis)> rotateNorm;
+};
+
+/// A weight whose outputs are added to the residual stream (attention output, FFN down projection).
+struct ResidualWriter
+{
+    torch::Tensor weight; ///< [d, in] (nn.Linear), or [in, d] for GPT-2's Conv1D (inputOnRows)
+    bool inputOnRows = false;
+    torch::Tensor bias; ///< [d] or undefined
+    /// FFN down projections: from now on the layer multiplies its input by this [in, in] orthogonal matrix
+    /// before the quantizer sees it (QuaRot's online rotation); empty for other writers.
+    std::function<void(const torch::Tensor& rotation)> rotateInput;
+};
+
+/// Everything a rotation of the residual stream (x -> x Q) touches in one model.
+struct ResidualStream
+{
+    std::string refusal;               ///< why the model cannot be rotated; "" when it can
+    std::vector<torch::Tensor> tables; ///< [rows, d] tables added into the stream: tokens, learned positions
+    std::vector<ResidualWriter> writers; ///< every block's writers
+    std::vector<NormReaders> norms;      ///< every block's pre-norms
+    /// The final norm reads the stream through Q^T (so it and the head compute what they did), and writes
+    /// through Q when the head is tied to the (rotated) token embeddings.
+    std::function<void(const torch::Tensor& q)> rotateFinalNorm;
+
+    static ResidualStream refused(std::string why)
+    {
+        ResidualStream s;
+        s.refusal = std::move(why);
+        return s;
+    }
 };
 
 /// Every pre-norm of `module` (a decoder's or a ViT's, also inside a task's wrapper module) with the
@@ -42,5 +80,9 @@ struct NormReaders
 /// normalise after the residual sum, so the norm's output is also the next block's residual and no scale
 /// can be folded into it.
 std::vector<NormReaders> preNormsOf(torch::nn::Module& module);
+
+/// The residual stream of `module` (a decoder's, also inside a task's wrapper); `refusal` says why not
+/// for models whose stream cannot be rotated (post-norms, per-head gates, BERT, ViT for now).
+ResidualStream residualStreamOf(torch::nn::Module& module);
 
 } // namespace outlierlens

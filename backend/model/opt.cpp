@@ -150,10 +150,10 @@ public:
     {
         std::vector<NormReaders> out;
         for (int i = 0; i < int(blocks.size()); ++i) {
-            const OptLayerImpl& b = *blocks[std::size_t(i)];
+            OptLayerImpl& b = *blocks[std::size_t(i)];
             const std::string at = "layers." + std::to_string(i) + ".";
             if (!b.preLn) return {};
-            const OptAttentionImpl& a = *b.self_attn;
+            OptAttentionImpl& a = *b.self_attn;
             out.push_back(
                 preNormReaders(at + "self_attn_layer_norm", i, QuantSite::AttnNorm, *b.self_attn_layer_norm,
                                {a.q_proj.get(), a.k_proj.get(), a.v_proj.get()}, &a.gates, &a.sink));
@@ -161,6 +161,23 @@ public:
                                          {b.fc1.get()}));
         }
         return out;
+    }
+
+    ResidualStream residualStream() override
+    {
+        ResidualStream s;
+        if (project_in || !final_layer_norm || preNorms().empty())
+            return ResidualStream::refused(
+                "OPT with post-LN blocks or a projected embedding (project_in/out) "
+                "cannot be rotated here");
+        s.tables = {embed_tokens->weight, embed_positions->weight};
+        for (auto& b : blocks) {
+            s.writers.push_back(residualWriter(*b->self_attn->out_proj, false));
+            s.writers.push_back(residualWriter(*b->fc2, true));
+        }
+        s.rotateFinalNorm = finalNormRotation(*final_layer_norm, !lm_head);
+        s.norms = preNorms();
+        return s;
     }
 
     torch::Tensor headWeight() const override { return lm_head ? lm_head->weight : embed_tokens->weight; }

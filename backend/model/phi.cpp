@@ -110,14 +110,27 @@ public:
     {
         std::vector<NormReaders> out;
         for (int i = 0; i < int(blocks.size()); ++i) {
-            const PhiLayerImpl& b = *blocks[std::size_t(i)];
+            PhiLayerImpl& b = *blocks[std::size_t(i)];
             const std::string at = "layers." + std::to_string(i) + ".";
-            const PhiAttentionImpl& a = *b.self_attn;
+            PhiAttentionImpl& a = *b.self_attn;
             out.push_back(preNormReaders(at + "input_layernorm", i, QuantSite::AttnNorm, *b.input_layernorm,
                                          {a.q_proj.get(), a.k_proj.get(), a.v_proj.get(), b.fc1.get()},
                                          &a.gates, &a.sink));
         }
         return out;
+    }
+
+    ResidualStream residualStream() override
+    {
+        ResidualStream s;
+        s.tables = {embed_tokens->weight};
+        for (auto& b : blocks) {
+            s.writers.push_back(residualWriter(*b->self_attn->dense, false));
+            s.writers.push_back(residualWriter(*b->fc2, true));
+        }
+        s.rotateFinalNorm = finalNormRotation(*final_layernorm, !lm_head);
+        s.norms = preNorms();
+        return s;
     }
 
     torch::Tensor headWeight() const override { return lm_head ? lm_head->weight : embed_tokens->weight; }

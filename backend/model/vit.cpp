@@ -176,21 +176,31 @@ VitOutputs VisionTransformerImpl::forward(const torch::Tensor& pixels, Activatio
 
 std::vector<NormReaders> VisionTransformerImpl::preNorms()
 {
+    const auto reader = [](const torch::nn::Linear& linear) {
+        NormReader r;
+        r.weight = linear->weight;
+        return r;
+    };
+    const auto norm = [](const std::string& name, int layer, QuantSite site, const torch::nn::LayerNorm& n) {
+        NormReaders r;
+        r.name = name;
+        r.layer = layer;
+        r.site = site;
+        r.weight = n->weight;
+        r.bias = n->bias;
+        return r;
+    };
     std::vector<NormReaders> out;
     for (std::size_t i = 0; i < blocks->size(); ++i) {
-        const VitBlockImpl& b = *blocks[i]->as<VitBlockImpl>();
+        VitBlockImpl& b = *blocks[i]->as<VitBlockImpl>();
         const std::string at = "blocks." + std::to_string(i) + ".";
-        NormReaders attn{at + "norm1",  int(i), QuantSite::AttnNorm,        b.norm1->weight,
-                         b.norm1->bias, false,  {{b.qkv->weight, false, 0}}};
+        NormReaders attn = norm(at + "norm1", int(i), QuantSite::AttnNorm, b.norm1);
+        attn.readers.push_back(reader(b.qkv));
         b.gates.appendReaders(attn.readers);
         out.push_back(std::move(attn));
-        out.push_back({at + "norm2",
-                       int(i),
-                       QuantSite::FfnNorm,
-                       b.norm2->weight,
-                       b.norm2->bias,
-                       false,
-                       {{b.fc1->weight, false, 0}}});
+        NormReaders ffn = norm(at + "norm2", int(i), QuantSite::FfnNorm, b.norm2);
+        ffn.readers.push_back(reader(b.fc1));
+        out.push_back(std::move(ffn));
     }
     return out;
 }

@@ -133,14 +133,19 @@ QuantResult runQuantExperiment(const QuantExperiment& e,
     r.floatMetric = fp;
     checkCancel();
 
-    const nlohmann::json probe = probeMetrics(*task);
     const bool decoder = config.task == TrainTask::CausalLm;
     r.trackedPoint = config.task == TrainTask::Image || decoder ? "out" : "ffn_out";
-    r.maxInfNormPerLayer = probe["max_inf_norm"][r.trackedPoint].get<std::vector<double>>();
-    r.kurtosisPerLayer = probe["kurtosis"][r.trackedPoint].get<std::vector<double>>();
-    r.maxInfNorm = *std::max_element(r.maxInfNormPerLayer.begin(), r.maxInfNormPerLayer.end());
-    r.avgKurtosis = std::accumulate(r.kurtosisPerLayer.begin(), r.kurtosisPerLayer.end(), 0.0) /
-                    double(r.kurtosisPerLayer.size());
+    // The tracked tensor's per-layer max inf norm and kurtosis on the probe batch; the largest and the mean.
+    const auto outlierMetrics = [&](std::vector<double>& maxPerLayer, std::vector<double>& kurtosisPerLayer,
+                                    double& maxInfNorm, double& avgKurtosis) {
+        const nlohmann::json probe = probeMetrics(*task);
+        maxPerLayer = probe["max_inf_norm"][r.trackedPoint].get<std::vector<double>>();
+        kurtosisPerLayer = probe["kurtosis"][r.trackedPoint].get<std::vector<double>>();
+        maxInfNorm = *std::max_element(maxPerLayer.begin(), maxPerLayer.end());
+        avgKurtosis = std::accumulate(kurtosisPerLayer.begin(), kurtosisPerLayer.end(), 0.0) /
+                      double(kurtosisPerLayer.size());
+    };
+    outlierMetrics(r.maxInfNormPerLayer, r.kurtosisPerLayer, r.maxInfNorm, r.avgKurtosis);
 
     if (e.transform.any()) {
         r.transform = e.transform.describe();
@@ -154,6 +159,8 @@ QuantResult runQuantExperiment(const QuantExperiment& e,
         });
         progress(r.transform + ": floating point after the transform");
         r.transformedFloatMetric = task->evaluate().second;
+        std::vector<double> maxPerLayer, kurtosisPerLayer;
+        outlierMetrics(maxPerLayer, kurtosisPerLayer, r.transformedMaxInfNorm, r.transformedAvgKurtosis);
         checkCancel();
     }
     const auto saved = snapshotParameters(module);

@@ -57,6 +57,9 @@ struct QuantResult
     double transformedFloatMetric =
         0; ///< the floating-point metric after the transform (should equal floatMetric)
     TransformReport transformReport;
+    /// maxInfNorm and avgKurtosis of the same tensor after the transform (a rotation spreads the stream's
+    /// outliers; SmoothQuant leaves the stream as it was)
+    double transformedMaxInfNorm = 0, transformedAvgKurtosis = 0;
     std::vector<double> quantMetrics; ///< one per seed
     double quantMean = 0, quantStd = 0;
     std::string

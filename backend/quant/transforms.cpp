@@ -5,12 +5,17 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
+#include <optional>
+
 namespace outlierlens {
 
 std::string ModelTransform::describe() const
 {
-    if (smoothQuantAlpha) return "smoothquant " + numberText(*smoothQuantAlpha);
-    return {};
+    std::vector<std::string> parts;
+    if (smoothQuantAlpha) parts.push_back("smoothquant " + numberText(*smoothQuantAlpha));
+    if (rotate) parts.push_back("hadamard rotation");
+    return joinedText(parts, ", ");
 }
 
 at::Tensor ChannelMaxSink::transform(QuantSite site, int layer, const at::Tensor& batched)
@@ -69,16 +74,99 @@ void smoothQuant(const std::vector<NormReaders>& norms,
     }
 }
 
+torch::Tensor sylvesterHadamard(std::int64_t n)
+{
+    if (n < 1 || (n & (n - 1)) != 0) throw Error("a Sylvester Hadamard matrix needs a power of 2");
+    torch::Tensor h = torch::ones({1, 1}, torch::kDouble);
+    while (h.size(0) < n)
+        h = torch::cat({torch::cat({h, h}, 1), torch::cat({h, -h}, 1)}, 0);
+    return h;
+}
+
+torch::Tensor randomizedHadamard(std::int64_t d, std::uint64_t seed)
+{
+    if (d < 1) throw Error("a rotation needs at least one dimension");
+    const std::int64_t pow2 = d & -d; // the largest power of 2 dividing d
+    const std::int64_t rest = d / pow2;
+    at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+    torch::Tensor q = sylvesterHadamard(pow2) / std::sqrt(double(pow2));
+    if (rest > 1) {
+        const auto [orthogonal, r] = torch::linalg_qr(torch::randn({rest, rest}, gen, torch::kDouble));
+        // Fix QR's sign freedom so the factor is a draw from the uniform (Haar) distribution.
+        const torch::Tensor haar = (orthogonal * torch::sign(torch::diagonal(r)).unsqueeze(0)).contiguous();
+        // The Kronecker product q (x) haar.
+        q = (q.unsqueeze(1).unsqueeze(3) * haar.unsqueeze(0).unsqueeze(2)).reshape({d, d});
+    }
+    const torch::Tensor signs = torch::randint(0, 2, {d}, gen, torch::kLong).to(torch::kDouble) * 2 - 1;
+    return signs.unsqueeze(1) * q;
+}
+
+void rotateResidualStream(const ResidualStream& stream, std::uint64_t seed)
+{
+    if (!stream.refusal.empty()) throw Error("rotation: " + stream.refusal);
+    if (stream.tables.empty()) throw Error("rotation: the model has no embedding table");
+    const std::int64_t d = stream.tables.front().size(1);
+    const torch::Tensor q = randomizedHadamard(d, seed);
+    torch::NoGradGuard noGrad;
+    // Weights as [out, in] float64, and back.
+    const auto outIn = [](const torch::Tensor& w, bool rows) {
+        return (rows ? w.t() : w).to(torch::kDouble);
+    };
+    const auto store = [](const torch::Tensor& w, const torch::Tensor& v, bool rows) {
+        w.copy_(rows ? v.t() : v);
+    };
+    for (const NormReaders& n : stream.norms) {
+        for (const NormReader& r : n.readers)
+            if (r.first != 0 || r.weight.size(r.inputOnRows ? 0 : 1) != d)
+                throw Error("rotation: " + n.name +
+                            " is read in slices (per-head gates), which a rotation of the stream mixes");
+        torch::Tensor gamma = n.weight.to(torch::kDouble);
+        if (n.onePlusWeight) gamma = gamma + 1.0;
+        const bool shifted = n.bias.defined() && n.bias.abs().max().item<double>() > 0;
+        for (const NormReader& r : n.readers) {
+            torch::Tensor w = outIn(r.weight, r.inputOnRows);
+            if (shifted) {
+                if (!r.ensureBias) throw Error("rotation: a layer reading " + n.name + " cannot take a bias");
+                const torch::Tensor b = r.ensureBias();
+                b.copy_(b.to(torch::kDouble) + w.matmul(n.bias.to(torch::kDouble)));
+            }
+            store(r.weight, (w * gamma.unsqueeze(0)).matmul(q), r.inputOnRows);
+        }
+        n.weight.fill_(n.onePlusWeight ? 0.0 : 1.0);
+        if (n.bias.defined()) n.bias.zero_();
+        n.rotateNorm(
+            (q.t().matmul(torch::ones({d}, torch::kDouble)) / std::sqrt(double(d))).to(torch::kFloat));
+    }
+    std::optional<torch::Tensor> online;
+    for (const ResidualWriter& w : stream.writers) {
+        torch::Tensor m = q.t().matmul(outIn(w.weight, w.inputOnRows));
+        if (w.rotateInput) {
+            if (!online) online = randomizedHadamard(m.size(1), seed + 1);
+            m = m.matmul(*online);
+            w.rotateInput(online->to(torch::kFloat));
+        }
+        store(w.weight, m, w.inputOnRows);
+        if (w.bias.defined()) w.bias.copy_(w.bias.to(torch::kDouble).matmul(q));
+    }
+    for (const torch::Tensor& table : stream.tables)
+        table.copy_(table.to(torch::kDouble).matmul(q));
+    stream.rotateFinalNorm(q.to(torch::kFloat));
+}
+
 TransformReport applyTransform(torch::nn::Module& module, const ModelTransform& transform,
                                const std::function<void(ActivationSink&)>& calibrate)
 {
     TransformReport report;
     if (!transform.any()) return report;
+    // Refused before anything changes.
     const std::vector<NormReaders> norms = preNormsOf(module);
+    const ResidualStream stream = transform.rotate ? residualStreamOf(module) : ResidualStream{};
+    if (!stream.refusal.empty()) throw Error("rotation: " + stream.refusal);
     ChannelMaxSink before;
     calibrate(before);
     report.normedMaxBefore = before.overallMax();
     if (transform.smoothQuantAlpha) smoothQuant(norms, before.maxima(), *transform.smoothQuantAlpha);
+    if (transform.rotate) rotateResidualStream(stream, transform.rotationSeed);
     ChannelMaxSink after;
     calibrate(after);
     report.normedMaxAfter = after.overallMax();

@@ -8,9 +8,11 @@
 
 #include <torch/types.h>
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -24,9 +26,11 @@ namespace outlierlens {
 struct ModelTransform
 {
     std::optional<double> smoothQuantAlpha; ///< SmoothQuant's migration strength in [0, 1]; none: off
+    bool rotate = false;                    ///< rotateResidualStream() after any smoothing
+    std::uint64_t rotationSeed = 0;
 
-    bool any() const { return smoothQuantAlpha.has_value(); }
-    /// "smoothquant 0.5"; "" when nothing is applied.
+    bool any() const { return smoothQuantAlpha.has_value() || rotate; }
+    /// "smoothquant 0.5, hadamard rotation"; "" when nothing is applied.
     std::string describe() const;
 };
 
@@ -56,6 +60,23 @@ private:
 /// alpha outside [0, 1] or a norm the calibration never reached.
 void smoothQuant(const std::vector<NormReaders>& norms,
                  const std::map<std::pair<int, QuantSite>, torch::Tensor>& maxima, double alpha);
+
+/// Sylvester's Hadamard matrix of order n (a power of 2): entries +-1, H H^T = n I; float64.
+torch::Tensor sylvesterHadamard(std::int64_t n);
+
+/// A seeded orthogonal d x d matrix (float64) that spreads any one coordinate over all of them: random
+/// signs times the Kronecker product of the normalised Hadamard matrix of the largest power of 2 dividing
+/// d with a random orthogonal matrix (QR of a Gaussian) of the odd rest, which is 1 when d is a power of 2.
+torch::Tensor randomizedHadamard(std::int64_t d, std::uint64_t seed);
+
+/// QuaRot's rotation of the residual stream, x -> x Q with Q = randomizedHadamard(d, seed), folded into the
+/// weights: each pre-norm's scale and bias move into the layers reading it (biases created where needed),
+/// which then read the rotated stream (W Q); writers write into it (Q^T W, b Q); embedding and position
+/// tables rotate (E Q); LayerNorms take their mean along the rotated ones vector; the final norm reads
+/// through Q^T. The FFN's down projections also get QuaRot's online rotation of their input
+/// (randomizedHadamard(f, seed + 1), folded into the weight). The floating-point function is unchanged.
+/// Throws Error with the stream's refusal, or when a pre-norm has readers of slices (per-head gates).
+void rotateResidualStream(const ResidualStream& stream, std::uint64_t seed);
 
 /// What applyTransform() measured on the calibration batches.
 struct TransformReport

@@ -17,6 +17,7 @@
 #include <torch/torch.h>
 
 #include <functional>
+#include <map>
 
 using namespace outlierlens;
 using outlierlens::test::expectError;
@@ -91,6 +92,10 @@ private Q_SLOTS:
     void smoothQuantAtAlphaOneEvensTheChannels();
     void smoothQuantRefusesPostNormModels();
     void linearInputsPlacementQuantizesOnlyWhatMatmulsRead();
+    void hadamardMatricesMatchTheirDefinition();
+    void rotationKeepsTheFunction();
+    void rotationSpreadsTheDemoModelsOutliers();
+    void rotationRefusesWhatItCannotPassThrough();
 };
 
 void TestTransforms::smoothQuantKeepsTheFunction()
@@ -163,6 +168,111 @@ void TestTransforms::linearInputsPlacementQuantizesOnlyWhatMatmulsRead()
     sites.sort();
     QCOMPARE(sites,
              (QStringList{"attn_context", "attn_norm", "ffn_intermediate", "ffn_norm", "key", "value"}));
+}
+
+void TestTransforms::hadamardMatricesMatchTheirDefinition()
+{
+    for (std::int64_t n : {1, 2, 8, 64}) {
+        const torch::Tensor h = sylvesterHadamard(n);
+        auto a = h.accessor<double, 2>();
+        for (std::int64_t i = 0; i < n; ++i)
+            for (std::int64_t j = 0; j < n; ++j) // H_ij = (-1)^popcount(i & j)
+                QCOMPARE(a[i][j], __builtin_popcountll(std::uint64_t(i & j)) % 2 ? -1.0 : 1.0);
+    }
+    expectError([] { sylvesterHadamard(12); }, QStringList{"power of 2"});
+    // Orthogonal for any size; for a power of 2 every entry is +-1/sqrt(d), so no coordinate keeps its
+    // weight: one outlier dimension is spread evenly over all of them.
+    for (std::int64_t d : {64, 96, 100, 7, 1}) {
+        const torch::Tensor q = randomizedHadamard(d, 3);
+        QCOMPARE(q.sizes(), (torch::IntArrayRef{d, d}));
+        const double offIdentity =
+            (q.matmul(q.t()) - torch::eye(d, torch::kDouble)).abs().max().item<double>();
+        QVERIFY2(offIdentity < 1e-12, qPrintable(QString("d %1: |Q Q^T - I| %2").arg(d).arg(offIdentity)));
+        QVERIFY(torch::equal(q, randomizedHadamard(d, 3)));
+        QVERIFY(!torch::equal(q, randomizedHadamard(d, 4)) || d == 1);
+    }
+    const torch::Tensor q = randomizedHadamard(64, 0);
+    QVERIFY((q.abs() - 1.0 / 8.0).abs().max().item<double>() < 1e-15);
+}
+
+void TestTransforms::rotationKeepsTheFunction()
+{
+    for (Subject& s : preNormSubjects()) {
+        const ResidualStream stream = residualStreamOf(s.module());
+        if (!stream.refusal.empty()) continue; // rotationRefusesWhatItCannotPassThrough()
+        const torch::Tensor before = s.run(nullptr);
+        ChannelMaxSink maxima;
+        s.run(&maxima);
+        rotateResidualStream(stream, 11);
+        const torch::Tensor after = s.run(nullptr);
+        const double diff = relativeDiff(after, before);
+        QVERIFY2(diff < 1e-4,
+                 qPrintable(QString("%1: relative difference %2").arg(s.name.c_str()).arg(diff)));
+        ChannelMaxSink again;
+        s.run(&again);
+        QVERIFY2(std::abs(again.overallMax() - maxima.overallMax()) > 1e-3 * maxima.overallMax(),
+                 s.name.c_str());
+    }
+}
+
+namespace {
+
+/// The Pearson kurtosis of every layer's block output, over all its values.
+class KurtosisSink : public ActivationSink
+{
+public:
+    bool wants(CapturePoint point, int) const override { return point == CapturePoint::Out; }
+    void put(CapturePoint, int layer, const at::Tensor& batched) override
+    {
+        const torch::Tensor x = batched.to(torch::kDouble).flatten();
+        const torch::Tensor c = x - x.mean();
+        kurtosis[layer] = (c.pow(4).mean() / c.pow(2).mean().pow(2)).item<double>();
+        maxAbs[layer] = x.abs().max().item<double>();
+    }
+    std::map<int, double> kurtosis, maxAbs;
+};
+
+} // namespace
+
+void TestTransforms::rotationSpreadsTheDemoModelsOutliers()
+{
+    // backcopy-vanilla's stream carries outliers of several hundred in a few dimensions
+    // (docs/demo-models.md); rotated, the same values spread over all of them.
+    DecoderNetwork net = DecoderNetwork::load(OUTLIERLENS_SOURCE_DIR "/sample_data/models/backcopy-vanilla");
+    net.module().to(torch::kFloat); // stored in float16: rotated in float32, as `quantize` loads it
+    const torch::Tensor ids = torch::randint(net.config().vocabSize, {4, 64},
+                                             at::make_generator<at::CPUGeneratorImpl>(9), torch::kLong);
+    torch::NoGradGuard noGrad;
+    KurtosisSink before, after;
+    const torch::Tensor logits = net.forward(ids, {}, &before).logits;
+    rotateResidualStream(residualStreamOf(net.module()), 0);
+    QVERIFY(relativeDiff(net.forward(ids, {}, &after).logits, logits) < 1e-4);
+    QCOMPARE(after.kurtosis.size(), before.kurtosis.size());
+    double largest = 0;
+    for (const auto& [layer, kurtosis] : before.kurtosis) {
+        largest = std::max(largest, kurtosis);
+        // Measured: kurtosis 9 / 186 / 94 -> 4.2 / 32 / 12.5, max |x| 26 / 468 / 781 -> 10 / 246 / 368.
+        QVERIFY2(after.kurtosis[layer] < kurtosis / 2, qPrintable(QString("layer %1 kurtosis %2 -> %3")
+                                                                      .arg(layer + 1)
+                                                                      .arg(kurtosis)
+                                                                      .arg(after.kurtosis[layer])));
+        QVERIFY(after.maxAbs[layer] < 0.6 * before.maxAbs[layer]);
+    }
+    QVERIFY2(largest > 50, qPrintable(QString("largest kurtosis %1").arg(largest)));
+}
+
+void TestTransforms::rotationRefusesWhatItCannotPassThrough()
+{
+    DecoderNetwork gemma = DecoderNetwork::load(fixture("families/gemma2/hf"));
+    QVERIFY(residualStreamOf(gemma.module()).refusal.find("post-attention") != std::string::npos);
+    expectError([&] { rotateResidualStream(residualStreamOf(gemma.module()), 0); }, QStringList{"Gemma 2"});
+    DecoderNetwork gated = DecoderNetwork::load(fixture("decoders/opt-oft-gated-linear-seed0/hf"));
+    expectError([&] { rotateResidualStream(residualStreamOf(gated.module()), 0); },
+                QStringList{"per-head gates"});
+    BertNetwork bert = BertNetwork::load(fixture("bert/hf"));
+    QVERIFY(residualStreamOf(bert.module()).refusal.find("post-LN") != std::string::npos);
+    VitNetwork vit = VitNetwork::load(fixture("vit/timm"));
+    QVERIFY(residualStreamOf(*vit.module()).refusal.find("ViT") != std::string::npos);
 }
 
 QTEST_GUILESS_MAIN(TestTransforms)
