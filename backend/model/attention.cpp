@@ -78,24 +78,23 @@ torch::Tensor AttentionGates::forward(const torch::Tensor& x)
     const auto B = x.size(0), T = x.size(1);
     if (m_kind == GateKind::AllHeadsLinear)
         return torch::sigmoid(linearLayer(m_allHeads, x)).permute({0, 2, 1}); // [B, H, T]
-    // Each head's gate sees that head's d_head slice of the block input.
+    // Each head's gate sees that head's d_head slice of the block input, or all of it once its first
+    // layer has been widened to d_model inputs (zero outside the slice: a rotation, norm_readers.h).
     const torch::Tensor heads = x.view({B, T, m_numHeads, m_headDim});
     std::vector<torch::Tensor> logits;
     logits.reserve(std::size_t(m_numHeads));
+    auto product = [](const torch::nn::LinearImpl* l, const torch::Tensor& in) {
+        return linearLayer(in, l->weight, l->bias);
+    };
     for (int h = 0; h < m_numHeads; ++h) {
-        const torch::Tensor slice = heads.select(2, h);
         const auto& gate = (*m_perHead)[std::size_t(h)];
-        auto product = [](const torch::nn::LinearImpl* l, const torch::Tensor& in) {
-            return linearLayer(in, l->weight, l->bias);
-        };
-        torch::Tensor out;
-        if (m_kind == GateKind::Linear) {
-            out = product(gate->as<torch::nn::Linear>(), slice);
-        } else { // Linear, ReLU, Linear: the two products as every other linear layer's
-            const torch::nn::SequentialImpl& mlp = *gate->as<torch::nn::Sequential>();
-            out = product(mlp[2]->as<torch::nn::Linear>(),
-                          torch::relu(product(mlp[0]->as<torch::nn::Linear>(), slice)));
-        }
+        const torch::nn::LinearImpl* first =
+            m_kind == GateKind::Linear ? gate->as<torch::nn::Linear>()
+                                       : (*gate->as<torch::nn::Sequential>())[0]->as<torch::nn::Linear>();
+        const torch::Tensor in = first->weight.size(1) == m_headDim ? heads.select(2, h) : x;
+        torch::Tensor out = product(first, in);
+        if (m_kind == GateKind::Mlp) // Linear, ReLU, Linear: the two products as every other linear layer's
+            out = product((*gate->as<torch::nn::Sequential>())[2]->as<torch::nn::Linear>(), torch::relu(out));
         logits.push_back(out.squeeze(-1)); // [B, T]
     }
     return torch::sigmoid(torch::stack(logits, 1)); // [B, H, T]

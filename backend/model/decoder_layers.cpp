@@ -348,9 +348,10 @@ torch::Tensor blockOut(const torch::Tensor& out, const CaptureScope& capture)
     return capture.quant(QuantSite::FfnResidual, out);
 }
 
-torch::Tensor DecoderLmImpl::logits(const torch::Tensor& lastHidden) const
+torch::Tensor DecoderLmImpl::logits(const torch::Tensor& lastHidden, const torch::Tensor& head) const
 {
-    return linearLayer(lastHidden, weightAs(headWeight(), lastHidden.scalar_type()), {});
+    return linearLayer(lastHidden, weightAs(head.defined() ? head : headWeight(), lastHidden.scalar_type()),
+                       {});
 }
 
 } // namespace outlierlens::decoder

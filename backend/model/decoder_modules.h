@@ -215,7 +215,9 @@ public:
     virtual Naming naming() const = 0;
     /// Logits [B, T, V] in the compute dtype from the last hidden state: the head without bias by
     /// default (Phi: with its bias; Gemma 2: soft-capped).
-    virtual torch::Tensor logits(const torch::Tensor& lastHidden) const;
+    /// `head` [V, E], when defined, replaces the head's weight (a floating-point copy kept while the model's
+    /// own is quantized); a bias and a soft cap still apply.
+    virtual torch::Tensor logits(const torch::Tensor& lastHidden, const torch::Tensor& head = {}) const;
     /// Every block's pre-norms with the weights that read them, in order (SmoothQuant's migration); empty
     /// where blocks normalise after the residual sum (post-LN OPT): no norm there feeds only linears.
     virtual std::vector<NormReaders> preNorms() { return {}; }

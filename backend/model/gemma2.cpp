@@ -124,9 +124,9 @@ public:
         return rotaryBody(config, ids, positions, pass, *embed_tokens, blocks, *norm, normalizer);
     }
 
-    torch::Tensor logits(const torch::Tensor& lastHidden) const override
+    torch::Tensor logits(const torch::Tensor& lastHidden, const torch::Tensor& head) const override
     {
-        const torch::Tensor raw = DecoderLmImpl::logits(lastHidden);
+        const torch::Tensor raw = DecoderLmImpl::logits(lastHidden, head);
         const double cap = config.finalLogitSoftcap;
         return cap > 0 ? torch::tanh(raw / cap) * cap : raw;
     }

@@ -46,12 +46,6 @@ ResidualStream residualStreamOf(torch::nn::Module& module)
             "BERT normalises after the residual sum (post-LN): the norm's output is the "
             "next residual, so a rotation cannot pass through it");
     ResidualStream stream = std::move(*found);
-    if (stream.refusal.empty())
-        for (const NormReaders& n : stream.norms)
-            for (const NormReader& r : n.readers)
-                if (r.first != 0 || r.weight.size(r.inputOnRows ? 0 : 1) != n.weight.size(0))
-                    return ResidualStream::refused(n.name + " is read in slices (per-head gates), which a "
-                                                            "rotation of the stream mixes");
     return stream;
 }
 

@@ -24,7 +24,9 @@ struct NormReader
 {
     torch::Tensor weight; ///< [out, in] (nn.Linear), or [in, out] for GPT-2's Conv1D (inputOnRows)
     bool inputOnRows = false;
-    std::int64_t first = 0; ///< it reads the norm's channels [first, first + in): per-head gates read a slice
+    /// It reads the norm's channels [first, first + in): per-head gates read a slice. A slice reader reads
+    /// all channels once its weight is widened to the norm's width (zero outside the slice).
+    std::int64_t first = 0;
     /// Its bias [out], created as zeros if it has none (a rotation folds the norm's bias into it); empty
     /// where the reader cannot take one.
     std::function<torch::Tensor()> ensureBias;

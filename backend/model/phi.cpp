@@ -101,10 +101,12 @@ public:
         return rotaryBody(config, ids, positions, pass, *embed_tokens, blocks, *final_layernorm);
     }
 
-    torch::Tensor logits(const torch::Tensor& lastHidden) const override
+    torch::Tensor logits(const torch::Tensor& lastHidden, const torch::Tensor& head) const override
     {
-        if (!lm_head) return DecoderLmImpl::logits(lastHidden);
-        return lm_head->forward(lastHidden); // with its bias
+        if (!lm_head) return DecoderLmImpl::logits(lastHidden, head);
+        if (!head.defined()) return lm_head->forward(lastHidden); // with its bias
+        const auto dtype = lastHidden.scalar_type();
+        return linearLayer(lastHidden, weightAs(head, dtype), weightAs(lm_head->bias, dtype));
     }
     std::vector<NormReaders> preNorms() override
     {

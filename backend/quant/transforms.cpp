@@ -116,10 +116,16 @@ void rotateResidualStream(const ResidualStream& stream, std::uint64_t seed)
         w.copy_(rows ? v.t() : v);
     };
     for (const NormReaders& n : stream.norms) {
-        for (const NormReader& r : n.readers)
-            if (r.first != 0 || r.weight.size(r.inputOnRows ? 0 : 1) != d)
-                throw Error("rotation: " + n.name +
-                            " is read in slices (per-head gates), which a rotation of the stream mixes");
+        // Slice readers (per-head gates) read all channels from now on, through zeros outside their slice.
+        for (const NormReader& r : n.readers) {
+            const std::int64_t in = r.weight.size(r.inputOnRows ? 0 : 1);
+            if (r.first == 0 && in == d) continue;
+            if (r.inputOnRows) throw Error("rotation: a Conv1D reads a slice of " + n.name);
+            torch::Tensor wide = torch::zeros({r.weight.size(0), d}, r.weight.options());
+            wide.narrow(1, r.first, in).copy_(r.weight);
+            torch::Tensor handle = r.weight; // the parameter itself: set_data changes it in the module
+            handle.set_data(wide);
+        }
         torch::Tensor gamma = n.weight.to(torch::kDouble);
         if (n.onePlusWeight) gamma = gamma + 1.0;
         const bool shifted = n.bias.defined() && n.bias.abs().max().item<double>() > 0;

@@ -134,6 +134,7 @@ public:
         auto* lm = dynamic_cast<decoder::DecoderLmImpl*>(&m_net->module());
         if (!lm) throw Error("causal LM: the decoder module has no LM head");
         m_headFloat = lm->headWeight().detach().to(torch::kFloat).clone();
+        m_lm = lm;
     }
 
     std::pair<std::string, double> evaluate(ActivationSink* sink = nullptr) override
@@ -219,7 +220,8 @@ private:
     {
         if (!m_headFloat.defined()) return m_net->forward(ids, {}, sink, true).logits;
         const torch::Tensor hidden = m_net->forward(ids, {}, sink, false).lastHidden;
-        return torch::linear(hidden.to(torch::kFloat), m_headFloat);
+        // The layout's own head computation (Phi's bias, Gemma 2's soft cap) with the float weight.
+        return m_lm->logits(hidden.to(torch::kFloat), m_headFloat);
     }
 
     torch::Tensor validBlocks(std::int64_t start, std::int64_t count) const
@@ -309,7 +311,8 @@ private:
     torch::Tensor m_validIds;                   ///< bigram-backcopy: the held-out sequences [N, T]
     /// Keys of the generated sequences outside the training steps' (which are >= 0).
     static constexpr std::int64_t kValidIndex = -1, kCalibrationIndex = -2;
-    torch::Tensor m_headFloat; ///< [V, E] set by keepHeadInFloat()
+    torch::Tensor m_headFloat;                    ///< [V, E] set by keepHeadInFloat()
+    const decoder::DecoderLmImpl* m_lm = nullptr; ///< the network's LM module, set with m_headFloat
     std::int64_t m_trainCount = 0, m_validCount = 0, m_validOffset = 0;
 };
 

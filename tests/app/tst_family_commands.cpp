@@ -24,6 +24,8 @@
 #include <QRegularExpression>
 #include <QSet>
 #include <QTemporaryDir>
+#include <nlohmann/json.hpp>
+
 #include <QtTest>
 
 #include <filesystem>
@@ -136,6 +138,41 @@ private Q_SLOTS:
                     QStringLiteral("--seq-length"), QStringLiteral("24")});
         QVERIFY2(q.exitCode == 0, qPrintable(q.err));
         QVERIFY2(q.out.contains(QStringLiteral("W8A8")), qPrintable(q.out));
+
+        // ... after SmoothQuant's migration and (but for Gemma 2, refused) the Hadamard rotation: the same
+        // floating-point perplexity, and quantized numbers.
+        QStringList transformed = {QStringLiteral("quantize"),
+                                   QStringLiteral("--model"),
+                                   model,
+                                   QStringLiteral("--data"),
+                                   QStringLiteral("text:") + kText,
+                                   QStringLiteral("--calib-batches"),
+                                   QStringLiteral("2"),
+                                   QStringLiteral("--seeds"),
+                                   QStringLiteral("1"),
+                                   QStringLiteral("--eval-batches"),
+                                   QStringLiteral("2"),
+                                   QStringLiteral("--batch-size"),
+                                   QStringLiteral("4"),
+                                   QStringLiteral("--seq-length"),
+                                   QStringLiteral("24"),
+                                   QStringLiteral("--smoothquant"),
+                                   QStringLiteral("0.5"),
+                                   QStringLiteral("--rotate"),
+                                   QStringLiteral("hadamard")};
+        const Run t = runApp(transformed);
+        if (family == QStringLiteral("gemma2")) {
+            QCOMPARE(t.exitCode, 1);
+            QVERIFY2(t.err.contains(QStringLiteral("post-attention")), qPrintable(t.err));
+            transformed = transformed.mid(0, transformed.size() - 2);
+        }
+        const Run u = family == QStringLiteral("gemma2") ? runApp(transformed) : t;
+        QVERIFY2(u.exitCode == 0, qPrintable(u.err));
+        const nlohmann::json result =
+            nlohmann::json::parse(u.out.trimmed().split(QLatin1Char('\n')).last().toStdString());
+        const double fp = result["fp"].get<double>(), after = result["fp_after_transform"].get<double>();
+        QVERIFY2(std::abs(after - fp) < 1e-4 * fp, qPrintable(QString("FP %1, after %2").arg(fp).arg(after)));
+        QVERIFY(result["quantized_mean"].get<double>() > 0);
 
         // weights: the down projection of every layer, under the family's own module name.
         const Run w = runApp({QStringLiteral("weights"), QStringLiteral("--model"), model});

@@ -11,6 +11,7 @@
 #include "../common/tensor_compare.h"
 
 #include "io/hdf5_store.h"
+#include "model/decoder_modules.h"
 #include "model/decoder_network.h"
 #include "model/model_family.h"
 #include "model/runtime.h"
@@ -43,6 +44,23 @@ class TstFamilyParity : public QObject
 
 private Q_SLOTS:
     void initTestCase() { configureTorchThreads(); }
+
+    /// The LM head with a floating-point copy of its weight (what `quantize` uses while the model's own
+    /// weights are quantized) computes what the layout's head does: Phi's bias, Gemma 2's soft cap kept.
+    void headWithAWeightCopyKeepsBiasAndSoftcap()
+    {
+        for (const char* family : {"phi", "gemma2", "llama3"}) {
+            DecoderNetwork net = DecoderNetwork::load(fixture(std::string("families/") + family + "/hf"));
+            const torch::Tensor ids = torch::arange(9).view({1, 9});
+            torch::NoGradGuard noGrad;
+            const torch::Tensor expected = net.forward(ids).logits;
+            const auto* lm = dynamic_cast<const decoder::DecoderLmImpl*>(&net.module());
+            QVERIFY(lm);
+            const torch::Tensor hidden = net.forward(ids, {}, nullptr, false).lastHidden;
+            const torch::Tensor actual = lm->logits(hidden, lm->headWeight().to(torch::kFloat).clone());
+            OL_COMPARE_TENSORS(QString(family), actual, expected, 1e-6);
+        }
+    }
 
     void captures_data()
     {
