@@ -55,11 +55,13 @@ int runIntervene(const QStringList& args)
         {"tensor",
          "out (the block output, default), ffn_out, attn_out, attn_probs (the attention after the "
          "softmax: --keys are removed from it), or attn_context (the heads' outputs: those of --heads are "
-         "set to 0 at --tokens, a head ablated; in a gated model, its gate shut).",
+         "set to 0 at --tokens, a head ablated; in a gated model, its gate shut), or attn_gate (gated "
+         "attention: the gates of --heads set to --set at --tokens; --set 1 forces them open).",
          "name"},
         {"keys", "attn_probs: key positions, 0-based, that the chosen queries no longer attend to (e.g. 0).",
          "list"},
-        {"heads", "attn_probs, attn_context: heads, 1-based, comma-separated (default: all).", "list"},
+        {"heads", "attn_probs, attn_context, attn_gate: heads, 1-based, comma-separated (default: all).",
+         "list"},
         {"no-renormalize",
          "attn_probs: leave the rest of each row as it is (default: rescale it to its former sum, as if the "
          "keys were masked)."},
@@ -79,16 +81,20 @@ int runIntervene(const QStringList& args)
         i.layer = cmd.intValue("layer", 1, 1, 100000) - 1;
         i.tensor = cmd.isSet("tensor") ? cmd.value("tensor") : "out";
         if (i.tensor != "out" && i.tensor != "ffn_out" && i.tensor != "attn_out" &&
-            i.tensor != "attn_probs" && i.tensor != "attn_context")
-            throw UsageException{
-                "--tensor must be out, ffn_out, attn_out, attn_probs or attn_context, found '" + i.tensor +
-                "'"};
-        const bool attention = i.tensor == "attn_probs", heads = i.tensor == "attn_context";
+            i.tensor != "attn_probs" && i.tensor != "attn_context" && i.tensor != "attn_gate")
+            throw UsageException{"--tensor must be out, ffn_out, attn_out, attn_probs, attn_context or "
+                                 "attn_gate, found '" +
+                                 i.tensor + "'"};
+        const bool attention = i.tensor == "attn_probs", heads = i.tensor == "attn_context",
+                   gate = i.tensor == "attn_gate";
         if (attention != cmd.isSet("keys"))
             throw UsageException{attention ? "--tensor attn_probs needs --keys"
                                            : "--keys goes with --tensor attn_probs"};
-        if (!attention && !heads && cmd.isSet("heads"))
-            throw UsageException{"--heads goes with --tensor attn_probs or attn_context"};
+        if (!attention && !heads && !gate && cmd.isSet("heads"))
+            throw UsageException{"--heads goes with --tensor attn_probs, attn_context or attn_gate"};
+        if (gate && (cmd.isSet("dims") || (cmd.isSet("set") && cmd.value("set") == "mean")))
+            throw UsageException{"--tensor attn_gate sets whole heads' gates to zero or a number (--set 1: "
+                                 "forced open); --dims and --set mean do not apply"};
         if (!attention && cmd.isSet("no-renormalize"))
             throw UsageException{"--no-renormalize goes with --tensor attn_probs"};
         if ((attention || heads) && (cmd.isSet("dims") || cmd.isSet("set")))

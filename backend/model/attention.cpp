@@ -159,7 +159,7 @@ torch::Tensor multiHeadAttention(const AttentionSpec& spec, const torch::Tensor&
     if (gates.enabled()) {
         const torch::Tensor pi = gates.forward(x); // [B, H, T]
         capture.put(CapturePoint::AttnGate, pi);
-        context = context * pi.unsqueeze(-1);
+        context = context * capture.quant(QuantSite::AttnGate, pi).unsqueeze(-1);
     }
     return capture.quant(QuantSite::AttnContext, context.permute({0, 2, 1, 3}).reshape({B, T, H * dh}));
 }

@@ -121,6 +121,8 @@ std::string quantSiteName(QuantSite site)
         return "pooler";
     case QuantSite::Logits:
         return "logits";
+    case QuantSite::AttnGate:
+        return "attn_gate";
     }
     std::abort();
 }

@@ -45,6 +45,7 @@ enum class QuantSite {
     AttnScores,
     AttnProbs,
     AttnContext,
+    AttnGate, ///< the gates' (or An et al.'s context scale's) values [B, H, T]; never quantized
     AttnOut,
     AttnResidual,
     AttnNorm,

@@ -186,13 +186,13 @@ torch::Tensor attend(torch::Tensor scores, const torch::Tensor& qh, const torch:
         // The gates are float32 (tiny), whatever the compute dtype.
         const torch::Tensor pi = gates.forward(gateInput.to(torch::kFloat)).to(dtype); // [B, H, T]
         put(capture, CapturePoint::AttnGate, pi);
-        context = context * pi.unsqueeze(-1);
+        context = context * capture.quant(QuantSite::AttnGate, pi).unsqueeze(-1);
     }
     if (sink.contextScale) {
         const torch::Tensor scale =
             2.0 * torch::sigmoid(sink.contextScale->forward(gateInput)).permute({0, 2, 1});
         put(capture, CapturePoint::AttnGate, scale); // [B, H, T], in (0, 2)
-        context = context * scale.unsqueeze(-1);
+        context = context * capture.quant(QuantSite::AttnGate, scale).unsqueeze(-1);
     }
     return context.permute({0, 2, 1, 3}).reshape({B, T, H * dh});
 }

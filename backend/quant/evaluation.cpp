@@ -269,6 +269,10 @@ InterventionResult runInterventionExperiment(const QuantExperiment& e, const Int
     }
     progress("with the intervention (" + r.description + "): evaluating");
     r.intervenedMetric = task->evaluate(&sink).second;
+    if (sink.applied() == 0)
+        throw Error("intervention: layer " + std::to_string(intervention.layer + 1) + " never produced its " +
+                    intervention.tensor +
+                    (intervention.tensor == "attn_gate" ? " (the model has no gates)" : std::string()));
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     return r;
 }

@@ -45,6 +45,11 @@ std::string Intervention::describe() const
         return "layer " + std::to_string(layer + 1) + " attention, " + headText + ": output set to 0 at " +
                (tokens.empty() ? std::string("every query")
                                : (tokens.size() == 1 ? "query " : "queries ") + joined(tokens));
+    if (tensor == "attn_gate")
+        return "layer " + std::to_string(layer + 1) + " attention, " + headText + ": gate set to " +
+               (value == Value::Zero ? std::string("0 (shut)") : numberText(constant)) + " at " +
+               (tokens.empty() ? std::string("every query")
+                               : (tokens.size() == 1 ? "query " : "queries ") + joined(tokens));
     if (tensor == "attn_probs") {
         return "layer " + std::to_string(layer + 1) + " attention, " + headText + ": " +
                (keys.size() == 1 ? "key " : "keys ") + joined(keys) + " removed from " +
@@ -71,9 +76,12 @@ void Intervention::validate() const
 {
     if (layer < 0) throw Error("intervention: layer must be at least 1");
     if (tensor != "out" && tensor != "ffn_out" && tensor != "attn_out" && tensor != "attn_probs" &&
-        tensor != "attn_context")
+        tensor != "attn_context" && tensor != "attn_gate")
         throw Error("intervention: tensor '" + tensor +
-                    "', expected out, ffn_out, attn_out, attn_probs or attn_context");
+                    "', expected out, ffn_out, attn_out, attn_probs, attn_context or attn_gate");
+    if (tensor == "attn_gate" && (value == Value::Mean || !dims.empty()))
+        throw Error(
+            "intervention: attn_gate sets whole heads' gates to 0 or a number (no dimensions, no mean)");
     if (tensor == "attn_context" && (value != Value::Zero || !dims.empty()))
         throw Error("intervention: attn_context sets whole heads' outputs to 0 (no dimensions, no value)");
     if (tensor != "attn_probs" && !keys.empty())
@@ -99,8 +107,9 @@ QuantSite interventionSite(const std::string& tensor, bool postLayerNormBert)
     if (tensor == "out") return postLayerNormBert ? QuantSite::FfnNorm : QuantSite::FfnResidual;
     if (tensor == "attn_probs") return QuantSite::AttnProbs;
     if (tensor == "attn_context") return QuantSite::AttnContext;
+    if (tensor == "attn_gate") return QuantSite::AttnGate;
     throw Error("intervention: tensor '" + tensor +
-                "', expected out, ffn_out, attn_out, attn_probs or attn_context");
+                "', expected out, ffn_out, attn_out, attn_probs, attn_context or attn_gate");
 }
 
 InterventionSink::InterventionSink(Intervention intervention, QuantSite site, ActivationSink* inner)
@@ -158,6 +167,21 @@ at::Tensor InterventionSink::ablateHeads(const at::Tensor& context) const
     return context.masked_fill(mask.reshape({1, T, H * dh}), 0);
 }
 
+at::Tensor InterventionSink::setGates(const at::Tensor& gates) const
+{
+    const Intervention& i = m_intervention;
+    if (gates.dim() != 3)
+        throw Error("intervention: the gates of layer " + std::to_string(i.layer + 1) +
+                    " are not [batch, heads, queries]");
+    const std::int64_t H = gates.size(1), T = gates.size(2);
+    for (std::int64_t h : i.heads)
+        if (h >= H)
+            throw Error("intervention: head " + std::to_string(h + 1) + ", the layer has " +
+                        std::to_string(H));
+    const torch::Tensor cells = chosen(i.heads, H).view({1, H, 1}) & chosen(i.tokens, T).view({1, 1, T});
+    return gates.masked_fill(cells, i.value == Intervention::Value::Zero ? 0.0 : i.constant);
+}
+
 torch::Tensor InterventionSink::means() const
 {
     return m_count ? m_sum / double(m_count) : torch::Tensor();
@@ -168,6 +192,8 @@ at::Tensor InterventionSink::transform(QuantSite site, int layer, const at::Tens
     const Intervention& i = m_intervention;
     if (site == QuantSite::AttnProbs && layer == i.layer && batched.dim() == 4) m_heads = batched.size(1);
     if (site != m_site || layer != i.layer) return batched;
+    ++m_applied;
+    if (i.tensor == "attn_gate") return m_collecting ? batched : setGates(batched);
     if (i.tensor == "attn_probs") return removeKeys(batched);
     if (i.tensor == "attn_context") return ablateHeads(batched);
     if (batched.dim() != 3)

@@ -19,16 +19,19 @@ struct Intervention
     int layer = 0; ///< 0-based
     /// attn_out, ffn_out or out (DESIGN.md's capture names), attn_probs: keys removed from the attention,
     /// or attn_context: the output of the chosen heads (P V, times the gate where there is one) set to 0
-    /// at the chosen queries (a head ablated; for a gated model, its gate shut)
+    /// at the chosen queries (a head ablated; for a gated model, its gate shut), or attn_gate: the chosen
+    /// heads' gate values (gated attention, An et al.'s context scale) set to 0 or to a constant (1: forced
+    /// open) at the chosen queries
     std::string tensor = "out";
     std::vector<std::int64_t> dims;   ///< hidden dimensions, 0-based; empty: every dimension
     std::vector<std::int64_t> tokens; ///< token positions (attn_probs: queries), 0-based; empty: every one
     Value value = Value::Zero;
     double constant = 0; ///< Value::Constant
     // attn_probs: the keys whose probability becomes 0 for the chosen queries of the chosen heads.
-    std::vector<std::int64_t> keys;  ///< key positions, 0-based; at least one
-    std::vector<std::int64_t> heads; ///< attn_probs, attn_context: heads, 0-based; empty: every head
-    bool renormalize = true;         ///< the rest of each row rescaled to sum to 1 (as if masked)
+    std::vector<std::int64_t> keys; ///< key positions, 0-based; at least one
+    std::vector<std::int64_t>
+        heads;               ///< attn_probs, attn_context, attn_gate: heads, 0-based; empty: every head
+    bool renormalize = true; ///< the rest of each row rescaled to sum to 1 (as if masked)
 
     /// "layer 2 out, dims 17,42, token 0: set to their mean", "layer 1 attention, every head: key 0 removed
     /// from every query, renormalised" (layers and heads 1-based).
@@ -56,6 +59,8 @@ public:
     void setCollecting(bool collecting) { m_collecting = collecting; }
     /// The collected means, [dims] (every dimension when Intervention::dims is empty); undefined before.
     torch::Tensor means() const;
+    /// How many batches reached the intervention's site (a model without gates never reaches attn_gate).
+    std::int64_t applied() const { return m_applied; }
 
     bool wants(CapturePoint point, int layer) const override
     {
@@ -71,6 +76,7 @@ public:
 private:
     at::Tensor removeKeys(const at::Tensor& probs) const;
     at::Tensor ablateHeads(const at::Tensor& context) const;
+    at::Tensor setGates(const at::Tensor& gates) const;
 
     Intervention m_intervention;
     QuantSite m_site;
@@ -79,6 +85,7 @@ private:
     torch::Tensor m_sum; ///< [dims] float64
     std::int64_t m_count = 0;
     std::int64_t m_heads = 0; ///< the layer's heads, from its attention (AttnProbs comes before AttnContext)
+    std::int64_t m_applied = 0;
 };
 
 } // namespace outlierlens

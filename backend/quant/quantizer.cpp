@@ -314,6 +314,7 @@ at::Tensor QuantizationSink::transform(QuantSite site, int layer, const at::Tens
     if (m_options.onlyLayer && *m_options.onlyLayer != layer) return batched;
     if (m_options.placement == ActivationPlacement::LinearInputs && !isLinearInput(site)) return batched;
     if (site == QuantSite::Logits && !m_options.quantizeLogits) return batched;
+    if (site == QuantSite::AttnGate) return batched; // the gates stay in floating point
     const std::pair<int, int> key{layer, int(site)};
     auto it = m_quantizers.find(key);
     if (it == m_quantizers.end()) {

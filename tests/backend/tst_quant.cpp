@@ -92,6 +92,7 @@ private Q_SLOTS:
     void interventionOnTokensAndMeans();
     void removingAKeyEqualsMaskingIt();
     void ablatingAHeadEqualsZeroingItsOutputColumns();
+    void settingAGateEqualsAGateThatIgnoresItsInput();
     void keysAndValuesTakeTheirOwnBits();
 };
 
@@ -650,6 +651,48 @@ void TestQuant::keysAndValuesTakeTheirOwnBits()
     same.activationBits = 4, same.estimator = RangeEstimator::CurrentMinMax;
     QuantizationSink four(same);
     QVERIFY(distinct(four.transform(QuantSite::Key, 0, x)) <= 16);
+}
+
+void TestQuant::settingAGateEqualsAGateThatIgnoresItsInput()
+{
+    // A gate forced to c equals a gate whose weights are 0 and whose bias is logit(c): sigmoid gives c
+    // whatever it reads (c = 1: bias 40, sigmoid(40) rounds to 1 in float32).
+    for (const double c : {1.0, 0.3}) {
+        DecoderConfig d = DecoderConfig::preset("opt-tiny");
+        d.variant.gate = GateKind::Linear;
+        DecoderNetwork decoder = DecoderNetwork::create(d, 4), edited = DecoderNetwork::create(d, 4);
+        const torch::Tensor ids = torch::randint(0, d.vocabSize, {2, 10});
+        Intervention open;
+        open.layer = 1, open.tensor = "attn_gate", open.heads = {2};
+        open.value = Intervention::Value::Constant, open.constant = c;
+        InterventionSink sink(open, interventionSite("attn_gate", false));
+        int edits = 0;
+        {
+            torch::NoGradGuard noGrad;
+            for (auto& p : edited.module().named_parameters()) {
+                if (p.key().find("layers.1.self_attn.alpha.2.weight") != std::string::npos)
+                    p.value().zero_(), ++edits;
+                if (p.key().find("layers.1.self_attn.alpha.2.bias") != std::string::npos)
+                    p.value().fill_(c == 1.0 ? 40.0 : std::log(c / (1 - c))), ++edits;
+            }
+        }
+        QCOMPARE(edits, 2);
+        c10::InferenceMode guard;
+        const torch::Tensor a = decoder.forward(ids, {}, &sink).logits, e = edited.forward(ids).logits;
+        QVERIFY(relativeChange(a, decoder.forward(ids).logits) > 1e-5);
+        QVERIFY2((a - e).abs().max().item<double>() < 1e-5,
+                 qPrintable(QString::number((a - e).abs().max().item<double>())));
+    }
+    Intervention described;
+    described.tensor = "attn_gate", described.heads = {0}, described.value = Intervention::Value::Constant;
+    described.constant = 1;
+    QCOMPARE(described.describe(), std::string("layer 1 attention, head 1: gate set to 1 at every query"));
+    described.value = Intervention::Value::Mean;
+    QVERIFY_THROWS_EXCEPTION(Error, described.validate());
+    // The quantizers leave the gates in floating point.
+    QuantizationSink quant{QuantOptions{}};
+    const torch::Tensor pi = torch::rand({1, 2, 3});
+    QVERIFY(torch::equal(quant.transform(QuantSite::AttnGate, 0, pi), pi));
 }
 
 QTEST_GUILESS_MAIN(TestQuant)
