@@ -167,7 +167,7 @@ int runQuantize(const QStringList& args)
          "Before quantizing (and after --smoothquant), rotate the residual stream as QuaRot does: 'hadamard' "
          "(a randomized Hadamard matrix for any hidden size, folded into the weights with the norms' scales; "
          "the FFN's down projection also reads its input through one). The floating-point model is "
-         "unchanged. Pre-norm decoders except Gemma 2.",
+         "unchanged. Pre-norm decoders except Gemma 2, pre-LN ViTs except CLIP's.",
          "kind"},
         {"weights-only", "Quantize weights only (activations stay in floating point)."},
         {"activations-only", "Quantize activations only (weights stay in floating point)."},

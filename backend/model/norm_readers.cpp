@@ -32,10 +32,7 @@ ResidualStream residualStreamOf(torch::nn::Module& module)
 {
     const auto streamOf = [](torch::nn::Module* m) -> std::optional<ResidualStream> {
         if (auto* lm = dynamic_cast<decoder::DecoderLmImpl*>(m)) return lm->residualStream();
-        if (dynamic_cast<VisionTransformerImpl*>(m))
-            return ResidualStream::refused(
-                "rotating a ViT's stream (class token, registers, positions, patch "
-                "projection, LayerScale) is not implemented yet; SmoothQuant applies");
+        if (auto* vit = dynamic_cast<VisionTransformerImpl*>(m)) return vit->residualStream();
         return std::nullopt;
     };
     std::optional<ResidualStream> found = streamOf(&module);

@@ -58,9 +58,25 @@ VitBlockImpl::VitBlockImpl(const VitConfig& c)
     spec = AttentionSpec{c.numHeads, c.headDim(), c.variant};
 }
 
+namespace {
+
+/// The LayerNorm `ln`, or after a rotation of the stream the same LayerNorm in the rotated basis: the mean
+/// is the component along the unit vector `meanAxis`.
+torch::Tensor blockNorm(const torch::nn::LayerNorm& ln, const torch::Tensor& meanAxis, const torch::Tensor& x)
+{
+    if (!meanAxis.defined()) return layerNormOf(ln, x);
+    const torch::Tensor u = meanAxis.to(x.scalar_type());
+    const torch::Tensor y = x - torch::matmul(x, u).unsqueeze(-1) * u;
+    const double eps = ln->options.eps();
+    return y * torch::rsqrt(y.pow(2).mean(-1, /*keepdim=*/true) + eps) * ln->weight.to(x.scalar_type()) +
+           ln->bias.to(x.scalar_type());
+}
+
+} // namespace
+
 torch::Tensor VitBlockImpl::forward(const torch::Tensor& x, const CaptureScope& capture)
 {
-    const torch::Tensor h = capture.quant(QuantSite::AttnNorm, layerNormOf(norm1, x));
+    const torch::Tensor h = capture.quant(QuantSite::AttnNorm, blockNorm(norm1, meanAxis, x));
     const std::vector<torch::Tensor> parts = linearLayer(qkv, h).chunk(3, -1); // timm's row order: q, k, v
     // The gates see the attention's input: the LayerNorm output of this pre-LN block.
     const torch::Tensor context = multiHeadAttention(
@@ -71,10 +87,11 @@ torch::Tensor VitBlockImpl::forward(const torch::Tensor& x, const CaptureScope& 
     attnOut = capture.quant(QuantSite::AttnOut, attnOut);
     if (ls1Gamma.defined()) attnOut = attnOut * ls1Gamma; // the capture is before LayerScale (DESIGN.md)
     const torch::Tensor afterAttention = capture.quant(QuantSite::AttnResidual, x + attnOut);
-    const torch::Tensor inner = capture.quant(
-        QuantSite::FfnIntermediate,
-        activate(linearLayer(fc1, capture.quant(QuantSite::FfnNorm, layerNormOf(norm2, afterAttention))),
-                 hiddenAct));
+    torch::Tensor inner = activate(
+        linearLayer(fc1, capture.quant(QuantSite::FfnNorm, blockNorm(norm2, meanAxis, afterAttention))),
+        hiddenAct);
+    if (fc2InputRotation.defined()) inner = torch::matmul(inner, fc2InputRotation.to(inner.scalar_type()));
+    inner = capture.quant(QuantSite::FfnIntermediate, inner);
     capture.put(CapturePoint::DownIn, inner);
     torch::Tensor ffnOut = linearLayer(fc2, inner);
     capture.put(CapturePoint::FfnOut, ffnOut);
@@ -162,7 +179,8 @@ VitOutputs VisionTransformerImpl::forward(const torch::Tensor& pixels, Activatio
         x = blocks[i]->as<VitBlock>()->forward(x, CaptureScope(sink, int(i)));
     VitOutputs out;
     out.sequence = x;
-    out.normed = layerNormOf(norm, x);
+    out.normed = layerNormOf(
+        norm, finalInputRotation.defined() ? torch::matmul(x, finalInputRotation.to(x.scalar_type())) : x);
     out.lastHiddenState = config.lastHiddenNormed ? out.normed : x;
     out.pooled = out.normed.select(1, 0);
     if (head) {
@@ -176,9 +194,15 @@ VitOutputs VisionTransformerImpl::forward(const torch::Tensor& pixels, Activatio
 
 std::vector<NormReaders> VisionTransformerImpl::preNorms()
 {
-    const auto reader = [](const torch::nn::Linear& linear) {
+    const auto reader = [](torch::nn::Linear linear) {
         NormReader r;
         r.weight = linear->weight;
+        torch::nn::LinearImpl* l = linear.get();
+        r.ensureBias = [l]() -> torch::Tensor {
+            if (!l->bias.defined()) // a layer built without one (timm's qkv_bias=False): used, not saved
+                l->bias = torch::zeros({l->weight.size(0)}, l->weight.options());
+            return l->bias;
+        };
         return r;
     };
     const auto norm = [](const std::string& name, int layer, QuantSite site, const torch::nn::LayerNorm& n) {
@@ -197,12 +221,53 @@ std::vector<NormReaders> VisionTransformerImpl::preNorms()
         NormReaders attn = norm(at + "norm1", int(i), QuantSite::AttnNorm, b.norm1);
         attn.readers.push_back(reader(b.qkv));
         b.gates.appendReaders(attn.readers);
+        attn.rotateNorm = [&b](const torch::Tensor& axis) { b.meanAxis = axis; };
         out.push_back(std::move(attn));
         NormReaders ffn = norm(at + "norm2", int(i), QuantSite::FfnNorm, b.norm2);
         ffn.readers.push_back(reader(b.fc1));
+        ffn.rotateNorm = [&b](const torch::Tensor& axis) { b.meanAxis = axis; };
         out.push_back(std::move(ffn));
     }
     return out;
+}
+
+ResidualStream VisionTransformerImpl::residualStream()
+{
+    if (normPre)
+        return ResidualStream::refused("CLIP's vision tower normalises the embeddings before the first block "
+                                       "(pre_layrnorm), so the stream starts after a norm a rotation cannot "
+                                       "pass");
+    if (patchNorm)
+        return ResidualStream::refused(
+            "the patch embedding ends in a LayerNorm, which a rotation cannot pass");
+    if (!config.lastHiddenNormed)
+        return ResidualStream::refused("the model's output is the stream itself, which a rotation changes");
+    torch::NoGradGuard noGrad;
+    const std::int64_t d = config.hiddenSize;
+    ResidualStream s;
+    // Tables added into the stream: the class token, registers and positions.
+    s.tables = {clsToken.view({-1, d}), posEmbed.view({-1, d})};
+    if (regToken.defined()) s.tables.push_back(regToken.view({-1, d}));
+    // The patch projection writes the patches' d channels: its kernel as [d, C p p].
+    s.writers.push_back({patchProj->weight.view({d, -1}), false, patchProj->bias, {}});
+    for (std::size_t i = 0; i < blocks->size(); ++i) {
+        VitBlockImpl& b = *blocks[i]->as<VitBlockImpl>();
+        // LayerScale folded into the layer it scales (the same function), then 1.
+        for (auto [gamma, linear] :
+             {std::pair{b.ls1Gamma, b.proj.get()}, std::pair{b.ls2Gamma, b.fc2.get()}}) {
+            if (!gamma.defined()) continue;
+            linear->weight.mul_(gamma.unsqueeze(1));
+            if (linear->bias.defined()) linear->bias.mul_(gamma);
+            gamma.fill_(1.0);
+        }
+        s.writers.push_back({b.proj->weight, false, b.proj->bias, {}});
+        VitBlockImpl* block = &b;
+        s.writers.push_back({b.fc2->weight, false, b.fc2->bias,
+                             [block](const torch::Tensor& rotation) { block->fc2InputRotation = rotation; }});
+    }
+    s.norms = preNorms();
+    s.rotateFinalNorm = [this](const torch::Tensor& q) { finalInputRotation = q.t().contiguous(); };
+    return s;
 }
 
 } // namespace outlierlens

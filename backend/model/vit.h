@@ -33,6 +33,9 @@ public:
     AttentionGates gates;
     torch::nn::Dropout attnDropout{nullptr};
     torch::Tensor ls1Gamma, ls2Gamma; ///< [d] LayerScale; undefined without it
+    /// After a rotation of the stream (model/norm_readers.h): norm1's and norm2's mean is the component along
+    /// this unit vector [d], and fc2 reads its input through fc2InputRotation [f, f]; undefined otherwise.
+    torch::Tensor meanAxis, fc2InputRotation;
     AttentionSpec spec;
     std::string hiddenAct;
 };
@@ -62,6 +65,9 @@ public:
     torch::Tensor patchPositions(std::int64_t rows, std::int64_t cols) const;
     /// Each block's norm1 (read by qkv and the gates) and norm2 (read by fc1), for SmoothQuant.
     std::vector<NormReaders> preNorms();
+    /// What a rotation of the stream touches (LayerScale folded into the writers first); refused for a
+    /// norm before the blocks or after the patch projection (CLIP, patch_embed.norm).
+    ResidualStream residualStream();
 
     VitConfig config;
     torch::nn::Conv2d patchProj{nullptr};
@@ -72,6 +78,7 @@ public:
     torch::nn::ModuleList blocks{nullptr};
     torch::nn::LayerNorm norm{nullptr};
     torch::nn::Linear head{nullptr};
+    torch::Tensor finalInputRotation; ///< after a rotation: the final norm reads the stream through it
 };
 TORCH_MODULE(VisionTransformer);
 
