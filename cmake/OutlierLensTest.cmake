@@ -21,5 +21,6 @@ function(outlierlens_add_test name)
     set_tests_properties(${name} PROPERTIES
         LABELS "${T_LABELS}"
         TIMEOUT ${T_TIMEOUT}
-        ENVIRONMENT "QT_QPA_PLATFORM=offscreen;OUTLIERLENS_DATA_DIR=${PROJECT_SOURCE_DIR}/sample_data")
+        # Qt Test's watchdog (5 minutes per test function by default) as patient as ctest.
+        ENVIRONMENT "QT_QPA_PLATFORM=offscreen;OUTLIERLENS_DATA_DIR=${PROJECT_SOURCE_DIR}/sample_data;QTEST_FUNCTION_TIMEOUT=${T_TIMEOUT}000")
 endfunction()

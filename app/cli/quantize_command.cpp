@@ -1,6 +1,7 @@
 // `outlierlens quantize`: simulated W8A8 (or any bit width) post-training quantization of a model
 // folder, calibrated on a few batches and evaluated over several seeds; one row of the paper's tables.
 
+#include "cli/progress_printer.h"
 #include "cli/task_data_options.h"
 
 #include "common/atomic_file.h"
@@ -11,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -172,6 +174,10 @@ int runQuantize(const QStringList& args)
         {"weights-only", "Quantize weights only (activations stay in floating point)."},
         {"activations-only", "Quantize activations only (weights stay in floating point)."},
         {"sensitivity", "Also quantize each layer's activations alone and rank layers by the damage."},
+        {"json-progress",
+         "Report progress as JSON lines on stdout, as `outlierlens train` does ({\"type\": \"progress\", "
+         "\"step\": .., \"total\": .., ...}: loading, the floating-point evaluation, the transform, each "
+         "seed); the app's job list reads them. The messages stay on stderr."},
     });
     if (auto code = cmd.parse(args)) return *code;
     return cmd.guarded([&]() -> int {
@@ -233,12 +239,20 @@ int runQuantize(const QStringList& args)
         if (cmd.isSet("out")) // before the experiment, not after it
             for (const char* ext : {".json", ".csv"})
                 checkCanWrite(cmd.value("out") + ext);
+        // Stages: loading, floating point, (the transform's calibration and FP again,) each seed; the
+        // sensitivity's layers count as the last stage.
+        const std::int64_t stages = 2 + (e.transform.any() ? 2 : 0) + e.seeds;
+        std::int64_t stage = 0;
+        ProgressPrinter printer("quantize", "stages", true);
+        const bool jsonProgress = cmd.isSet("json-progress");
         const QuantResult r = runQuantExperiment(
             e,
-            [](const std::string& message) {
+            [&](const std::string& message) {
                 std::fprintf(stderr, "outlierlens quantize: %s\n", message.c_str());
+                if (jsonProgress) printer.update(std::min(stage++, stages - 1), stages);
             },
             &interruptFlag());
+        if (jsonProgress) printer.update(stages, stages);
         const nlohmann::json j = toJson(e, r);
         if (cmd.isSet("out")) {
             const std::string prefix = cmd.value("out");

@@ -263,6 +263,13 @@ QString JobManager::queueFigures(const QString& title, const QStringList& argume
                         folder + QStringLiteral("/index.html"));
 }
 
+QString JobManager::queueQuantize(const QString& title, const QStringList& arguments, const QString& prefix)
+{
+    return queueCommand(QStringLiteral("quantize"), title,
+                        arguments + QStringList{QStringLiteral("--out"), prefix},
+                        QFileInfo(prefix).absolutePath(), prefix + QStringLiteral(".json"));
+}
+
 QString JobManager::queueCommand(const QString& kind, const QString& title, const QStringList& arguments,
                                  const QString& folder, const QString& output)
 {

@@ -20,7 +20,7 @@ namespace outlierlens {
 struct JobInfo
 {
     QString id;
-    QString kind; ///< "train", "stats" or "figures"
+    QString kind; ///< "train", "stats", "figures" or "quantize"
     QString title;
     QStringList arguments; ///< of `outlierlens`, e.g. {"train", "--config", ...}
     QString folder;        ///< train: the run folder; stats: the folder of the output file
@@ -58,6 +58,11 @@ public:
     /// Queues `outlierlens figures` with the given arguments (without "figures" and --out) into
     /// `folder`; it has finished when <folder>/index.html exists (the command writes it last).
     QString queueFigures(const QString& title, const QStringList& arguments, const QString& folder);
+    /// Queues `outlierlens quantize` with the given arguments (without "quantize" and --out), writing
+    /// PREFIX.json and PREFIX.csv; it has finished when PREFIX.json exists.
+    QString queueQuantize(const QString& title, const QStringList& arguments, const QString& prefix);
+    /// The folder of the jobs' logs and generated files.
+    QString jobsDir() const { return m_jobsDir; }
     /// SIGTERM: a training run saves a checkpoint and stops; a statistics run stops without output.
     void cancel(const QString& id);
     /// Queues `outlierlens train --resume` for a stopped or interrupted run. Returns why not ("" when

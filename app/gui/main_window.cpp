@@ -18,6 +18,7 @@
 #include "model_catalog.h"
 #include "outliers_page.h"
 #include "overview_page.h"
+#include "quantization_page.h"
 #include "statistics_dialog.h"
 #include "sweeps_page.h"
 #include "systematic_page.h"
@@ -77,6 +78,7 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
     m_systematic = new SystematicPage(m_controller);
     m_sweeps = new SweepsPage;
     m_figures = new FiguresPage(jobs);
+    m_quantization = new QuantizationPage(jobs);
     m_jobs = new JobsPage(jobs);
     m_pages->addTab(m_headView, tr("H&ead"));
     m_pages->addTab(m_layerPage, tr("&Layer"));
@@ -88,6 +90,7 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
     m_pages->addTab(m_compare, tr("&Compare"));
     m_pages->addTab(m_teaching, tr("&Teaching"));
     m_pages->addTab(m_sweeps, tr("&Sweeps"));
+    m_pages->addTab(m_quantization, tr("&Quantization"));
     m_pages->addTab(m_figures, tr("Fi&gures"));
     m_pages->addTab(m_jobs, tr("&Jobs"));
     setCentralWidget(m_pages);
@@ -202,6 +205,7 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
     connect(m_compare, &ComparePage::failed, this, &MainWindow::showError);
     connect(m_teaching, &TeachingPage::failed, this, &MainWindow::showError);
     connect(m_sweeps, &SweepsPage::failed, this, &MainWindow::showError);
+    connect(m_quantization, &QuantizationPage::failed, this, &MainWindow::showError);
     connect(m_pages, &QTabWidget::currentChanged, this, &MainWindow::refreshCurrentPage);
     connect(m_controller, &InspectionController::statisticsReady, this, [this] { refreshCurrentPage(); });
 

@@ -35,6 +35,7 @@ class LayerPage;
 class OutliersPage;
 class OverviewGrid;
 class SweepsPage;
+class QuantizationPage;
 class SystematicPage;
 class TeachingPage;
 
@@ -125,6 +126,7 @@ private:
     SystematicPage* m_systematic = nullptr;
     LayerPage* m_layerPage = nullptr;
     SweepsPage* m_sweeps = nullptr;
+    QuantizationPage* m_quantization = nullptr;
     FiguresPage* m_figures = nullptr;
     JobsPage* m_jobs = nullptr;
     QComboBox* m_modelBox = nullptr;

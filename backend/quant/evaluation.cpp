@@ -124,6 +124,7 @@ QuantResult runQuantExperiment(const QuantExperiment& e,
     std::unique_ptr<TrainingTask> task = loadTask(e, config, progress);
     torch::nn::Module& module = task->module();
     auto* mlm = dynamic_cast<BertForMaskedLMImpl*>(&module);
+    checkTransformApplies(module, e.transform); // a refusal before the floating-point evaluation
 
     QuantResult r;
     progress("floating point: evaluating");

@@ -159,6 +159,15 @@ void rotateResidualStream(const ResidualStream& stream, std::uint64_t seed)
     stream.rotateFinalNorm(q.to(torch::kFloat));
 }
 
+void checkTransformApplies(torch::nn::Module& module, const ModelTransform& transform)
+{
+    if (!transform.any()) return;
+    preNormsOf(module);
+    if (transform.rotate)
+        if (const ResidualStream stream = residualStreamOf(module); !stream.refusal.empty())
+            throw Error("rotation: " + stream.refusal);
+}
+
 TransformReport applyTransform(torch::nn::Module& module, const ModelTransform& transform,
                                const std::function<void(ActivationSink&)>& calibrate)
 {

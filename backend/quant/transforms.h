@@ -78,6 +78,9 @@ torch::Tensor randomizedHadamard(std::int64_t d, std::uint64_t seed);
 /// Throws Error with the stream's refusal, or when a pre-norm has readers of slices (per-head gates).
 void rotateResidualStream(const ResidualStream& stream, std::uint64_t seed);
 
+/// Throws the Error applyTransform() would for a model `transform` does not apply to, before anything runs.
+void checkTransformApplies(torch::nn::Module& module, const ModelTransform& transform);
+
 /// What applyTransform() measured on the calibration batches.
 struct TransformReport
 {
