@@ -52,7 +52,7 @@ const QVector<QuantizationPage::Row>& QuantizationPage::rows()
         {tr("W8A8 per token"), {QStringLiteral("--act-granularity"), QStringLiteral("token")}},
         {tr("W8A8 after SmoothQuant 0.5"), {QStringLiteral("--smoothquant"), QStringLiteral("0.5")}},
         {tr("W8A8 after the Hadamard rotation"), {QStringLiteral("--rotate"), QStringLiteral("hadamard")}},
-        {tr("W4A4 per token (weights per channel)"),
+        {tr("W4A4 per token"),
          {QStringLiteral("--bits-w"), QStringLiteral("4"), QStringLiteral("--bits-a"), QStringLiteral("4"),
           QStringLiteral("--per-channel"), QStringLiteral("--act-granularity"), QStringLiteral("token")}},
         {tr("W4A4 per token, rotated"),
@@ -81,9 +81,8 @@ QuantizationPage::QuantizationPage(JobManager* jobs, QWidget* parent)
     m_compute->setEnabled(false);
     m_table = new QTableWidget(int(rows().size()), Columns);
     m_table->setObjectName(QStringLiteral("quantizationTable"));
-    m_table->setHorizontalHeaderLabels({tr("Setting"), tr("FP"), tr("Quantized (mean ± std over seeds)"),
-                                        tr("FP after the transform"), tr("Max inf norm"), tr("Avg kurtosis"),
-                                        tr("State")});
+    m_table->setHorizontalHeaderLabels({tr("Setting"), tr("FP"), tr("Quantized"), tr("FP after transform"),
+                                        tr("Max inf norm"), tr("Avg kurtosis"), tr("State")});
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_table->verticalHeader()->hide();
@@ -137,8 +136,10 @@ void QuantizationPage::setModel(const ModelInfo& model)
                            QStringLiteral("--nli-train-pairs"),
                            QString::number(data->nliTrainPairs)};
         m_caption->setText(
-            tr("<b>%1</b>: `quantize` on %2 (from %3). Weights 8 bits per tensor unless the row "
-               "says otherwise; activations by the paper's placement (docs/quantization.md).")
+            tr("<b>%1</b>: <i>outlierlens quantize</i> on %2 (%3). Weights 8 bits per tensor unless the "
+               "row says otherwise (W4A4: 4-bit weights per output channel); activations at the paper's "
+               "sites "
+               "(docs/quantization.md); 3 seeds.")
                 .arg(model.name.toHtmlEscaped(), data->spec.toHtmlEscaped(), data->source.toHtmlEscaped()));
     } else {
         m_caption->setText(tr("<b>%1</b>: no data to quantize it on (%2).")
@@ -177,19 +178,23 @@ void QuantizationPage::showRow(int row)
     const QJsonObject result = readResult(resultFile(row));
     if (!result.isEmpty()) {
         const QString metric = result[QStringLiteral("metric")].toString();
-        set(Fp, tr("%1 %2").arg(metric, number(result[QStringLiteral("fp")].toDouble(), metric)));
+        // The metric and the tracked tensor name the columns; the cells hold numbers.
+        m_table->horizontalHeaderItem(Fp)->setText(tr("FP %1").arg(metric));
+        set(Fp, number(result[QStringLiteral("fp")].toDouble(), metric));
+        m_table->horizontalHeaderItem(Quantized)->setToolTip(tr("Mean ± sample std over the seeds"));
         set(Quantized, tr("%1 ± %2").arg(number(result[QStringLiteral("quantized_mean")].toDouble(), metric),
                                          number(result[QStringLiteral("quantized_std")].toDouble(), metric)));
         const bool transformed = !result[QStringLiteral("transform")].toString().isEmpty();
         set(FpAfter, transformed ? number(result[QStringLiteral("fp_after_transform")].toDouble(), metric)
-                                 : tr("(no transform)"));
+                                 : QStringLiteral("–"));
         const QString tensor = result[QStringLiteral("outlier_tensor")].toString();
+        m_table->horizontalHeaderItem(MaxInfNorm)->setText(tr("Max inf norm (%1)").arg(tensor));
+        m_table->horizontalHeaderItem(Kurtosis)->setText(tr("Avg kurtosis (%1)").arg(tensor));
         const auto pair = [&](const char* key, const char* after) {
             const QString before = QString::number(result[QLatin1String(key)].toDouble(), 'f', 2);
             return transformed ? before + QStringLiteral(" → ") +
-                                     QString::number(result[QLatin1String(after)].toDouble(), 'f', 2) +
-                                     QLatin1Char(' ') + tensor
-                               : before + QLatin1Char(' ') + tensor;
+                                     QString::number(result[QLatin1String(after)].toDouble(), 'f', 2)
+                               : before;
         };
         set(MaxInfNorm, pair("max_inf_norm", "max_inf_norm_after_transform"));
         set(Kurtosis, pair("avg_kurtosis", "avg_kurtosis_after_transform"));

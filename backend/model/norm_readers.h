@@ -1,7 +1,8 @@
 #pragma once
-// The thread that runs the model. Which linear layers read each pre-norm's output: what a transform that
-// keeps the model's function (SmoothQuant's migration, docs/quantization.md) edits. Each layout that
-// allows it lists its own (decoder layouts, the ViT engine); the transforms live in backend/quant.
+// The thread that runs the model. The linear structure of the residual stream that transforms keeping a
+// model's function edit (docs/quantization.md, "Transforms"): which layers read each pre-norm's output
+// (SmoothQuant's migration), and which write into the stream (a rotation). Each layout lists its own
+// (decoder layouts, the ViT engine); the transforms themselves live in backend/quant/transforms.h.
 
 #include "model/capture.h"
 
@@ -83,8 +84,9 @@ struct ResidualStream
 /// can be folded into it.
 std::vector<NormReaders> preNormsOf(torch::nn::Module& module);
 
-/// The residual stream of `module` (a decoder's, also inside a task's wrapper); `refusal` says why not
-/// for models whose stream cannot be rotated (post-norms, per-head gates, BERT, ViT for now).
+/// The residual stream of `module` (a decoder's or a ViT's, also inside a task's wrapper); `refusal` says
+/// why not for models whose stream cannot be rotated (BERT, post-LN OPT, Gemma 2's post-norms, CLIP's
+/// pre-encoder norm). A ViT's LayerScale is folded into the layers it scales here (the same function).
 ResidualStream residualStreamOf(torch::nn::Module& module);
 
 } // namespace outlierlens
