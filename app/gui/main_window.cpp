@@ -205,7 +205,6 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
     connect(m_compare, &ComparePage::failed, this, &MainWindow::showError);
     connect(m_teaching, &TeachingPage::failed, this, &MainWindow::showError);
     connect(m_sweeps, &SweepsPage::failed, this, &MainWindow::showError);
-    connect(m_quantization, &QuantizationPage::failed, this, &MainWindow::showError);
     connect(m_pages, &QTabWidget::currentChanged, this, &MainWindow::refreshCurrentPage);
     connect(m_controller, &InspectionController::statisticsReady, this, [this] { refreshCurrentPage(); });
 

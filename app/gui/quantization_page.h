@@ -48,9 +48,6 @@ public:
     /// Row `row`'s result file, PREFIX.json (whether or not it exists yet).
     QString resultFile(int row) const;
 
-Q_SIGNALS:
-    void failed(const QString& message);
-
 private:
     void jobsChanged();
     void showRow(int row);

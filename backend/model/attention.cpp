@@ -49,6 +49,13 @@ void AttentionGates::create(torch::nn::Module& owner, const AttentionVariant& va
     owner.register_module("alpha", m_perHead);
 }
 
+const torch::nn::LinearImpl* AttentionGates::firstLayer(int h) const
+{
+    const auto& gate = (*m_perHead)[std::size_t(h)];
+    return m_kind == GateKind::Linear ? gate->as<torch::nn::Linear>()
+                                      : (*gate->as<torch::nn::Sequential>())[0]->as<torch::nn::Linear>();
+}
+
 void AttentionGates::appendReaders(std::vector<NormReader>& readers) const
 {
     if (m_kind == GateKind::None) return;
@@ -61,10 +68,7 @@ void AttentionGates::appendReaders(std::vector<NormReader>& readers) const
         return;
     }
     for (int h = 0; h < m_numHeads; ++h) {
-        const auto& gate = (*m_perHead)[std::size_t(h)];
-        const torch::nn::LinearImpl* first =
-            m_kind == GateKind::Linear ? gate->as<torch::nn::Linear>()
-                                       : (*gate->as<torch::nn::Sequential>())[0]->as<torch::nn::Linear>();
+        const torch::nn::LinearImpl* first = firstLayer(h);
         NormReader r;
         r.weight = first->weight;
         r.first = std::int64_t(h) * m_headDim;
@@ -87,14 +91,13 @@ torch::Tensor AttentionGates::forward(const torch::Tensor& x)
         return linearLayer(in, l->weight, l->bias);
     };
     for (int h = 0; h < m_numHeads; ++h) {
-        const auto& gate = (*m_perHead)[std::size_t(h)];
-        const torch::nn::LinearImpl* first =
-            m_kind == GateKind::Linear ? gate->as<torch::nn::Linear>()
-                                       : (*gate->as<torch::nn::Sequential>())[0]->as<torch::nn::Linear>();
+        const torch::nn::LinearImpl* first = firstLayer(h);
         const torch::Tensor in = first->weight.size(1) == m_headDim ? heads.select(2, h) : x;
         torch::Tensor out = product(first, in);
         if (m_kind == GateKind::Mlp) // Linear, ReLU, Linear: the two products as every other linear layer's
-            out = product((*gate->as<torch::nn::Sequential>())[2]->as<torch::nn::Linear>(), torch::relu(out));
+            out = product(
+                (*(*m_perHead)[std::size_t(h)]->as<torch::nn::Sequential>())[2]->as<torch::nn::Linear>(),
+                torch::relu(out));
         logits.push_back(out.squeeze(-1)); // [B, T]
     }
     return torch::sigmoid(torch::stack(logits, 1)); // [B, H, T]

@@ -31,6 +31,9 @@ public:
     void appendReaders(std::vector<NormReader>& readers) const;
 
 private:
+    /// Per-head gates: head h's first linear layer (the one reading x).
+    const torch::nn::LinearImpl* firstLayer(int h) const;
+
     GateKind m_kind = GateKind::None;
     int m_numHeads = 0;
     int m_headDim = 0;

@@ -2,6 +2,8 @@
 // row shows what its result file says, the transforms keep the floating-point metric, the per-layer
 // sensitivity becomes a chart, and reopening the model shows the results again without new jobs.
 
+#include "../common/gui_test_home.h"
+
 #include "job_manager.h"
 #include "quantization_page.h"
 
@@ -12,8 +14,6 @@
 #include <QFile>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QSettings>
-#include <QStandardPaths>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -27,17 +27,12 @@ class TstQuantizationPage : public QObject
 private Q_SLOTS:
     void initTestCase()
     {
-        QStandardPaths::setTestModeEnabled(true);
-        qputenv("XDG_DATA_HOME", QFile::encodeName(m_home.path()));
-        qputenv("OUTLIERLENS_DATA_DIR", OUTLIERLENS_SOURCE_DIR "/sample_data");
-        QCoreApplication::setOrganizationName(QStringLiteral("OutlierLensTest"));
-        QCoreApplication::setApplicationName(QStringLiteral("tst_quantization_page"));
-        QSettings().clear();
+        m_jobs = test::startGuiTest(m_home.path(), QStringLiteral("tst_quantization_page"));
     }
 
     void rowsComeFromQuantizeJobs()
     {
-        JobManager jobs(QStringLiteral(OUTLIERLENS_BINARY_DIR "/app/outlierlens"), m_home.path() + "/jobs");
+        JobManager& jobs = *m_jobs;
         QuantizationPage page(&jobs);
         // Small rows: one seed, 2 calibration and 4 evaluation batches of 8 sequences of 32 characters (the
         // documented tables use 3 seeds, 16 and 32 batches of 32 sequences of 64).
@@ -106,6 +101,7 @@ private Q_SLOTS:
 
 private:
     QTemporaryDir m_home;
+    std::unique_ptr<JobManager> m_jobs;
 };
 
 QTEST_MAIN(TstQuantizationPage)

@@ -82,6 +82,21 @@ double relativeDiff(const torch::Tensor& a, const torch::Tensor& b)
            b.to(torch::kDouble).abs().max().item<double>();
 }
 
+/// Runs `transform` on the subject (with the per-channel maxima of one pass) and checks that its output
+/// stays within 1e-4 (relative) while its normed activations do change.
+void checkKeepsTheFunction(Subject& s, const std::function<void(const ChannelMaxSink&)>& transform)
+{
+    const torch::Tensor before = s.run(nullptr);
+    ChannelMaxSink maxima;
+    s.run(&maxima);
+    transform(maxima);
+    const double diff = relativeDiff(s.run(nullptr), before);
+    QVERIFY2(diff < 1e-4, qPrintable(QString("%1: relative difference %2").arg(s.name.c_str()).arg(diff)));
+    ChannelMaxSink again;
+    s.run(&again);
+    QVERIFY2(std::abs(again.overallMax() - maxima.overallMax()) > 1e-3 * maxima.overallMax(), s.name.c_str());
+}
+
 } // namespace
 
 class TestTransforms : public QObject
@@ -102,25 +117,14 @@ private Q_SLOTS:
 
 void TestTransforms::smoothQuantKeepsTheFunction()
 {
-    for (Subject& s : preNormSubjects()) {
-        const torch::Tensor before = s.run(nullptr);
-        ChannelMaxSink maxima;
-        s.run(&maxima);
-        const std::vector<NormReaders> norms = preNormsOf(s.module());
-        QVERIFY2(!norms.empty(), s.name.c_str());
-        // Every pre-norm reached by the pass, and only those.
-        QCOMPARE(maxima.maxima().size(), norms.size());
-        smoothQuant(norms, maxima.maxima(), 0.5);
-        const torch::Tensor after = s.run(nullptr);
-        const double diff = relativeDiff(after, before);
-        QVERIFY2(diff < 1e-4,
-                 qPrintable(QString("%1: relative difference %2").arg(s.name.c_str()).arg(diff)));
-        // ... while the normed activations did change.
-        ChannelMaxSink again;
-        s.run(&again);
-        QVERIFY2(std::abs(again.overallMax() - maxima.overallMax()) > 1e-3 * maxima.overallMax(),
-                 s.name.c_str());
-    }
+    for (Subject& s : preNormSubjects())
+        checkKeepsTheFunction(s, [&](const ChannelMaxSink& maxima) {
+            const std::vector<NormReaders> norms = preNormsOf(s.module());
+            QVERIFY2(!norms.empty(), s.name.c_str());
+            // Every pre-norm reached by the pass, and only those.
+            QCOMPARE(maxima.maxima().size(), norms.size());
+            smoothQuant(norms, maxima.maxima(), 0.5);
+        });
 }
 
 void TestTransforms::smoothQuantAtAlphaOneEvensTheChannels()
@@ -208,18 +212,7 @@ void TestTransforms::rotationKeepsTheFunction()
             refused << QString::fromStdString(s.name);
             continue;
         }
-        const torch::Tensor before = s.run(nullptr);
-        ChannelMaxSink maxima;
-        s.run(&maxima);
-        rotateResidualStream(stream, 11);
-        const torch::Tensor after = s.run(nullptr);
-        const double diff = relativeDiff(after, before);
-        QVERIFY2(diff < 1e-4,
-                 qPrintable(QString("%1: relative difference %2").arg(s.name.c_str()).arg(diff)));
-        ChannelMaxSink again;
-        s.run(&again);
-        QVERIFY2(std::abs(again.overallMax() - maxima.overallMax()) > 1e-3 * maxima.overallMax(),
-                 s.name.c_str());
+        checkKeepsTheFunction(s, [&](const ChannelMaxSink&) { rotateResidualStream(stream, 11); });
     }
     QCOMPARE(refused, (QStringList{"families/gemma2/hf", "families/clip-vision/timm"}));
 }
