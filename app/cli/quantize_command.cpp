@@ -123,6 +123,17 @@ std::string variantText(const QuantOptions& q, const ModelTransform& transform)
     return text;
 }
 
+/// parse(text), its Error reported as a usage error (exit code 2 and the usage hint).
+template<class Parse>
+auto usageChecked(Parse parse, const std::string& text)
+{
+    try {
+        return parse(text);
+    } catch (const Error& err) {
+        throw UsageException{err.what()};
+    }
+}
+
 } // namespace
 
 int runQuantize(const QStringList& args)
@@ -186,33 +197,19 @@ int runQuantize(const QStringList& args)
         e.quant.activationBits = cmd.intValue("bits-a", 8, 2, 16);
         e.quant.kvBits = cmd.intValue("bits-kv", 0, 2, 16);
         e.seeds = cmd.intValue("seeds", 3, 1, 1000);
-        if (cmd.isSet("estimator")) {
-            try {
-                e.quant.estimator = parseRangeEstimator(cmd.value("estimator"));
-            } catch (const Error& err) {
-                throw UsageException{err.what()};
-            }
-        }
-        if (cmd.isSet("act-granularity")) {
-            try {
-                e.quant.activationGranularity = parseActivationGranularity(cmd.value("act-granularity"));
-            } catch (const Error& err) {
-                throw UsageException{err.what()};
-            }
-        }
+        if (cmd.isSet("estimator"))
+            e.quant.estimator = usageChecked(parseRangeEstimator, cmd.value("estimator"));
+        if (cmd.isSet("act-granularity"))
+            e.quant.activationGranularity =
+                usageChecked(parseActivationGranularity, cmd.value("act-granularity"));
         e.quant.keepFpTokens = cmd.intValue("keep-fp", 0, 0, 1000000);
         if (cmd.isSet("rotate")) {
             if (cmd.value("rotate") != "hadamard")
                 throw UsageException{"--rotate takes 'hadamard', found '" + cmd.value("rotate") + "'"};
             e.transform.rotate = true;
         }
-        if (cmd.isSet("placement")) {
-            try {
-                e.quant.placement = parseActivationPlacement(cmd.value("placement"));
-            } catch (const Error& err) {
-                throw UsageException{err.what()};
-            }
-        }
+        if (cmd.isSet("placement"))
+            e.quant.placement = usageChecked(parseActivationPlacement, cmd.value("placement"));
         if (cmd.isSet("smoothquant")) {
             const double alpha = cmd.doubleValue("smoothquant", 0.5);
             if (!(alpha >= 0 && alpha <= 1)) throw UsageException{"--smoothquant takes an alpha in [0, 1]"};
