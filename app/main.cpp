@@ -5,9 +5,11 @@
 #include "cli/command_line.h"
 #include "gui/figures_command.h"
 #include "gui/gui_benchmark.h"
+#include "gui/inspection_controller.h"
 #include "gui/job_manager.h"
 #include "gui/main_window.h"
 #include "gui/screenshot_tour.h"
+#include "gui/transform_box.h"
 #include "model/runtime.h"
 #include "paths.h"
 
@@ -99,6 +101,10 @@ int runGui(int argc, char* argv[])
          QStringLiteral("Window size for --screenshots, WIDTHxHEIGHT (default 1500x920; the input dock keeps "
                         "about a third)."),
          QStringLiteral("WxH"), QStringLiteral("1500x920")},
+        {QStringLiteral("seen-through"),
+         QStringLiteral("Show the model seen through a transform that keeps its function (the Outliers and "
+                        "Systematic pages' choice): none, smoothquant, rotation or smoothquant+rotation."),
+         QStringLiteral("name"), QStringLiteral("none")},
         {QStringLiteral("bench-gui"),
          QStringLiteral("Measure GUI stalls and head redraw times (one JSON line), then quit.")},
         {QStringLiteral("bench-image"), QStringLiteral("--bench-gui: run this image (ViT) instead of text."),
@@ -118,6 +124,14 @@ int runGui(int argc, char* argv[])
         printUsage(stderr);
         return outlierlens::cli::UsageError;
     }
+    const std::optional<outlierlens::ModelTransform> seenThrough =
+        outlierlens::parseSeenThrough(parser.value(QStringLiteral("seen-through")));
+    if (!seenThrough) {
+        std::fprintf(stderr, "outlierlens: --seen-through: expected one of %s, found '%s'\n",
+                     qPrintable(outlierlens::seenThroughNames().join(QStringLiteral(", "))),
+                     qPrintable(parser.value(QStringLiteral("seen-through"))));
+        return outlierlens::cli::UsageError;
+    }
     outlierlens::configureTorchThreads();
     if (parser.isSet(QStringLiteral("bench-gui")) || parser.isSet(QStringLiteral("screenshots"))) {
         // Automated runs keep out of the user's settings and job list, and start from defaults.
@@ -131,6 +145,7 @@ int runGui(int argc, char* argv[])
     outlierlens::MainWindow window(parser.value(QStringLiteral("model")),
                                    data + QStringLiteral("/mnli/mnli_dev_matched.jsonl"),
                                    data + QStringLiteral("/images"), &jobs);
+    window.controller()->setTransform(*seenThrough); // before the first input runs
     window.show();
     if (parser.isSet(QStringLiteral("bench-gui")))
         (new outlierlens::GuiBenchmark(&window, &jobs, parser.value(QStringLiteral("bench-image")),

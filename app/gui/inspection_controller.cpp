@@ -194,6 +194,16 @@ void InspectionController::setOutlierRule(const OutlierCriterion& rule)
         m_worker, [w, rule] { w->setOutlierRule(rule); }, Qt::QueuedConnection);
 }
 
+void InspectionController::setTransform(const ModelTransform& transform)
+{
+    if (transform == m_transform) return;
+    m_transform = transform;
+    InspectionWorker* w = m_worker;
+    QMetaObject::invokeMethod(
+        m_worker, [w, transform] { w->setTransform(transform); }, Qt::QueuedConnection);
+    Q_EMIT transformChanged();
+}
+
 bool InspectionController::statisticsDescribeModel(const StatisticsFile& stats) const
 {
     const auto sha = stats.provenance.find("checkpoint_sha256");

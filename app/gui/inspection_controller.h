@@ -40,6 +40,10 @@ public:
     /// The outlier rule for the inspections asked for from now on; the caller reruns the input.
     void setOutlierRule(const OutlierCriterion& rule);
     const OutlierCriterion& outlierRule() const { return m_outlierRule; }
+    /// The transform the inspections asked for from now on see the model through (none: as trained);
+    /// emits transformChanged when it changes. The caller reruns the input.
+    void setTransform(const ModelTransform& transform);
+    const ModelTransform& transform() const { return m_transform; }
 
     /// The model loaded last (empty name before the first load succeeds).
     const ModelInfo& model() const { return m_model; }
@@ -76,6 +80,8 @@ Q_SIGNALS:
     /// An inspection failed (after failed()): snapshot() is still the previous input's.
     void inspectFailed();
     void busyChanged(bool busy);
+    /// setTransform() changed the transform.
+    void transformChanged();
 
 private:
     enum class Kind { Model, Inspect, Predict, Statistics };
@@ -95,6 +101,7 @@ private:
     bool m_busy = false;
     bool m_fastMode = false;
     OutlierCriterion m_outlierRule;
+    ModelTransform m_transform;
     ModelInfo m_model;
     QString m_requestedDir;
     SnapshotPtr m_snapshot;

@@ -41,6 +41,9 @@ struct ModelInfo
     /// every layer (Mistral) or on the even layers only (Gemma 2). 0: no window.
     int slidingWindow = 0;
     bool windowOnEvenLayersOnly = false;
+    /// Why SmoothQuant, and why a rotation of the residual stream, do not apply to this model (the refusal
+    /// `quantize` gives); empty where they do (quant/transforms.h).
+    QString smoothQuantRefusal, rotationRefusal;
 
     bool isOpen() const { return family != nullptr; }
     /// A decoder LLM: causal attention, keys after the query are masked.
@@ -118,11 +121,17 @@ struct InspectionSnapshot
     QVector<float> ffnOut;   ///< [L][T][d]
     QVector<float> residual; ///< [L][T][d]
     QVector<float> out;      ///< [L][T][d]
+    /// [L][T][d]: the pre-norm's output that the Q/K/V projections read (pre-LN models; empty for BERT and
+    /// post-LN OPT): what SmoothQuant rescales and a quantizer of linear inputs reads.
+    QVector<float> attnIn;
+    /// The transform the model was seen through (ModelTransform::describe(): "hadamard rotation"); empty:
+    /// the model as trained. Its function is the same; the activations are those of the transformed model.
+    QString transform;
 
     /// The rule `outliers` were counted by.
     OutlierCriterion outlierRule;
-    /// [4][L]: outliers of attn_out, ffn_out, residual and out (perLayerNames() order) in every layer,
-    /// so that switching layer or tensor in a view needs no worker. Empty for a tensor not captured.
+    /// [5][L]: outliers of attn_out, ffn_out, residual, out and attn_in (perLayerNames() order) in every
+    /// layer, so that switching layer or tensor in a view needs no worker. Empty for a tensor not captured.
     QVector<QVector<TensorOutliers>> outliers;
 
     SystematicSnapshot systematic;
@@ -161,7 +170,7 @@ struct InspectionSnapshot
     }
     /// The [T][d] tensors kept per layer, in the order of `outliers`.
     static const QStringList& perLayerNames();
-    /// A [T][d] tensor of `layer`; `name` is attn_out, ffn_out, residual or out (anything else: ffn_out).
+    /// The [L][T][d] tensor `name`: attn_out, ffn_out, residual, out or attn_in (anything else: ffn_out).
     const QVector<float>& perLayer(const QString& name) const;
     /// Outliers of tensor `name` (as perLayer) in `layer`; an empty entry when that tensor was not captured.
     const TensorOutliers& outliersOf(const QString& name, int layer) const;

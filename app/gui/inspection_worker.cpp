@@ -17,6 +17,7 @@
 #include "model/runtime.h"
 #include "model/vit_network.h"
 #include "paths.h"
+#include "quant/transforms.h"
 #include "systematic_snapshot.h"
 #include "tasks/data/synthetic_data.h"
 #include "text/imagenet.h"
@@ -159,7 +160,7 @@ TensorOutliers tensorOutliers(const torch::Tensor& x, const OutlierCriterion& cr
 /// Outliers of every per-layer tensor the snapshot keeps, in every layer, by the default criterion.
 /// Memory stays small: counts of [d] and [T] and the outliers' positions (at most 1/k^2 of the
 /// values, Chebyshev) per tensor and layer, beside the [T][d] values the snapshot holds anyway.
-void fillOutliers(InspectionSnapshot& s, const RecordingSink& sink)
+void fillOutliers(InspectionSnapshot& s, const RecordingSink& sink, const SiteRecorder* norms)
 {
     const OutlierCriterion& criterion = s.outlierRule;
     static const CapturePoint kPoints[] = {CapturePoint::AttnOut, CapturePoint::FfnOut,
@@ -177,9 +178,27 @@ void fillOutliers(InspectionSnapshot& s, const RecordingSink& sink)
         }
         s.outliers << layers;
     }
+    QVector<TensorOutliers> attnIn; // perLayerNames()'s last
+    for (int l = 0; norms && !s.attnIn.isEmpty() && l < s.model.layers; ++l)
+        attnIn << tensorOutliers(norms->at(QuantSite::AttnNorm, l)[0], criterion);
+    s.outliers << attnIn;
 }
 
-void fillActivations(InspectionSnapshot& s, const RecordingSink& sink)
+/// [L][T][d]: what the Q/K/V projections of each layer read, as `norms` recorded it; empty when a layer
+/// never passed it (no recorder, or a post-LN model).
+QVector<float> stackAttnInputs(const SiteRecorder* norms, int layers)
+{
+    QVector<float> out;
+    for (int l = 0; norms && l < layers; ++l) {
+        const torch::Tensor x = norms->at(QuantSite::AttnNorm, l);
+        if (!x.defined()) return {};
+        out += toFloats(x[0]);
+    }
+    return out;
+}
+
+/// `norms` (may be null) recorded the AttnNorm site of a pre-LN model's forward pass.
+void fillActivations(InspectionSnapshot& s, const RecordingSink& sink, const SiteRecorder* norms)
 {
     const int L = s.model.layers;
     s.embeddings = toFloats(sink.at("embeddings")[0]);
@@ -192,7 +211,8 @@ void fillActivations(InspectionSnapshot& s, const RecordingSink& sink)
     s.ffnOut = stackLayers(sink, CapturePoint::FfnOut, L);
     s.residual = stackLayers(sink, CapturePoint::Residual, L);
     s.out = stackLayers(sink, CapturePoint::Out, L);
-    fillOutliers(s, sink);
+    s.attnIn = stackAttnInputs(norms, L);
+    fillOutliers(s, sink, norms);
 }
 
 /// What every family reports alike: its attention variant, geometry and checkpoint hash.
@@ -230,73 +250,121 @@ void InspectionWorker::loadModel(quint64 generation, const QString& dirText)
     const FinishGuard guard(this, generation);
     try {
         ensureThreads();
-        const std::string dir = dirText.toStdString();
-        auto model = std::make_unique<Model>();
-        ModelInfo& info = model->info;
-        info.dir = dirText;
-        info.name = QFileInfo(dirText).fileName();
-        info.card = readCard(dir);
-        const ModelFamily& family = modelFamilyOfDir(dir);
-        info.family = &family;
-        if (family.engine == FamilyEngine::Decoder) {
-            model->decoder = std::make_unique<DecoderNetwork>(DecoderNetwork::load(dir));
-            // A folder without tokenizer files runs token ids (as `inspect --input-ids`).
-            if (DecoderTokenizer::existsIn(dir))
-                model->decoderTokenizer = DecoderTokenizer::fromModelDir(dir);
-            const DecoderConfig& c = model->decoder->config();
-            if (model->decoderTokenizer && model->decoderTokenizer->vocabSize() > c.vocabSize)
-                throw Error(dir + ": the tokenizer has " +
-                            std::to_string(model->decoderTokenizer->vocabSize()) +
-                            " tokens but the model's vocab_size is " + std::to_string(c.vocabSize));
-            info.head =
-                QString::fromStdString(c.architectures.empty() ? toString(c.arch) : c.architectures.front());
-            describeAttention(info, c.variant, c.numLayers, c.numHeads, c.hiddenSize, c.headDim(),
-                              model->decoder->checkpointSha256());
-            info.preLayerNorm = c.preLayerNorm();
-            info.slidingWindow = c.slidingWindow;
-            info.windowOnEvenLayersOnly = c.slidingWindowAlternates;
-            if (model->decoderTokenizer)
-                info.tokenizerKind = QString::fromStdString(model->decoderTokenizer->kind());
-            info.noTokenizer = !model->decoderTokenizer;
-        } else if (family.engine == FamilyEngine::Bert) {
-            model->bert = std::make_unique<BertNetwork>(BertNetwork::load(dir));
-            model->tokenizer = std::make_unique<BertTokenizer>(BertTokenizer::fromModelDir(dir));
-            const BertConfig& c = model->bert->config();
-            if (model->tokenizer->vocabSize() != c.vocabSize)
-                throw Error(dir + "/vocab.txt has " + std::to_string(model->tokenizer->vocabSize()) +
-                            " tokens but the model's vocab_size is " + std::to_string(c.vocabSize));
-            info.head = QString::fromStdString(toString(model->bert->head()));
-            describeAttention(info, c.variant, c.numLayers, c.numHeads, c.hiddenSize, c.headDim(),
-                              model->bert->checkpointSha256());
-            for (const auto& l : c.id2label)
-                info.classNames << QString::fromStdString(l);
-            model->synthetic = readSyntheticOptions(dir);
-            info.synthetic = model->synthetic.has_value();
-        } else {
-            model->vit = std::make_unique<VitNetwork>(VitNetwork::load(dir));
-            model->preprocessing =
-                std::make_unique<ImagePreprocessing>(ImagePreprocessing::fromModelDir(dir));
-            const VitConfig& c = model->vit->config();
-            info.head = QString::fromStdString(c.architecture);
-            describeAttention(info, c.variant, c.numLayers, c.numHeads, c.hiddenSize, c.headDim(),
-                              model->vit->checkpointSha256());
-            info.imageSize = c.imageSize, info.gridSize = c.gridSize();
-            info.registers = c.numRegisters;
-            info.preLayerNorm = true;
-            if (!c.id2label.empty())
-                model->classNames = c.id2label;
-            else if (c.numClasses == 1000)
-                model->classNames =
-                    ImageNetClasses::fromFiles(sampleDataFile("imagenet/imagenet_classes_ILSVRC2012.txt"))
-                        .names();
-            for (const auto& l : model->classNames)
-                info.classNames << QString::fromStdString(l);
-        }
+        std::unique_ptr<Model> model = loadFolder(dirText);
+        m_view.reset();
         m_model = std::move(model);
         Q_EMIT modelLoaded(generation, m_model->info);
     } catch (const std::exception& e) {
         Q_EMIT failed(generation, QString::fromStdString(e.what()));
     }
+}
+
+namespace {
+
+/// The network's module, as transforms and An et al.'s weight statistics read it.
+template<class M>
+torch::nn::Module& moduleOf(M& m)
+{
+    if (m.decoder) return m.decoder->module();
+    if (m.bert) return m.bert->module();
+    return *m.vit->module();
+}
+
+/// Why `transform` does not apply to `module` (checkTransformApplies's refusal); empty where it does.
+QString refusalOf(torch::nn::Module& module, const ModelTransform& transform)
+{
+    try {
+        checkTransformApplies(module, transform);
+        return {};
+    } catch (const std::exception& e) {
+        return QString::fromStdString(e.what());
+    }
+}
+
+} // namespace
+
+std::unique_ptr<InspectionWorker::Model> InspectionWorker::loadFolder(const QString& dirText)
+{
+    const std::string dir = dirText.toStdString();
+    auto model = std::make_unique<Model>();
+    ModelInfo& info = model->info;
+    info.dir = dirText;
+    info.name = QFileInfo(dirText).fileName();
+    info.card = readCard(dir);
+    const ModelFamily& family = modelFamilyOfDir(dir);
+    info.family = &family;
+    if (family.engine == FamilyEngine::Decoder) {
+        model->decoder = std::make_unique<DecoderNetwork>(DecoderNetwork::load(dir));
+        // A folder without tokenizer files runs token ids (as `inspect --input-ids`).
+        if (DecoderTokenizer::existsIn(dir)) model->decoderTokenizer = DecoderTokenizer::fromModelDir(dir);
+        const DecoderConfig& c = model->decoder->config();
+        if (model->decoderTokenizer && model->decoderTokenizer->vocabSize() > c.vocabSize)
+            throw Error(dir + ": the tokenizer has " + std::to_string(model->decoderTokenizer->vocabSize()) +
+                        " tokens but the model's vocab_size is " + std::to_string(c.vocabSize));
+        info.head =
+            QString::fromStdString(c.architectures.empty() ? toString(c.arch) : c.architectures.front());
+        describeAttention(info, c.variant, c.numLayers, c.numHeads, c.hiddenSize, c.headDim(),
+                          model->decoder->checkpointSha256());
+        info.preLayerNorm = c.preLayerNorm();
+        info.slidingWindow = c.slidingWindow;
+        info.windowOnEvenLayersOnly = c.slidingWindowAlternates;
+        if (model->decoderTokenizer)
+            info.tokenizerKind = QString::fromStdString(model->decoderTokenizer->kind());
+        info.noTokenizer = !model->decoderTokenizer;
+    } else if (family.engine == FamilyEngine::Bert) {
+        model->bert = std::make_unique<BertNetwork>(BertNetwork::load(dir));
+        model->tokenizer = std::make_unique<BertTokenizer>(BertTokenizer::fromModelDir(dir));
+        const BertConfig& c = model->bert->config();
+        if (model->tokenizer->vocabSize() != c.vocabSize)
+            throw Error(dir + "/vocab.txt has " + std::to_string(model->tokenizer->vocabSize()) +
+                        " tokens but the model's vocab_size is " + std::to_string(c.vocabSize));
+        info.head = QString::fromStdString(toString(model->bert->head()));
+        describeAttention(info, c.variant, c.numLayers, c.numHeads, c.hiddenSize, c.headDim(),
+                          model->bert->checkpointSha256());
+        for (const auto& l : c.id2label)
+            info.classNames << QString::fromStdString(l);
+        model->synthetic = readSyntheticOptions(dir);
+        info.synthetic = model->synthetic.has_value();
+    } else {
+        model->vit = std::make_unique<VitNetwork>(VitNetwork::load(dir));
+        model->preprocessing = std::make_unique<ImagePreprocessing>(ImagePreprocessing::fromModelDir(dir));
+        const VitConfig& c = model->vit->config();
+        info.head = QString::fromStdString(c.architecture);
+        describeAttention(info, c.variant, c.numLayers, c.numHeads, c.hiddenSize, c.headDim(),
+                          model->vit->checkpointSha256());
+        info.imageSize = c.imageSize, info.gridSize = c.gridSize();
+        info.registers = c.numRegisters;
+        info.preLayerNorm = true;
+        if (!c.id2label.empty())
+            model->classNames = c.id2label;
+        else if (c.numClasses == 1000)
+            model->classNames =
+                ImageNetClasses::fromFiles(sampleDataFile("imagenet/imagenet_classes_ILSVRC2012.txt"))
+                    .names();
+        for (const auto& l : model->classNames)
+            info.classNames << QString::fromStdString(l);
+    }
+    ModelTransform smoothing, rotation;
+    smoothing.smoothQuantAlpha = 0.5;
+    rotation.rotate = true;
+    info.smoothQuantRefusal = refusalOf(moduleOf(*model), smoothing);
+    info.rotationRefusal = refusalOf(moduleOf(*model), rotation);
+    return model;
+}
+
+InspectionWorker::Model&
+InspectionWorker::viewModel(const std::function<void(Model&, ActivationSink&)>& calibrate)
+{
+    if (!m_transform.any()) return *m_model;
+    // SmoothQuant's scales are this input's: a fresh copy for each input. A rotation needs no data.
+    if (!m_view || m_transform.smoothQuantAlpha || m_viewTransform != m_transform) {
+        m_view.reset();
+        std::unique_ptr<Model> view = loadFolder(m_model->info.dir);
+        applyTransform(moduleOf(*view), m_transform, [&](ActivationSink& sink) { calibrate(*view, sink); });
+        m_view = std::move(view);
+        m_viewTransform = m_transform;
+    }
+    return *m_view;
 }
 
 void InspectionWorker::inspectText(quint64 generation, const QString& text, const QString& pair)
@@ -314,16 +382,20 @@ void InspectionWorker::inspectText(quint64 generation, const QString& text, cons
         auto s = std::make_shared<InspectionSnapshot>();
         s->outlierRule = m_outlierRule;
         const AutocastScope autocast(forwardPrecision(*s));
-        const BertInspection r = inspectBert(*m_model->bert, *m_model->tokenizer, text.toStdString(), second);
+        Model& m = viewModel([&](Model& v, ActivationSink& sink) {
+            inspectBert(*v.bert, *v.tokenizer, text.toStdString(), second, 0, {"embeddings"}, &sink);
+        });
+        const BertInspection r = inspectBert(*m.bert, *m.tokenizer, text.toStdString(), second);
+        s->transform = QString::fromStdString(m_transform.describe());
         s->generation = generation;
         s->model = m_model->info;
         s->input = pair.isEmpty() ? text : text + QStringLiteral(" ||| ") + pair;
         for (const auto& t : r.encoding.tokens)
             s->tokens << QString::fromStdString(t);
         s->T = s->tokens.size();
-        fillActivations(*s, r.activations);
-        fillSystematic(*s, r.activations, m_model->bert->module(), false,
-                       wordPieceCategories(r.encoding.tokens), m_model->systematicWeights);
+        fillActivations(*s, r.activations, nullptr); // post-LN: no pre-norm
+        fillSystematic(*s, r.activations, m.bert->module(), false, wordPieceCategories(r.encoding.tokens),
+                       m.systematicWeights);
         s->probabilities = QVector<double>(r.probabilities.begin(), r.probabilities.end());
         if (r.predicted >= 0) s->prediction << s->model.classNames.value(r.predicted);
         s->outputNotice = QString::fromStdString(r.outputNotice);
@@ -345,15 +417,22 @@ void InspectionWorker::inspectDecoderText(quint64 generation, const QString& tex
     auto s = std::make_shared<InspectionSnapshot>();
     s->outlierRule = m_outlierRule;
     // Decoders compute in bf16 themselves (weights and activations), as `inspect --precision bf16`.
-    m_model->decoder->setComputeDtype(forwardPrecision(*s) == Precision::Bf16 ? torch::kBFloat16
-                                                                              : torch::kFloat);
+    const torch::ScalarType dtype =
+        forwardPrecision(*s) == Precision::Bf16 ? torch::kBFloat16 : torch::kFloat;
     std::set<std::string> captures = snapshotCaptureNames(layers);
     captures.merge(systematicCaptureNames(layers));
     const DecoderTokenizer* tokenizer = m_model->decoderTokenizer.get();
-    const DecoderInspection r =
-        tokenizer
-            ? inspectDecoder(*m_model->decoder, *tokenizer, text.toStdString(), limit, true, captures)
-            : inspectDecoderIds(*m_model->decoder, parseTokenIds(text.toStdString()), nullptr, captures);
+    const auto run = [&](Model& m, const std::set<std::string>& names, ActivationSink* through) {
+        m.decoder->setComputeDtype(dtype);
+        return tokenizer ? inspectDecoder(*m.decoder, *tokenizer, text.toStdString(), limit, true, names, 5,
+                                          through)
+                         : inspectDecoderIds(*m.decoder, parseTokenIds(text.toStdString()), nullptr, names, 5,
+                                             through);
+    };
+    Model& m = viewModel([&](Model& v, ActivationSink& sink) { run(v, {"embeddings"}, &sink); });
+    SiteRecorder norms({QuantSite::AttnNorm});
+    const DecoderInspection r = run(m, captures, m.info.preLayerNorm ? &norms : nullptr);
+    s->transform = QString::fromStdString(m_transform.describe());
     s->generation = generation;
     s->model = m_model->info;
     s->input = text;
@@ -364,12 +443,12 @@ void InspectionWorker::inspectDecoderText(quint64 generation, const QString& tex
     for (const auto& t : r.labels)
         s->tokens << QString::fromStdString(t);
     s->T = s->tokens.size();
-    fillActivations(*s, r.activations);
+    fillActivations(*s, r.activations, &norms);
     std::vector<std::string> decoded; // as `stats` categorises a decoder's tokens
     for (std::int64_t id : r.encoding.inputIds)
         decoded.push_back(tokenizer ? tokenizer->displayToken(id) : std::to_string(id));
-    fillSystematic(*s, r.activations, m_model->decoder->module(), m_model->info.family->conv1dWeights,
-                   tokenCategories(decoded), m_model->systematicWeights);
+    fillSystematic(*s, r.activations, m.decoder->module(), m.info.family->conv1dWeights,
+                   tokenCategories(decoded), m.systematicWeights);
     s->outputNotice = QString::fromStdString(r.outputNotice);
     for (const auto& [id, p] : r.nextTokens)
         s->prediction << QStringLiteral("%1 (%2)")
@@ -388,7 +467,12 @@ void InspectionWorker::inspectImage(quint64 generation, const QString& path, con
         auto s = std::make_shared<InspectionSnapshot>();
         s->outlierRule = m_outlierRule;
         const AutocastScope autocast(forwardPrecision(*s));
-        const VitInspection r = inspectVit(*m_model->vit, *m_model->preprocessing, path.toStdString());
+        Model& m = viewModel([&](Model& v, ActivationSink& sink) {
+            inspectVit(*v.vit, *v.preprocessing, path.toStdString(), {"embeddings"}, &sink);
+        });
+        SiteRecorder norms({QuantSite::AttnNorm});
+        const VitInspection r = inspectVit(*m.vit, *m.preprocessing, path.toStdString(), {}, &norms);
+        s->transform = QString::fromStdString(m_transform.describe());
         s->generation = generation;
         s->model = m_model->info;
         s->input = path;
@@ -399,10 +483,10 @@ void InspectionWorker::inspectImage(quint64 generation, const QString& path, con
         s->image = QImage(r.resized.pixels.data(), r.resized.width, r.resized.height, r.resized.width * 3,
                           QImage::Format_RGB888)
                        .copy();
-        fillActivations(*s, r.activations);
-        const VitConfig& c = m_model->vit->config();
-        fillSystematic(*s, r.activations, *m_model->vit->module(), false,
-                       imageTokenCategories(c.numRegisters, c.numPatches()), m_model->systematicWeights);
+        fillActivations(*s, r.activations, &norms);
+        const VitConfig& c = m.vit->config();
+        fillSystematic(*s, r.activations, *m.vit->module(), false,
+                       imageTokenCategories(c.numRegisters, c.numPatches()), m.systematicWeights);
         s->probabilities = QVector<double>(r.probabilities.begin(), r.probabilities.end());
         s->outputNotice = QString::fromStdString(r.outputNotice);
         for (int k : r.top)
@@ -431,11 +515,16 @@ void InspectionWorker::inspectSyntheticExample(quint64 generation, quint64 seed)
         RecordingSink sink;
         auto s = std::make_shared<InspectionSnapshot>();
         s->outlierRule = m_outlierRule;
+        Model* model = m_model.get();
         {
             const AutocastScope autocast(forwardPrecision(*s));
             c10::InferenceMode guard;
-            m_model->bert->forward(ids, types, torch::ones_like(ids), &sink);
+            model = &viewModel([&](Model& v, ActivationSink& calibration) {
+                v.bert->forward(ids, types, torch::ones_like(ids), &calibration);
+            });
+            model->bert->forward(ids, types, torch::ones_like(ids), &sink);
         }
+        s->transform = QString::fromStdString(m_transform.describe());
         s->generation = generation;
         s->model = m_model->info;
         for (std::int64_t i = 0; i < length; ++i)
@@ -443,12 +532,12 @@ void InspectionWorker::inspectSyntheticExample(quint64 generation, quint64 seed)
                 m_model->tokenizer->idToToken(ids[0][i].item<std::int64_t>()));
         s->T = s->tokens.size();
         s->input = QStringLiteral("synthetic example %1: ").arg(seed) + s->tokens.join(QLatin1Char(' '));
-        fillActivations(*s, sink);
+        fillActivations(*s, sink, nullptr); // post-LN: no pre-norm
         std::vector<std::string> tokens;
         for (const QString& t : s->tokens)
             tokens.push_back(t.toStdString());
-        fillSystematic(*s, sink, m_model->bert->module(), false, wordPieceCategories(tokens),
-                       m_model->systematicWeights);
+        fillSystematic(*s, sink, model->bert->module(), false, wordPieceCategories(tokens),
+                       model->systematicWeights);
         Q_EMIT inspected(generation, s);
     } catch (const std::exception& e) {
         Q_EMIT failed(generation, QString::fromStdString(e.what()));
@@ -538,6 +627,12 @@ void InspectionWorker::setOutlierRule(const OutlierCriterion& rule)
     m_outlierRule = rule;
 }
 
+void InspectionWorker::setTransform(const ModelTransform& transform)
+{
+    m_transform = transform;
+    if (!transform.any()) m_view.reset(); // its memory back
+}
+
 Precision InspectionWorker::forwardPrecision(InspectionSnapshot& snapshot) const
 {
     if (!m_fastMode) return Precision::Fp32;
@@ -573,13 +668,14 @@ int perLayerIndex(const QString& name)
 const QStringList& InspectionSnapshot::perLayerNames()
 {
     static const QStringList names = {QStringLiteral("attn_out"), QStringLiteral("ffn_out"),
-                                      QStringLiteral("residual"), QStringLiteral("out")};
+                                      QStringLiteral("residual"), QStringLiteral("out"),
+                                      QStringLiteral("attn_in")};
     return names;
 }
 
 const QVector<float>& InspectionSnapshot::perLayer(const QString& name) const
 {
-    const QVector<float>* tensors[] = {&attnOut, &ffnOut, &residual, &out};
+    const QVector<float>* tensors[] = {&attnOut, &ffnOut, &residual, &out, &attnIn};
     return *tensors[perLayerIndex(name)];
 }
 

@@ -6,6 +6,7 @@
 
 #include "inspection_snapshot.h"
 #include "model/precision.h"
+#include "quant/model_transform.h"
 
 #include <QObject>
 #include <QString>
@@ -13,10 +14,12 @@
 #include <QVector>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 
 namespace outlierlens {
 
+class ActivationSink;
 struct StatisticsFile;
 using StatisticsPtr = std::shared_ptr<const StatisticsFile>;
 
@@ -52,6 +55,11 @@ public Q_SLOTS:
     void setFastMode(bool on);
     /// The rule later inspections count outliers by (and An et al.'s heavy-token tau).
     void setOutlierRule(const outlierlens::OutlierCriterion& rule);
+    /// Later inspections run a copy of the model with `transform` applied (the same function; the
+    /// activations a quantizer of the transformed model sees). SmoothQuant's scales come from the input
+    /// inspected; a rotation alone is applied once per model. An inspection of a model the transform does
+    /// not apply to fails with the refusal.
+    void setTransform(const outlierlens::ModelTransform& transform);
 
 Q_SIGNALS:
     void modelLoaded(quint64 generation, const outlierlens::ModelInfo& info);
@@ -72,7 +80,15 @@ private:
     Precision forwardPrecision(InspectionSnapshot& snapshot) const;
     /// Decoder inputs are cut to this many tokens in the app (the command line takes the model's maximum).
     static constexpr int kMaxDecoderTokens = 2048;
+    /// The model that inspections run: m_model itself, or m_view with m_transform applied (rebuilt when
+    /// the transform changes, and for each input when SmoothQuant's scales come from it); `calibrate` runs
+    /// the current input through a model with the sink it is given.
+    /// Reads a model folder (the network, its tokenizer or preprocessing, what the app shows of it).
+    static std::unique_ptr<Model> loadFolder(const QString& dir);
+    Model& viewModel(const std::function<void(Model&, ActivationSink&)>& calibrate);
     std::unique_ptr<Model> m_model;
+    std::unique_ptr<Model> m_view;
+    ModelTransform m_transform, m_viewTransform;
     std::atomic<bool> m_cancel{false};
     std::atomic<int> m_priorityRow{-1};
     quint64 m_predictionGeneration = 0; ///< the prediction m_predicted belongs to

@@ -38,6 +38,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QProgressBar>
+#include <QScopedValueRollback>
 #include <QScreen>
 #include <QSettings>
 #include <QSpinBox>
@@ -122,6 +123,11 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
 
     connect(m_controller, &InspectionController::modelLoaded, this, &MainWindow::modelLoaded);
     connect(m_controller, &InspectionController::snapshotReady, this, &MainWindow::snapshotReady);
+    // "Seen through" changed on a page: the input runs again through the transformed model.
+    connect(m_controller, &InspectionController::transformChanged, this, [this] {
+        if (!m_quietTransform && m_lastInput.kind != InputRequest::Kind::None)
+            m_lastInput.sendTo(*m_controller);
+    });
     connect(m_controller, &InspectionController::failed, this, &MainWindow::showError);
     connect(m_controller, &InspectionController::modelLoadFailed, this,
             [this] { m_modelLabel->setText(modelDescription(m_controller->model())); });
@@ -378,6 +384,16 @@ void MainWindow::modelLoaded(const ModelInfo& info)
     }
     m_modelLabel->setText(modelDescription(info));
     m_modelLabel->setToolTip(info.card);
+    const ModelTransform& seenThrough = m_controller->transform();
+    const QString refusal = seenThrough.smoothQuantAlpha && !info.smoothQuantRefusal.isEmpty()
+                                ? info.smoothQuantRefusal
+                            : seenThrough.rotate ? info.rotationRefusal
+                                                 : QString();
+    if (!refusal.isEmpty()) { // this model is seen as trained (before its first input runs)
+        const QScopedValueRollback<bool> quiet(m_quietTransform, true);
+        m_controller->setTransform({});
+        statusBar()->showMessage(tr("%1 is shown as trained: %2").arg(info.name, refusal), 15000);
+    }
     m_state.snapshot.reset();
     m_input->setModelKind(info);
     m_input->pairsModel()->clearPredictions();

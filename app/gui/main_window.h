@@ -146,6 +146,7 @@ private:
     QString m_sampleShown;    ///< the current model's sample input, when that is what the app ran
     PageState m_state;        ///< the snapshot shown, the chosen head and the tokens marked on it
     QString m_galleryDir;
+    bool m_quietTransform = false; ///< a transform reset by a model load reruns nothing
 };
 
 } // namespace outlierlens

@@ -4,6 +4,7 @@
 #include "inspection_controller.h"
 #include "outlier_dashboard.h"
 #include "statistics_source.h"
+#include "transform_box.h"
 #include "view_builders.h"
 
 #include <QComboBox>
@@ -22,12 +23,15 @@ OutliersPage::OutliersPage(InspectionController* controller, QWidget* parent)
     m_source = new QComboBox;
     m_source->addItem(tr("Current input"));
     m_tensor = new QComboBox;
-    for (const char* t : {"ffn_out", "out", "attn_out", "residual", kLayerInputChoice})
+    for (const char* t : {"ffn_out", "out", "attn_out", "residual", kLayerInputChoice, "attn_in"})
         m_tensor->addItem(QString::fromLatin1(t));
     m_tensor->setToolTip(tr("ffn_out: the FFN output before the residual add (the paper's BERT figures); "
                             "out: the block output (ViT and decoder figures); in: the layer's input, the "
-                            "previous layer's out, which this layer's heads read. Opening a model shows "
-                            "its family's, or for a demo decoder the input of the layer of its sink head."));
+                            "previous layer's out, which this layer's heads read; attn_in: what the Q/K/V "
+                            "projections read, the pre-norm's output (pre-LN models), which SmoothQuant "
+                            "rescales. Opening a model shows its family's, or for a demo decoder the input "
+                            "of the layer of its sink head."));
+    m_transform = new TransformBox(m_controller);
     QPushButton* open = makeOpenStatisticsButton(m_controller, this);
     auto* compute = new QPushButton(tr("Compute over a data set…"));
     m_note = new QLabel;
@@ -42,6 +46,8 @@ OutliersPage::OutliersPage(InspectionController* controller, QWidget* parent)
     controls->addWidget(m_tensor);
     controls->addWidget(open);
     controls->addWidget(compute);
+    controls->addWidget(new QLabel(tr("Seen through:")));
+    controls->addWidget(m_transform);
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(controls);
     layout->addWidget(m_note);
@@ -66,6 +72,7 @@ void OutliersPage::setModel(const ModelInfo& model)
 {
     const QSignalBlocker block(m_tensor); // the page refreshes when the model's first input has run
     m_tensor->setCurrentText(defaultOutlierTensor(model));
+    m_transform->setModel(model);
 }
 
 QString OutliersPage::tensor() const
@@ -125,6 +132,8 @@ void OutliersPage::refresh(const SnapshotPtr& snapshot, int layer)
             notes << tr("Layer %1 was not analysed in this statistics file; pick another layer.")
                          .arg(shown.layer + 1);
         if (!readBy.isEmpty()) notes << readBy;
+        if (m_controller->transform().any())
+            notes << tr("The file describes the model as trained, not seen through a transform.");
         m_note->setText(notes.join(QLatin1Char(' ')));
         m_dashboard->setData(buildDashboard(*stats, m_controller->statisticsPath(), shown.layer, shown.tensor,
                                             snapshot ? snapshot->dh() : stats->headDim));
@@ -135,7 +144,13 @@ void OutliersPage::refresh(const SnapshotPtr& snapshot, int layer)
         m_dashboard->setData({}); // nothing of the model shown before
         return;
     }
-    m_note->setText(readBy);
+    QStringList notes{transformNote(snapshot->transform), readBy};
+    if (shown.tensor == QLatin1String("attn_in") && snapshot->attnIn.isEmpty())
+        notes << tr(
+            "attn_in is the pre-norm's output: this model normalises after the residual sum (post-LN), "
+            "so its Q/K/V projections read the layer's input (choose in).");
+    notes.removeAll(QString());
+    m_note->setText(notes.join(QLatin1Char(' ')));
     m_dashboard->setData(buildDashboard(*snapshot, shown.layer, shown.tensor));
 }
 

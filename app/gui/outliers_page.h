@@ -14,6 +14,7 @@ namespace outlierlens {
 class InspectionController;
 class OutlierDashboard;
 class Figure;
+class TransformBox;
 struct StatisticsFile;
 
 /// The outlier dashboard with its controls: which tensor, and whether the counts come from the
@@ -29,7 +30,8 @@ public:
     /// A model was opened: the tensor shown becomes defaultOutlierTensor(model).
     void setModel(const ModelInfo& model) override;
     void refresh(const PageState& state) override { refresh(state.snapshot, state.layer); }
-    /// The tensor choice: a per-layer tensor's name or `in` (resolveOutlierTensor).
+    /// The tensor choice: a per-layer tensor's name (InspectionSnapshot::perLayerNames()) or `in`
+    /// (resolveOutlierTensor).
     QString tensor() const;
     OutlierDashboard* dashboard() const { return m_dashboard; }
     void showSource(bool statisticsFile) override;
@@ -37,6 +39,8 @@ public:
     /// The source list ("Current input", and the statistics file of this model if any) and the note
     /// above the dashboard (for tests).
     QComboBox* sourceBox() const { return m_source; }
+    /// "Seen through" (for tests).
+    TransformBox* transformBox() const { return m_transform; }
     QString note() const;
 
 Q_SIGNALS:
@@ -49,6 +53,7 @@ private:
     InspectionController* m_controller;
     QComboBox* m_source = nullptr;
     QComboBox* m_tensor = nullptr;
+    TransformBox* m_transform = nullptr;
     QLabel* m_note = nullptr;
     OutlierDashboard* m_dashboard = nullptr;
     SnapshotPtr m_snapshot;

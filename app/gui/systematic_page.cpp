@@ -4,6 +4,7 @@
 #include "inspection_controller.h"
 #include "statistics_source.h"
 #include "systematic_view.h"
+#include "transform_box.h"
 #include "view_builders.h"
 
 #include <QComboBox>
@@ -24,6 +25,7 @@ SystematicPage::SystematicPage(InspectionController* controller, QWidget* parent
     auto* compute = new QPushButton(tr("Compute over a data set…"));
     compute->setToolTip(tr("Runs `outlierlens stats` over a data set as a job; its file feeds the "
                            "per-layer, per-category and per-head charts"));
+    m_transform = new TransformBox(m_controller);
     m_note = new QLabel;
     m_note->setWordWrap(true);
     m_view = new SystematicView;
@@ -33,6 +35,8 @@ SystematicPage::SystematicPage(InspectionController* controller, QWidget* parent
     controls->addWidget(m_source, 1);
     controls->addWidget(open);
     controls->addWidget(compute);
+    controls->addWidget(new QLabel(tr("Seen through:")));
+    controls->addWidget(m_transform);
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(controls);
     layout->addWidget(m_note);
@@ -70,6 +74,11 @@ const Figure* SystematicPage::figure() const
     return m_view;
 }
 
+void SystematicPage::setModel(const ModelInfo& model)
+{
+    m_transform->setModel(model);
+}
+
 void SystematicPage::refresh(const PageState& state)
 {
     m_snapshot = state.snapshot;
@@ -95,6 +104,8 @@ void SystematicPage::rebuild()
         else if (!stats->systematic->layerData(m_layer))
             notes << tr("Layer %1 was not analysed in this file; pick another layer.").arg(m_layer + 1);
         notes << tr("Figure 1 shows the current input only.");
+        if (m_controller->transform().any())
+            notes << tr("The file describes the model as trained, not seen through a transform.");
         m_note->setText(notes.join(QLatin1Char(' ')));
         m_view->setData(buildSystematic(*stats, m_controller->statisticsPath(), m_layer,
                                         m_controller->statisticsDescribeModel(*stats) ? weights : nullptr));
@@ -105,7 +116,7 @@ void SystematicPage::rebuild()
         m_view->setData({});
         return;
     }
-    m_note->clear();
+    m_note->setText(transformNote(m_snapshot->transform));
     m_view->setData(buildSystematic(*m_snapshot, m_layer));
 }
 

@@ -13,6 +13,7 @@ namespace outlierlens {
 class InspectionController;
 class SystematicView;
 class Figure;
+class TransformBox;
 
 /// An et al. 2025's systematic outliers (their Figures 1, 3-6 and Table 1) for the chosen layer of any
 /// model (decoders, BERT, ViT): from the current input, or over a data set from the model's statistics
@@ -24,12 +25,15 @@ public:
     explicit SystematicPage(InspectionController* controller, QWidget* parent = nullptr);
 
     bool showsModel(const ModelInfo& model) const override { return model.isOpen(); }
+    void setModel(const ModelInfo& model) override;
     void refresh(const PageState& state) override;
     void showSource(bool statisticsFile) override;
     const Figure* figure() const override;
     SystematicView* view() const { return m_view; }
     /// "Current input", and the open model's statistics file when there is one (for tests).
     QComboBox* sourceBox() const { return m_source; }
+    /// "Seen through" (for tests).
+    TransformBox* transformBox() const { return m_transform; }
     QString note() const;
 
 Q_SIGNALS:
@@ -47,6 +51,7 @@ private:
 
     InspectionController* m_controller;
     QComboBox* m_source = nullptr;
+    TransformBox* m_transform = nullptr;
     QLabel* m_note = nullptr;
     SystematicView* m_view = nullptr;
     SnapshotPtr m_snapshot;

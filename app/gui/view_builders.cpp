@@ -320,7 +320,10 @@ QStringList compareCaptionLines(const InspectionSnapshot& s, int layer, int head
 
 Provenance provenanceOf(const InspectionSnapshot& s, const QString& selection)
 {
-    return Provenance{s.model.dir, s.model.sha256, s.input, selection};
+    return Provenance{s.model.dir, s.model.sha256, s.input,
+                      s.transform.isEmpty()
+                          ? selection
+                          : QStringLiteral("%1; seen through %2").arg(selection, s.transform)};
 }
 
 HeadViewData buildHeadView(const InspectionSnapshot& s, int layer, int head)

@@ -10,7 +10,7 @@ namespace outlierlens {
 
 BertInspection inspectBert(BertNetwork& network, const BertTokenizer& tokenizer, const std::string& text,
                            const std::optional<std::string>& pair, int maxLength,
-                           const std::set<std::string>& captureNames)
+                           const std::set<std::string>& captureNames, ActivationSink* through)
 {
     const int limit = maxLength > 0 ? maxLength : network.config().maxPositions;
     if (limit > network.config().maxPositions)
@@ -32,6 +32,7 @@ BertInspection inspectBert(BertNetwork& network, const BertTokenizer& tokenizer,
     const PaddedBertBatch input = padBertBatch({&result.encoding}, tokenizer.padId()); // B = 1: no padding
 
     c10::InferenceMode guard;
+    const ThroughScope scope(result.activations, through);
     const BertForward out =
         network.forward(input.inputIds, input.tokenTypeIds, input.attentionMask, &result.activations);
     if (out.logits.defined()) result.outputNotice = nonFiniteOutputNotice(out.logits);

@@ -29,6 +29,6 @@ struct BertInspection
 /// `captureNames` (empty = all). Throws Error for an input longer than the model allows.
 BertInspection inspectBert(BertNetwork& network, const BertTokenizer& tokenizer, const std::string& text,
                            const std::optional<std::string>& pair, int maxLength = 0,
-                           const std::set<std::string>& captureNames = {});
+                           const std::set<std::string>& captureNames = {}, ActivationSink* through = nullptr);
 
 } // namespace outlierlens

@@ -29,7 +29,8 @@ std::string decoderTokenLabel(const DecoderTokenizer& tokenizer, std::int64_t id
 
 DecoderInspection inspectDecoder(DecoderNetwork& network, const DecoderTokenizer& tokenizer,
                                  const std::string& text, int maxLength, bool addSpecialTokens,
-                                 const std::set<std::string>& captureNames, int topNext)
+                                 const std::set<std::string>& captureNames, int topNext,
+                                 ActivationSink* through)
 {
     const DecoderConfig& c = network.config();
     const int limit = maxLength > 0 ? maxLength : c.maxPositions;
@@ -45,7 +46,7 @@ DecoderInspection inspectDecoder(DecoderNetwork& network, const DecoderTokenizer
             throw Error("token id " + std::to_string(id) + " is outside the model's vocabulary of " +
                         std::to_string(c.vocabSize) + " (do the tokenizer files belong to this model?)");
     DecoderInspection result =
-        inspectDecoderIds(network, encoding.inputIds, &tokenizer, captureNames, topNext);
+        inspectDecoderIds(network, encoding.inputIds, &tokenizer, captureNames, topNext, through);
     result.encoding = encoding;
     if (limit > 0 && result.fullLength == limit) // cut, or exactly full: count the whole text
         result.fullLength =
@@ -86,7 +87,8 @@ std::vector<std::int64_t> parseTokenIds(const std::string& text)
 
 DecoderInspection inspectDecoderIds(DecoderNetwork& network, const std::vector<std::int64_t>& inputIds,
                                     const DecoderTokenizer* tokenizer,
-                                    const std::set<std::string>& captureNames, int topNext)
+                                    const std::set<std::string>& captureNames, int topNext,
+                                    ActivationSink* through)
 {
     const DecoderConfig& c = network.config();
     if (inputIds.empty()) throw Error("no token ids to run");
@@ -111,6 +113,7 @@ DecoderInspection inspectDecoderIds(DecoderNetwork& network, const std::vector<s
     const auto T = std::int64_t(result.encoding.inputIds.size());
     const torch::Tensor ids = torch::tensor(result.encoding.inputIds, torch::kLong).view({1, T});
     c10::InferenceMode guard;
+    const ThroughScope scope(result.activations, through);
     const DecoderForward out =
         network.forward(ids, torch::ones({1, T}, torch::kLong), &result.activations, topNext > 0);
     if (out.logits.defined()) result.outputNotice = nonFiniteOutputNotice(out.logits[0][T - 1]);

@@ -28,18 +28,21 @@ struct DecoderInspection
 
 /// Tokenizes `text` as the model's tokenizer does (`addSpecialTokens`: OPT/LLaMA's BOS; GPT-2 adds
 /// none), truncated to maxLength tokens (0 = the model's maximum positions), runs the network under
-/// InferenceMode and records the capture points in `captureNames` (empty = all). Throws Error for
+/// InferenceMode and records the capture points in `captureNames` (empty = all), its QuantSites passing
+/// through `through` (RecordingSink::setThrough) when given. Throws Error for
 /// an empty encoding, an input longer than the model allows or ids outside its vocabulary.
 DecoderInspection inspectDecoder(DecoderNetwork& network, const DecoderTokenizer& tokenizer,
                                  const std::string& text, int maxLength = 0, bool addSpecialTokens = true,
-                                 const std::set<std::string>& captureNames = {}, int topNext = 5);
+                                 const std::set<std::string>& captureNames = {}, int topNext = 5,
+                                 ActivationSink* through = nullptr);
 
 /// The same for token ids given as they are (no tokenizer needed: `inspect --input-ids`); labels are the
 /// tokenizer's when one is given, else the ids. Throws Error for no ids, an id outside the vocabulary or
 /// more ids than the model's positions.
 DecoderInspection inspectDecoderIds(DecoderNetwork& network, const std::vector<std::int64_t>& inputIds,
                                     const DecoderTokenizer* tokenizer,
-                                    const std::set<std::string>& captureNames = {}, int topNext = 5);
+                                    const std::set<std::string>& captureNames = {}, int topNext = 5,
+                                    ActivationSink* through = nullptr);
 
 /// "1,5,9" or "1 5 9" (commas and/or white space) -> {1, 5, 9}. Throws Error naming an entry that is not a
 /// non-negative integer, and for no ids at all.

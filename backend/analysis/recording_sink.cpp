@@ -21,6 +21,30 @@ void RecordingSink::put(CapturePoint point, int layer, const at::Tensor& batched
     m_tensors[captureName(point, layer)] = batched;
 }
 
+at::Tensor RecordingSink::transform(QuantSite site, int layer, const at::Tensor& batched)
+{
+    return m_through ? m_through->transform(site, layer, batched) : batched;
+}
+
+SiteRecorder::SiteRecorder(std::set<QuantSite> sites, ActivationSink* next)
+    : m_sites(std::move(sites))
+    , m_next(next)
+{}
+
+at::Tensor SiteRecorder::transform(QuantSite site, int layer, const at::Tensor& batched)
+{
+    const torch::Tensor out =
+        m_next && m_next->transformsActivations() ? m_next->transform(site, layer, batched) : batched;
+    if (m_sites.count(site)) m_tensors[{site, layer}] = out;
+    return out;
+}
+
+torch::Tensor SiteRecorder::at(QuantSite site, int layer) const
+{
+    const auto it = m_tensors.find({site, layer});
+    return it == m_tensors.end() ? torch::Tensor() : it->second;
+}
+
 const torch::Tensor& RecordingSink::at(const std::string& name) const
 {
     const auto it = m_tensors.find(name);

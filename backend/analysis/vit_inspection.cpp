@@ -8,13 +8,14 @@
 namespace outlierlens {
 
 VitInspection inspectVit(VitNetwork& network, const ImagePreprocessing& preprocessing,
-                         const std::string& imagePath, const std::set<std::string>& captureNames)
+                         const std::string& imagePath, const std::set<std::string>& captureNames,
+                         ActivationSink* through)
 {
-    return inspectVit(network, preprocessing, decodeImageFile(imagePath), captureNames);
+    return inspectVit(network, preprocessing, decodeImageFile(imagePath), captureNames, through);
 }
 
 VitInspection inspectVit(VitNetwork& network, const ImagePreprocessing& preprocessing, const RgbImage& image,
-                         const std::set<std::string>& captureNames)
+                         const std::set<std::string>& captureNames, ActivationSink* through)
 {
     const VitConfig& c = network.config();
     if (preprocessing.size != c.imageSize)
@@ -24,18 +25,19 @@ VitInspection inspectVit(VitNetwork& network, const ImagePreprocessing& preproce
         throw Error("only 3-channel (RGB) ViTs can take photos; this one has " +
                     std::to_string(c.numChannels) + " channels");
     VitInspection result =
-        inspectVitPixels(network, preprocessImage(image, preprocessing).unsqueeze(0), captureNames);
+        inspectVitPixels(network, preprocessImage(image, preprocessing).unsqueeze(0), captureNames, through);
     result.resized = resizeAndCrop(image, preprocessing);
     return result;
 }
 
 VitInspection inspectVitPixels(VitNetwork& network, const torch::Tensor& pixels,
-                               const std::set<std::string>& captureNames)
+                               const std::set<std::string>& captureNames, ActivationSink* through)
 {
     VitInspection result;
     result.activations = captureNames.empty() ? RecordingSink() : RecordingSink(captureNames);
     result.pixels = pixels;
     c10::InferenceMode guard;
+    const ThroughScope scope(result.activations, through);
     const VitOutputs out = network.forward(result.pixels, &result.activations);
     if (out.logits.defined()) result.outputNotice = nonFiniteOutputNotice(out.logits);
     if (out.logits.defined() && result.outputNotice.empty()) {

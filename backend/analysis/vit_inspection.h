@@ -24,15 +24,18 @@ struct VitInspection
 };
 
 /// Decodes, preprocesses and runs an image file under InferenceMode, recording `captureNames`
-/// (empty = every capture point).
+/// (empty = every capture point), its QuantSites passing through `through` when given
+/// (RecordingSink::setThrough).
 VitInspection inspectVit(VitNetwork& network, const ImagePreprocessing& preprocessing,
-                         const std::string& imagePath, const std::set<std::string>& captureNames = {});
+                         const std::string& imagePath, const std::set<std::string>& captureNames = {},
+                         ActivationSink* through = nullptr);
 /// The same for an image already decoded.
 VitInspection inspectVit(VitNetwork& network, const ImagePreprocessing& preprocessing, const RgbImage& image,
-                         const std::set<std::string>& captureNames = {});
+                         const std::set<std::string>& captureNames = {}, ActivationSink* through = nullptr);
 /// The same for pixels already preprocessed, [1, C, h, w] float32, run as they are (`inspect --pixels`);
 /// `resized` stays empty.
 VitInspection inspectVitPixels(VitNetwork& network, const torch::Tensor& pixels,
-                               const std::set<std::string>& captureNames = {});
+                               const std::set<std::string>& captureNames = {},
+                               ActivationSink* through = nullptr);
 
 } // namespace outlierlens

@@ -284,9 +284,9 @@ torch::Tensor ffnHalf(const torch::Tensor& m, const LinearImpl* gate, const Line
                       const LinearImpl& down, const std::string& act, const CaptureScope& capture)
 {
     torch::Tensor inner = gate ? gate->forward(m, act) * up.forward(m) : up.forward(m, act);
-    put(capture, CapturePoint::DownIn, inner);
-    if (down.inputRotation.defined())
+    if (down.inputRotation.defined()) // the input the down projection reads, as in the ViT block
         inner = torch::matmul(inner, weightAs(down.inputRotation, inner.scalar_type()));
+    put(capture, CapturePoint::DownIn, inner);
     inner = capture.quant(QuantSite::FfnIntermediate, inner);
     torch::Tensor out = down.forward(inner);
     put(capture, CapturePoint::FfnOut, out);

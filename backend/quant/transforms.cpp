@@ -173,7 +173,21 @@ TransformReport applyTransform(torch::nn::Module& module, const ModelTransform& 
 {
     TransformReport report;
     if (!transform.any()) return report;
-    // Refused before anything changes.
+    checkTransformApplies(module, transform); // refused before anything changes
+    // A 16-bit checkpoint's tensors become float32 first (set_data: the module keeps its tensors), so the
+    // transform itself rounds nothing: in float16, s-scaled norm weights and biases alone moved the normed
+    // activations by 2e-4 relative.
+    {
+        torch::NoGradGuard noGrad;
+        const auto promote = [](torch::Tensor t) {
+            if (t.scalar_type() == torch::kHalf || t.scalar_type() == torch::kBFloat16)
+                t.set_data(t.to(torch::kFloat));
+        };
+        for (const torch::Tensor& p : module.parameters(true))
+            promote(p);
+        for (const torch::Tensor& b : module.buffers(true))
+            promote(b);
+    }
     const std::vector<NormReaders> norms = preNormsOf(module);
     const ResidualStream stream = transform.rotate ? residualStreamOf(module) : ResidualStream{};
     if (!stream.refusal.empty()) throw Error("rotation: " + stream.refusal);

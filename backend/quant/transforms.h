@@ -5,6 +5,7 @@
 
 #include "model/capture.h"
 #include "model/norm_readers.h"
+#include "quant/model_transform.h"
 
 #include <torch/types.h>
 
@@ -21,18 +22,6 @@ class Module;
 }
 
 namespace outlierlens {
-
-/// The transforms `quantize` applies before it quantizes, in this order.
-struct ModelTransform
-{
-    std::optional<double> smoothQuantAlpha; ///< SmoothQuant's migration strength in [0, 1]; none: off
-    bool rotate = false;                    ///< rotateResidualStream() after any smoothing
-    std::uint64_t rotationSeed = 0;
-
-    bool any() const { return smoothQuantAlpha.has_value() || rotate; }
-    /// "smoothquant 0.5, hadamard rotation"; "" when nothing is applied.
-    std::string describe() const;
-};
 
 /// Collects each pre-norm's output maximum |x| per channel over the forward passes it sees (the AttnNorm
 /// and FfnNorm sites, every token); changes nothing.
@@ -88,7 +77,8 @@ struct TransformReport
     double normedMaxAfter = 0;  ///< and after the transform
 };
 
-/// Applies `transform` to `module` in place (an Error for a model it does not apply to, preNormsOf()).
+/// Applies `transform` to `module` in place (an Error for a model it does not apply to, preNormsOf()); a
+/// float16 or bfloat16 model's tensors become float32 first, so the transform adds no rounding of its own.
 /// `calibrate` runs the calibration batches through the sink it is given; it is called once to fit the
 /// transform and once to measure its effect.
 TransformReport applyTransform(torch::nn::Module& module, const ModelTransform& transform,
