@@ -162,6 +162,8 @@ HeadView::HeadView(QWidget* parent)
                 [this, i](int r, int c) { Q_EMIT cellHovered(i, r, c); });
         connect(view, &HeatmapView::cellClicked, this,
                 [this, i](int r, int c) { Q_EMIT cellClicked(i, r, c); });
+        connect(view, &HeatmapView::cellContextMenuRequested, this,
+                [this, i](int r, int c, const QPoint& at) { Q_EMIT cellContextMenuRequested(i, r, c, at); });
         connect(view, &HeatmapView::userZoomed, this, [this, view] { onPanelZoomed(view); });
         connect(view->verticalScrollBar(), &QScrollBar::valueChanged, this,
                 [this, view](int value) { onPanelScrolled(view, value); });

@@ -108,6 +108,8 @@ public Q_SLOTS:
 Q_SIGNALS:
     void cellHovered(int panel, int row, int col);
     void cellClicked(int panel, int row, int col);
+    /// A context menu was asked for on a cell of a panel.
+    void cellContextMenuRequested(int panel, int row, int col, const QPoint& globalPos);
     /// The user zoomed one of the panels (all panels follow); `fit` when it was a fit-to-window.
     void userZoomed(double cellSize, bool fit);
     void verticalScrolled(int pixels);

@@ -1,6 +1,7 @@
 #include "heatmap_view.h"
 
 #include <QApplication>
+#include <QContextMenuEvent>
 #include <QEvent>
 #include <QHelpEvent>
 #include <QKeyEvent>
@@ -477,6 +478,15 @@ void HeatmapView::updateHover(const QPoint& viewportPos, const QPoint& globalPos
 bool HeatmapView::viewportEvent(QEvent* event)
 {
     switch (event->type()) {
+    case QEvent::ContextMenu: {
+        auto* menu = static_cast<QContextMenuEvent*>(event);
+        int row, col;
+        if (cellAt(menu->pos(), &row, &col)) {
+            Q_EMIT cellContextMenuRequested(row, col, menu->globalPos());
+            return true;
+        }
+        break;
+    }
     case QEvent::ToolTip: {
         auto* help = static_cast<QHelpEvent*>(event);
         updateHover(help->pos(), help->globalPos());

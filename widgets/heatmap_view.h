@@ -114,6 +114,8 @@ public Q_SLOTS:
 Q_SIGNALS:
     void cellHovered(int row, int col);
     void cellClicked(int row, int col);
+    /// A context menu was asked for on a cell (right click, the menu key); `globalPos` places it.
+    void cellContextMenuRequested(int row, int col, const QPoint& globalPos);
     /// The user changed the zoom (wheel, keys, zoom slots); linked views follow with setCellSize().
     /// `cellSize` is the cell height.
     void userZoomed(double cellSize);

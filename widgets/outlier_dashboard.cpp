@@ -10,6 +10,7 @@
 #include <QCategoryAxis>
 #include <QChart>
 #include <QChartView>
+#include <QContextMenuEvent>
 #include <QCursor>
 #include <QEvent>
 #include <QGridLayout>
@@ -523,6 +524,13 @@ bool OutlierDashboard::eventFilter(QObject* watched, QEvent* event)
     case QEvent::Leave:
         setHoveredDimension(-1, QPoint());
         break;
+    case QEvent::ContextMenu: {
+        const auto* menu = static_cast<QContextMenuEvent*>(event);
+        const int dimension = dimensionAt(menu->pos());
+        if (dimension < 0) break;
+        Q_EMIT dimensionContextMenuRequested(dimension, menu->globalPos());
+        return true;
+    }
     case QEvent::MouseButtonPress: {
         const auto* mouse = static_cast<QMouseEvent*>(event);
         if (mouse->button() == Qt::LeftButton) m_pressedDimension = dimensionAt(mouse->position().toPoint());

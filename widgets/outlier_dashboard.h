@@ -68,6 +68,8 @@ Q_SIGNALS:
     void dimensionClicked(int dimension);
     /// The mouse moved onto another dimension's column; -1 when it leaves the bars.
     void dimensionHovered(int dimension);
+    /// A context menu was asked for on a dimension's column (right click, the menu key); 0-based.
+    void dimensionContextMenuRequested(int dimension, const QPoint& globalPos);
 
 protected:
     bool eventFilter(QObject* watched, QEvent* event) override;

@@ -1,6 +1,7 @@
 // `outlierlens intervene`: set chosen activations of one layer to 0, to their data-set mean or to a value,
 // and measure what the model loses on its task (Sun et al. 2024, "Massive Activations"; issue #43).
 
+#include "cli/progress_printer.h"
 #include "cli/task_data_options.h"
 
 #include "common/atomic_file.h"
@@ -9,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -72,6 +74,11 @@ int runIntervene(const QStringList& args)
          "list"},
         {"set", "zero (default), mean (over --calib-batches batches of the calibration data) or a number.",
          "value"},
+        {"json-progress",
+         "Report progress as JSON lines on stdout, as `outlierlens train` does (loading, the evaluation as "
+         "it "
+         "is, the means, the evaluation with the intervention); the app's job list reads them. The messages "
+         "stay on stderr."},
     });
     if (auto code = cmd.parse(args)) return *code;
     return cmd.guarded([&]() -> int {
@@ -128,10 +135,19 @@ int runIntervene(const QStringList& args)
             i.value = Intervention::Value::Constant;
         }
         if (cmd.isSet("out")) checkCanWrite(cmd.value("out") + ".json");
+        // Stages: loading, the evaluation as it is, (the means,) the evaluation with the intervention.
+        const std::int64_t stages = i.value == Intervention::Value::Mean ? 4 : 3;
+        std::int64_t stage = 0;
+        ProgressPrinter printer("intervene", "stages", true);
+        const bool jsonProgress = cmd.isSet("json-progress");
         const InterventionResult r = runInterventionExperiment(
             e, i,
-            [](const std::string& m) { std::fprintf(stderr, "outlierlens intervene: %s\n", m.c_str()); },
+            [&](const std::string& m) {
+                std::fprintf(stderr, "outlierlens intervene: %s\n", m.c_str());
+                if (jsonProgress) printer.update(std::min(stage++, stages - 1), stages);
+            },
             &interruptFlag());
+        if (jsonProgress) printer.update(stages, stages);
         const nlohmann::json j = {
             {"model", e.modelDir},    {"data", e.data},      {"intervention", r.description},
             {"layer", i.layer + 1},   {"tensor", i.tensor},  {"dims", i.dims},

@@ -35,6 +35,7 @@ InspectionController::InspectionController(QObject* parent)
     connect(m_worker, &InspectionWorker::inspected, this, [this](quint64 g, const SnapshotPtr& s) {
         if (!wanted(Kind::Inspect, g) || s->model.dir != m_model.dir) return;
         m_snapshot = s;
+        if (s->intervention.isEmpty()) m_baseline = s;
         Q_EMIT snapshotReady(s);
     });
     connect(m_worker, &InspectionWorker::predictionsReady, this,
@@ -202,6 +203,15 @@ void InspectionController::setTransform(const ModelTransform& transform)
     QMetaObject::invokeMethod(
         m_worker, [w, transform] { w->setTransform(transform); }, Qt::QueuedConnection);
     Q_EMIT transformChanged();
+}
+
+void InspectionController::setIntervention(const std::optional<Intervention>& intervention)
+{
+    m_intervention = intervention;
+    InspectionWorker* w = m_worker;
+    QMetaObject::invokeMethod(
+        m_worker, [w, intervention] { w->setIntervention(intervention); }, Qt::QueuedConnection);
+    Q_EMIT interventionChanged();
 }
 
 bool InspectionController::statisticsDescribeModel(const StatisticsFile& stats) const

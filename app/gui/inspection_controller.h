@@ -44,6 +44,12 @@ public:
     /// emits transformChanged when it changes. The caller reruns the input.
     void setTransform(const ModelTransform& transform);
     const ModelTransform& transform() const { return m_transform; }
+    /// The intervention the inspections asked for from now on apply (nullopt: none); emits
+    /// interventionChanged. The caller reruns the input.
+    void setIntervention(const std::optional<Intervention>& intervention);
+    const std::optional<Intervention>& intervention() const { return m_intervention; }
+    /// The latest snapshot without an intervention: what an intervened snapshot is compared with.
+    SnapshotPtr baseline() const { return m_baseline; }
 
     /// The model loaded last (empty name before the first load succeeds).
     const ModelInfo& model() const { return m_model; }
@@ -82,6 +88,8 @@ Q_SIGNALS:
     void busyChanged(bool busy);
     /// setTransform() changed the transform.
     void transformChanged();
+    /// setIntervention() changed the intervention.
+    void interventionChanged();
 
 private:
     enum class Kind { Model, Inspect, Predict, Statistics };
@@ -102,6 +110,8 @@ private:
     bool m_fastMode = false;
     OutlierCriterion m_outlierRule;
     ModelTransform m_transform;
+    std::optional<Intervention> m_intervention;
+    SnapshotPtr m_baseline;
     ModelInfo m_model;
     QString m_requestedDir;
     SnapshotPtr m_snapshot;

@@ -127,6 +127,8 @@ struct InspectionSnapshot
     /// The transform the model was seen through (ModelTransform::describe(): "hadamard rotation"); empty:
     /// the model as trained. Its function is the same; the activations are those of the transformed model.
     QString transform;
+    /// The intervention applied to this input's forward pass (Intervention::describe()); empty: none.
+    QString intervention;
 
     /// The rule `outliers` were counted by.
     OutlierCriterion outlierRule;

@@ -17,6 +17,7 @@
 #include "model/runtime.h"
 #include "model/vit_network.h"
 #include "paths.h"
+#include "quant/intervention.h"
 #include "quant/transforms.h"
 #include "systematic_snapshot.h"
 #include "tasks/data/synthetic_data.h"
@@ -196,6 +197,62 @@ QVector<float> stackAttnInputs(const SiteRecorder* norms, int layers)
     }
     return out;
 }
+
+/// What an inspection passes the model's QuantSites through: the intervention, when one is set, behind a
+/// recorder of the pre-norms' outputs (pre-LN models) and of the intervened site.
+class ThroughSinks
+{
+public:
+    ThroughSinks(const std::optional<Intervention>& intervention, bool postLayerNormBert, bool preNorm)
+        : m_preNorm(preNorm)
+    {
+        std::set<QuantSite> sites;
+        if (preNorm) sites.insert(QuantSite::AttnNorm);
+        if (intervention) {
+            m_site = interventionSite(intervention->tensor, postLayerNormBert);
+            m_intervention.emplace(*intervention, m_site);
+            m_description = *intervention;
+            sites.insert(m_site);
+        }
+        m_recorder.emplace(sites, m_intervention ? &*m_intervention : nullptr);
+    }
+    ActivationSink* through() { return &*m_recorder; }
+    const SiteRecorder* norms() const { return m_preNorm ? &*m_recorder : nullptr; }
+    /// After the forward pass: an Error when the intervention never reached its site; else the capture of
+    /// the intervened tensor (taken before its site's edit, as quantizers see it) becomes the edited one,
+    /// so that the pages show the intervened values where they were set.
+    void showIntervened(RecordingSink& recording) const
+    {
+        if (!m_intervention) return;
+        const Intervention& i = *m_description;
+        if (m_intervention->applied() == 0)
+            throw Error("intervention: " + i.describe() + ": the model has no such activation" +
+                        (i.tensor == "attn_gate" ? " (no gates)" : ""));
+        static const std::map<std::string, CapturePoint> kCaptureOf = {
+            {"attn_out", CapturePoint::AttnOut},
+            {"ffn_out", CapturePoint::FfnOut},
+            {"out", CapturePoint::Out},
+            {"attn_probs", CapturePoint::AttnProbs},
+            {"attn_gate", CapturePoint::AttnGate}};
+        const auto point = kCaptureOf.find(i.tensor);
+        const torch::Tensor edited = m_recorder->at(m_site, i.layer);
+        if (point != kCaptureOf.end() && edited.defined() &&
+            recording.contains(captureName(point->second, i.layer)))
+            recording.put(point->second, i.layer, edited);
+    }
+    /// The snapshot's description of the intervention ("" for none).
+    static QString describe(const std::optional<Intervention>& intervention)
+    {
+        return intervention ? QString::fromStdString(intervention->describe()) : QString();
+    }
+
+private:
+    bool m_preNorm;
+    QuantSite m_site = QuantSite::Logits;
+    std::optional<Intervention> m_description;
+    std::optional<InterventionSink> m_intervention;
+    std::optional<SiteRecorder> m_recorder;
+};
 
 /// `norms` (may be null) recorded the AttnNorm site of a pre-LN model's forward pass.
 void fillActivations(InspectionSnapshot& s, const RecordingSink& sink, const SiteRecorder* norms)
@@ -385,8 +442,12 @@ void InspectionWorker::inspectText(quint64 generation, const QString& text, cons
         Model& m = viewModel([&](Model& v, ActivationSink& sink) {
             inspectBert(*v.bert, *v.tokenizer, text.toStdString(), second, 0, {"embeddings"}, &sink);
         });
-        const BertInspection r = inspectBert(*m.bert, *m.tokenizer, text.toStdString(), second);
+        ThroughSinks sinks(m_intervention, true, false);
+        BertInspection r =
+            inspectBert(*m.bert, *m.tokenizer, text.toStdString(), second, 0, {}, sinks.through());
+        sinks.showIntervened(r.activations);
         s->transform = QString::fromStdString(m_transform.describe());
+        s->intervention = ThroughSinks::describe(m_intervention);
         s->generation = generation;
         s->model = m_model->info;
         s->input = pair.isEmpty() ? text : text + QStringLiteral(" ||| ") + pair;
@@ -430,9 +491,11 @@ void InspectionWorker::inspectDecoderText(quint64 generation, const QString& tex
                                              through);
     };
     Model& m = viewModel([&](Model& v, ActivationSink& sink) { run(v, {"embeddings"}, &sink); });
-    SiteRecorder norms({QuantSite::AttnNorm});
-    const DecoderInspection r = run(m, captures, m.info.preLayerNorm ? &norms : nullptr);
+    ThroughSinks sinks(m_intervention, false, m.info.preLayerNorm);
+    DecoderInspection r = run(m, captures, sinks.through());
+    sinks.showIntervened(r.activations);
     s->transform = QString::fromStdString(m_transform.describe());
+    s->intervention = ThroughSinks::describe(m_intervention);
     s->generation = generation;
     s->model = m_model->info;
     s->input = text;
@@ -443,7 +506,7 @@ void InspectionWorker::inspectDecoderText(quint64 generation, const QString& tex
     for (const auto& t : r.labels)
         s->tokens << QString::fromStdString(t);
     s->T = s->tokens.size();
-    fillActivations(*s, r.activations, &norms);
+    fillActivations(*s, r.activations, sinks.norms());
     std::vector<std::string> decoded; // as `stats` categorises a decoder's tokens
     for (std::int64_t id : r.encoding.inputIds)
         decoded.push_back(tokenizer ? tokenizer->displayToken(id) : std::to_string(id));
@@ -470,9 +533,11 @@ void InspectionWorker::inspectImage(quint64 generation, const QString& path, con
         Model& m = viewModel([&](Model& v, ActivationSink& sink) {
             inspectVit(*v.vit, *v.preprocessing, path.toStdString(), {"embeddings"}, &sink);
         });
-        SiteRecorder norms({QuantSite::AttnNorm});
-        const VitInspection r = inspectVit(*m.vit, *m.preprocessing, path.toStdString(), {}, &norms);
+        ThroughSinks sinks(m_intervention, false, true);
+        VitInspection r = inspectVit(*m.vit, *m.preprocessing, path.toStdString(), {}, sinks.through());
+        sinks.showIntervened(r.activations);
         s->transform = QString::fromStdString(m_transform.describe());
+        s->intervention = ThroughSinks::describe(m_intervention);
         s->generation = generation;
         s->model = m_model->info;
         s->input = path;
@@ -483,7 +548,7 @@ void InspectionWorker::inspectImage(quint64 generation, const QString& path, con
         s->image = QImage(r.resized.pixels.data(), r.resized.width, r.resized.height, r.resized.width * 3,
                           QImage::Format_RGB888)
                        .copy();
-        fillActivations(*s, r.activations, &norms);
+        fillActivations(*s, r.activations, sinks.norms());
         const VitConfig& c = m.vit->config();
         fillSystematic(*s, r.activations, *m.vit->module(), false,
                        imageTokenCategories(c.numRegisters, c.numPatches()), m.systematicWeights);
@@ -522,9 +587,13 @@ void InspectionWorker::inspectSyntheticExample(quint64 generation, quint64 seed)
             model = &viewModel([&](Model& v, ActivationSink& calibration) {
                 v.bert->forward(ids, types, torch::ones_like(ids), &calibration);
             });
+            ThroughSinks sinks(m_intervention, true, false);
+            const ThroughScope scope(sink, sinks.through());
             model->bert->forward(ids, types, torch::ones_like(ids), &sink);
+            sinks.showIntervened(sink);
         }
         s->transform = QString::fromStdString(m_transform.describe());
+        s->intervention = ThroughSinks::describe(m_intervention);
         s->generation = generation;
         s->model = m_model->info;
         for (std::int64_t i = 0; i < length; ++i)
@@ -625,6 +694,11 @@ void InspectionWorker::setFastMode(bool on)
 void InspectionWorker::setOutlierRule(const OutlierCriterion& rule)
 {
     m_outlierRule = rule;
+}
+
+void InspectionWorker::setIntervention(const std::optional<Intervention>& intervention)
+{
+    m_intervention = intervention;
 }
 
 void InspectionWorker::setTransform(const ModelTransform& transform)

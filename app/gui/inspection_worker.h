@@ -6,6 +6,7 @@
 
 #include "inspection_snapshot.h"
 #include "model/precision.h"
+#include "quant/intervention_spec.h"
 #include "quant/model_transform.h"
 
 #include <QObject>
@@ -16,6 +17,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 
 namespace outlierlens {
 
@@ -60,6 +62,10 @@ public Q_SLOTS:
     /// inspected; a rotation alone is applied once per model. An inspection of a model the transform does
     /// not apply to fails with the refusal.
     void setTransform(const outlierlens::ModelTransform& transform);
+    /// Later inspections apply `intervention` (none: nullopt) to the model's activations (a mean needs its
+    /// means given: Intervention::means). An inspection fails when the model never reaches its site (a
+    /// gate intervention on a model without gates).
+    void setIntervention(const std::optional<outlierlens::Intervention>& intervention);
 
 Q_SIGNALS:
     void modelLoaded(quint64 generation, const outlierlens::ModelInfo& info);
@@ -89,6 +95,7 @@ private:
     std::unique_ptr<Model> m_model;
     std::unique_ptr<Model> m_view;
     ModelTransform m_transform, m_viewTransform;
+    std::optional<Intervention> m_intervention;
     std::atomic<bool> m_cancel{false};
     std::atomic<int> m_priorityRow{-1};
     quint64 m_predictionGeneration = 0; ///< the prediction m_predicted belongs to

@@ -270,6 +270,13 @@ QString JobManager::queueQuantize(const QString& title, const QStringList& argum
                         QFileInfo(prefix).absolutePath(), prefix + QStringLiteral(".json"));
 }
 
+QString JobManager::queueIntervene(const QString& title, const QStringList& arguments, const QString& prefix)
+{
+    return queueCommand(QStringLiteral("intervene"), title,
+                        arguments + QStringList{QStringLiteral("--out"), prefix},
+                        QFileInfo(prefix).absolutePath(), prefix + QStringLiteral(".json"));
+}
+
 QString JobManager::queueCommand(const QString& kind, const QString& title, const QStringList& arguments,
                                  const QString& folder, const QString& output)
 {

@@ -20,7 +20,7 @@ namespace outlierlens {
 struct JobInfo
 {
     QString id;
-    QString kind; ///< "train", "stats", "figures" or "quantize"
+    QString kind; ///< "train", "stats", "figures", "quantize" or "intervene"
     QString title;
     QStringList arguments; ///< of `outlierlens`, e.g. {"train", "--config", ...}
     QString folder;        ///< train: the run folder; stats: the folder of the output file
@@ -61,6 +61,8 @@ public:
     /// Queues `outlierlens quantize` with the given arguments (without "quantize" and --out), writing
     /// PREFIX.json and PREFIX.csv; it has finished when PREFIX.json exists.
     QString queueQuantize(const QString& title, const QStringList& arguments, const QString& prefix);
+    /// The same for `outlierlens intervene` (PREFIX.json).
+    QString queueIntervene(const QString& title, const QStringList& arguments, const QString& prefix);
     /// The folder of the jobs' logs and generated files.
     QString jobsDir() const { return m_jobsDir; }
     /// SIGTERM: a training run saves a checkpoint and stops; a statistics run stops without output.

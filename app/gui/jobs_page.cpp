@@ -218,8 +218,9 @@ JobsPage::JobsPage(JobManager* jobs, QWidget* parent)
         if (!j) return;
         if (j->kind == QLatin1String("stats"))
             Q_EMIT openStatistics(j->output);
-        else if (j->kind == QLatin1String("figures") || j->kind == QLatin1String("quantize"))
-            // index.html in the user's browser; a quantize result (PREFIX.json) in their viewer
+        else if (j->kind == QLatin1String("figures") || j->kind == QLatin1String("quantize") ||
+                 j->kind == QLatin1String("intervene"))
+            // index.html in the user's browser; a quantize or intervene result (PREFIX.json) in their viewer
             QDesktopServices::openUrl(QUrl::fromLocalFile(j->output));
         else if (QFileInfo::exists(j->output))
             Q_EMIT openModel(j->output);

@@ -10,6 +10,7 @@
 #include "image_page.h"
 #include "input_panel.h"
 #include "inspection_controller.h"
+#include "intervention_panel.h"
 #include "job_manager.h"
 #include "jobs_page.h"
 #include "last_folder.h"
@@ -46,6 +47,7 @@
 #include <QTabWidget>
 #include <QToolBar>
 #include <QToolButton>
+#include <QVBoxLayout>
 
 namespace outlierlens {
 
@@ -94,7 +96,15 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
     m_pages->addTab(m_quantization, tr("&Quantization"));
     m_pages->addTab(m_figures, tr("Fi&gures"));
     m_pages->addTab(m_jobs, tr("&Jobs"));
-    setCentralWidget(m_pages);
+    // The intervention that is on, if any, above every page.
+    m_interventionPanel = new InterventionPanel(m_controller, jobs);
+    auto* central = new QWidget;
+    auto* centralLayout = new QVBoxLayout(central);
+    centralLayout->setContentsMargins(0, 0, 0, 0);
+    centralLayout->setSpacing(2);
+    centralLayout->addWidget(m_interventionPanel);
+    centralLayout->addWidget(m_pages, 1);
+    setCentralWidget(central);
 
     m_precisionLabel = new QLabel;
     buildActions();
@@ -124,10 +134,32 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
     connect(m_controller, &InspectionController::modelLoaded, this, &MainWindow::modelLoaded);
     connect(m_controller, &InspectionController::snapshotReady, this, &MainWindow::snapshotReady);
     // "Seen through" changed on a page: the input runs again through the transformed model.
-    connect(m_controller, &InspectionController::transformChanged, this, [this] {
-        if (!m_quietTransform && m_lastInput.kind != InputRequest::Kind::None)
-            m_lastInput.sendTo(*m_controller);
-    });
+    const auto rerun = [this] {
+        if (!m_quietRerun && m_lastInput.kind != InputRequest::Kind::None) m_lastInput.sendTo(*m_controller);
+    };
+    connect(m_controller, &InspectionController::transformChanged, this, rerun);
+    // An intervention set or cleared: the input runs again with or without it.
+    connect(m_controller, &InspectionController::interventionChanged, this, rerun);
+    connect(m_controller, &InspectionController::snapshotReady, m_interventionPanel,
+            &InterventionPanel::showSnapshot);
+    connect(m_outliers, &OutliersPage::dimensionMenuRequested, this,
+            [this](int layer, const QString& tensor, int dimension, const QPoint& at) {
+                const SnapshotPtr s = m_controller->snapshot();
+                if (!s) return;
+                std::unique_ptr<QMenu> menu(
+                    m_interventionPanel->dimensionMenu(*s, layer, tensor, dimension, this));
+                menu->exec(at);
+            });
+    connect(m_headView, &HeadView::cellContextMenuRequested, this,
+            [this](int panel, int row, int col, const QPoint& at) {
+                const SnapshotPtr s = m_controller->snapshot();
+                if (!s) return;
+                // The attention's columns are keys; other panels' rows are tokens.
+                const int key = panel == HeadView::ProbabilitiesPanel ? col : row;
+                std::unique_ptr<QMenu> menu(
+                    m_interventionPanel->headMenu(*s, m_state.layer, m_state.head, key, this));
+                menu->exec(at);
+            });
     connect(m_controller, &InspectionController::failed, this, &MainWindow::showError);
     connect(m_controller, &InspectionController::modelLoadFailed, this,
             [this] { m_modelLabel->setText(modelDescription(m_controller->model())); });
@@ -305,6 +337,11 @@ void MainWindow::buildActions()
         if (m_lastInput.kind != InputRequest::Kind::None) m_lastInput.sendTo(*m_controller); // rerun
     });
     addOutlierRuleMenu(view);
+    QAction* clearIntervention = view->addAction(tr("Clear the &intervention"));
+    clearIntervention->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_X));
+    clearIntervention->setStatusTip(
+        tr("Run the input again without the intervention set from a right-click menu"));
+    connect(clearIntervention, &QAction::triggered, m_interventionPanel, &InterventionPanel::clear);
     view->addSeparator();
     // Redraws every page with the new palette.
     addColourMapMenu(view, [this] { setSelection(m_state.layer, m_state.head); });
@@ -390,9 +427,15 @@ void MainWindow::modelLoaded(const ModelInfo& info)
                             : seenThrough.rotate ? info.rotationRefusal
                                                  : QString();
     if (!refusal.isEmpty()) { // this model is seen as trained (before its first input runs)
-        const QScopedValueRollback<bool> quiet(m_quietTransform, true);
+        const QScopedValueRollback<bool> quiet(m_quietRerun, true);
         m_controller->setTransform({});
         statusBar()->showMessage(tr("%1 is shown as trained: %2").arg(info.name, refusal), 15000);
+    }
+    {
+        // An intervention names the previous model's layers and dimensions: it ends here.
+        const QScopedValueRollback<bool> quiet(m_quietRerun, true);
+        m_interventionPanel->setModel(info);
+        if (m_controller->intervention()) m_controller->setIntervention(std::nullopt);
     }
     m_state.snapshot.reset();
     m_input->setModelKind(info);

@@ -29,6 +29,7 @@ class ImageView;
 class TokenNormView;
 class InputPanel;
 class InspectionController;
+class InterventionPanel;
 class JobManager;
 class JobsPage;
 class LayerPage;
@@ -56,6 +57,7 @@ public:
     LayerPage* layerPage() const { return m_layerPage; }
     OverviewGrid* overview() const { return m_overview; }
     OutliersPage* outliersPage() const { return m_outliers; }
+    InterventionPanel* interventionPanel() const { return m_interventionPanel; }
     ImageView* imageView() const { return m_imageView; }
     TokenNormView* tokenNormsView() const { return m_tokenNorms; }
     ComparePage* comparePage() const { return m_compare; }
@@ -146,7 +148,8 @@ private:
     QString m_sampleShown;    ///< the current model's sample input, when that is what the app ran
     PageState m_state;        ///< the snapshot shown, the chosen head and the tokens marked on it
     QString m_galleryDir;
-    bool m_quietTransform = false; ///< a transform reset by a model load reruns nothing
+    bool m_quietRerun = false; ///< a transform or intervention reset by a model load reruns nothing
+    InterventionPanel* m_interventionPanel = nullptr;
 };
 
 } // namespace outlierlens

@@ -66,6 +66,11 @@ OutliersPage::OutliersPage(InspectionController* controller, QWidget* parent)
     connect(m_source, &QComboBox::currentIndexChanged, this, [this] { refresh(m_snapshot, m_layer); });
     connect(m_tensor, &QComboBox::currentIndexChanged, this, [this] { refresh(m_snapshot, m_layer); });
     connect(m_dashboard, &OutlierDashboard::dimensionClicked, this, &OutliersPage::dimensionClicked);
+    connect(m_dashboard, &OutlierDashboard::dimensionContextMenuRequested, this,
+            [this](int dimension, const QPoint& at) {
+                const OutlierTensorRef shown = resolveOutlierTensor(tensor(), m_layer);
+                Q_EMIT dimensionMenuRequested(shown.layer, shown.tensor, dimension, at);
+            });
 }
 
 void OutliersPage::setModel(const ModelInfo& model)

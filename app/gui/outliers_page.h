@@ -46,6 +46,9 @@ public:
 Q_SIGNALS:
     /// A hidden dimension (0-based) was clicked in the dashboard.
     void dimensionClicked(int dimension);
+    /// A context menu was asked for on dimension `dimension` of the tensor the dashboard shows (`tensor`
+    /// of `layer`, 0-based).
+    void dimensionMenuRequested(int layer, const QString& tensor, int dimension, const QPoint& globalPos);
     /// The user asks for statistics of the current model over a data set (queued as a job).
     void statisticsRequested();
 

@@ -98,6 +98,10 @@ void Intervention::validate() const
         if (d < 0) throw Error("intervention: dimension " + std::to_string(d) + " is negative");
     for (std::int64_t t : tokens)
         if (t < 0) throw Error("intervention: token position " + std::to_string(t) + " is negative");
+    if (!means.empty() && (value != Value::Mean || (!dims.empty() && means.size() != dims.size())))
+        throw Error("intervention: " + std::to_string(means.size()) + " means for " +
+                    (value != Value::Mean ? "a value other than the mean"
+                                          : std::to_string(dims.size()) + " dimensions"));
 }
 
 QuantSite interventionSite(const std::string& tensor, bool postLayerNormBert)
@@ -118,6 +122,10 @@ InterventionSink::InterventionSink(Intervention intervention, QuantSite site, Ac
     , m_inner(inner)
 {
     m_intervention.validate();
+    if (!m_intervention.means.empty()) { // collected elsewhere: as if collected here
+        m_sum = torch::tensor(m_intervention.means, torch::kDouble);
+        m_count = 1;
+    }
 }
 
 at::Tensor InterventionSink::removeKeys(const at::Tensor& probs) const

@@ -4,6 +4,7 @@
 // the thread that runs the model.
 
 #include "model/capture.h"
+#include "quant/intervention_spec.h"
 
 #include <torch/types.h>
 
@@ -12,34 +13,6 @@
 #include <vector>
 
 namespace outlierlens {
-
-struct Intervention
-{
-    enum class Value { Zero, Mean, Constant };
-    int layer = 0; ///< 0-based
-    /// attn_out, ffn_out or out (DESIGN.md's capture names), attn_probs: keys removed from the attention,
-    /// or attn_context: the output of the chosen heads (P V, times the gate where there is one) set to 0
-    /// at the chosen queries (a head ablated; for a gated model, its gate shut), or attn_gate: the chosen
-    /// heads' gate values (gated attention, An et al.'s context scale) set to 0 or to a constant (1: forced
-    /// open) at the chosen queries
-    std::string tensor = "out";
-    std::vector<std::int64_t> dims;   ///< hidden dimensions, 0-based; empty: every dimension
-    std::vector<std::int64_t> tokens; ///< token positions (attn_probs: queries), 0-based; empty: every one
-    Value value = Value::Zero;
-    double constant = 0; ///< Value::Constant
-    // attn_probs: the keys whose probability becomes 0 for the chosen queries of the chosen heads.
-    std::vector<std::int64_t> keys; ///< key positions, 0-based; at least one
-    std::vector<std::int64_t>
-        heads;               ///< attn_probs, attn_context, attn_gate: heads, 0-based; empty: every head
-    bool renormalize = true; ///< the rest of each row rescaled to sum to 1 (as if masked)
-
-    /// "layer 2 out, dims 17,42, token 0: set to their mean", "layer 1 attention, every head: key 0 removed
-    /// from every query, renormalised" (layers and heads 1-based).
-    std::string describe() const;
-    /// Throws Error for a negative layer, dimension, position or head, an unknown tensor, attn_probs
-    /// without keys, or attn_probs or attn_context with a value other than zero or with dimensions.
-    void validate() const;
-};
 
 /// The quantization site that carries `tensor` of a layer (attn_out: AttnOut, ffn_out: FfnOut, out: the
 /// block output, FfnNorm in a post-LN BERT block, FfnResidual in ViT and decoder blocks; attn_probs:
