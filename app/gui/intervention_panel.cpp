@@ -19,6 +19,7 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <numeric>
 #include <set>
 
@@ -83,7 +84,7 @@ InterventionPanel::InterventionPanel(InspectionController* controller, JobManage
     m_table = new QTableWidget;
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_table->verticalHeader()->hide();
-    m_table->setMaximumHeight(140);
+    m_table->verticalHeader()->setDefaultSectionSize(m_table->fontMetrics().height() + 6);
     m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
 
     auto* top = new QHBoxLayout;
@@ -267,6 +268,14 @@ void InterventionPanel::redraw()
                                         tr("intervened"), tr("kurtosis as computed"), tr("intervened"),
                                         tr("outliers as computed"), tr("intervened")});
     m_table->setRowCount(0);
+    // As tall as its rows (up to 4; more scroll), so that the pages below keep their room.
+    const auto fitRows = [this] {
+        const int shown = std::max(1, std::min(m_table->rowCount(), 4));
+        m_table->setFixedHeight(m_table->horizontalHeader()->sizeHint().height() +
+                                shown * m_table->verticalHeader()->defaultSectionSize() +
+                                2 * m_table->frameWidth());
+    };
+    fitRows();
     if (!comparable) return;
     for (int l = m_intervention->layer; l < m_snapshot->L(); ++l) {
         const TensorOutliers& a = base->outliersOf(tensor, l);
@@ -286,6 +295,7 @@ void InterventionPanel::redraw()
         for (int c = 0; c < cells.size(); ++c)
             m_table->setItem(row, c, new QTableWidgetItem(cells[c]));
     }
+    fitRows();
 }
 
 QMenu* InterventionPanel::dimensionMenu(const InspectionSnapshot& s, int layer, const QString& tensor,
@@ -342,6 +352,35 @@ QMenu* InterventionPanel::dimensionMenu(const InspectionSnapshot& s, int layer, 
             c.constant = value;
             apply(c);
         });
+        menu->addSeparator();
+    }
+    // Every outlier dimension of the layer at once, at the tokens carrying them (Sun et al.'s massive
+    // activations are a few dimensions of one token).
+    std::set<std::int64_t> dims, rows;
+    for (int p : s.outliersOf(tensor, layer).positions) {
+        dims.insert(p % s.d());
+        rows.insert(p / s.d());
+    }
+    if (dims.size() > 1) {
+        Intervention all = base;
+        all.dims.assign(dims.begin(), dims.end());
+        all.tokens.assign(rows.begin(), rows.end());
+        QStringList labels;
+        for (std::int64_t t : rows)
+            labels << QStringLiteral("%1 (%2)").arg(s.tokens.value(int(t))).arg(t);
+        const QString every = tr("the %1 outlier dimensions of layer %2's %3 (%4)")
+                                  .arg(dims.size())
+                                  .arg(layer + 1)
+                                  .arg(tensor, joinedPositions(all.dims));
+        const QString where = tr("at %1").arg(labels.join(QStringLiteral(", ")));
+        add(tr("Set %1 to 0 %2").arg(every, where), all);
+        Intervention mean = all;
+        mean.value = Intervention::Value::Mean;
+        QAction* m = add(tr("Set %1 to their mean over the model's data %2").arg(every, where), mean);
+        if (!data) {
+            m->setEnabled(false);
+            m->setToolTip(why);
+        }
         menu->addSeparator();
     }
     if (m_controller->intervention())
