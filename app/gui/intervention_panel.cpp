@@ -52,6 +52,15 @@ QStringList interveneArguments(const Intervention& i)
     return a;
 }
 
+/// "</s> (0), . (7)": tokens by label and 0-based position.
+QString tokenLabels(const InspectionSnapshot& s, const std::vector<std::int64_t>& positions)
+{
+    QStringList labels;
+    for (std::int64_t t : positions)
+        labels << QStringLiteral("%1 (%2)").arg(s.tokens.value(int(t))).arg(t);
+    return labels.join(QStringLiteral(", "));
+}
+
 QString number(double value, const QString& metric)
 {
     return metric == QLatin1String("accuracy") ? QStringLiteral("%1%").arg(value * 100, 0, 'f', 2)
@@ -298,6 +307,20 @@ void InterventionPanel::redraw()
     fitRows();
 }
 
+QAction* InterventionPanel::addIntervention(QMenu* menu, const QString& text,
+                                            const Intervention& intervention)
+{
+    QAction* action = menu->addAction(text);
+    connect(action, &QAction::triggered, this, [this, intervention] { apply(intervention); });
+    // A mean is the model's data's: without data there is none.
+    QString why;
+    if (intervention.value == Intervention::Value::Mean && !quantDataFor(m_model.dir, QString(), &why)) {
+        action->setEnabled(false);
+        action->setToolTip(why);
+    }
+    return action;
+}
+
 QMenu* InterventionPanel::dimensionMenu(const InspectionSnapshot& s, int layer, const QString& tensor,
                                         int dimension, QWidget* parent)
 {
@@ -316,31 +339,16 @@ QMenu* InterventionPanel::dimensionMenu(const InspectionSnapshot& s, int layer, 
     base.tensor = tensor.toStdString();
     base.dims = {dimension};
     const QString what = tr("dimension %1 of layer %2's %3").arg(dimension).arg(layer + 1).arg(tensor);
-    QString why;
-    const bool data = quantDataFor(m_model.dir, QString(), &why).has_value();
-    const auto add = [&](const QString& text, Intervention i) {
-        QAction* a = menu->addAction(text);
-        connect(a, &QAction::triggered, this, [this, i] { apply(i); });
-        return a;
-    };
     for (bool outlierTokensOnly : {false, true}) {
         if (outlierTokensOnly && tokens.empty()) continue;
         Intervention i = base;
         if (outlierTokensOnly) i.tokens = tokens;
-        QStringList labels;
-        for (std::int64_t t : tokens)
-            labels << QStringLiteral("%1 (%2)").arg(s.tokens.value(int(t))).arg(t);
-        const QString where = outlierTokensOnly
-                                  ? tr("at its outlier tokens %1").arg(labels.join(QStringLiteral(", ")))
-                                  : tr("at every token");
-        add(tr("Set %1 to 0 %2").arg(what, where), i);
+        const QString where = outlierTokensOnly ? tr("at its outlier tokens %1").arg(tokenLabels(s, tokens))
+                                                : tr("at every token");
+        addIntervention(menu, tr("Set %1 to 0 %2").arg(what, where), i);
         Intervention mean = i;
         mean.value = Intervention::Value::Mean;
-        QAction* m = add(tr("Set %1 to its mean over the model's data %2").arg(what, where), mean);
-        if (!data) {
-            m->setEnabled(false);
-            m->setToolTip(why);
-        }
+        addIntervention(menu, tr("Set %1 to its mean over the model's data %2").arg(what, where), mean);
         QAction* v = menu->addAction(tr("Set %1 to a value %2…").arg(what, where));
         connect(v, &QAction::triggered, this, [this, i, what] {
             bool ok = false;
@@ -365,22 +373,15 @@ QMenu* InterventionPanel::dimensionMenu(const InspectionSnapshot& s, int layer, 
         Intervention all = base;
         all.dims.assign(dims.begin(), dims.end());
         all.tokens.assign(rows.begin(), rows.end());
-        QStringList labels;
-        for (std::int64_t t : rows)
-            labels << QStringLiteral("%1 (%2)").arg(s.tokens.value(int(t))).arg(t);
         const QString every = tr("the %1 outlier dimensions of layer %2's %3 (%4)")
                                   .arg(dims.size())
                                   .arg(layer + 1)
                                   .arg(tensor, joinedPositions(all.dims));
-        const QString where = tr("at %1").arg(labels.join(QStringLiteral(", ")));
-        add(tr("Set %1 to 0 %2").arg(every, where), all);
+        const QString where = tr("at %1").arg(tokenLabels(s, all.tokens));
+        addIntervention(menu, tr("Set %1 to 0 %2").arg(every, where), all);
         Intervention mean = all;
         mean.value = Intervention::Value::Mean;
-        QAction* m = add(tr("Set %1 to their mean over the model's data %2").arg(every, where), mean);
-        if (!data) {
-            m->setEnabled(false);
-            m->setToolTip(why);
-        }
+        addIntervention(menu, tr("Set %1 to their mean over the model's data %2").arg(every, where), mean);
         menu->addSeparator();
     }
     if (m_controller->intervention())
@@ -391,10 +392,8 @@ QMenu* InterventionPanel::dimensionMenu(const InspectionSnapshot& s, int layer, 
 QMenu* InterventionPanel::headMenu(const InspectionSnapshot& s, int layer, int head, int key, QWidget* parent)
 {
     auto* menu = new QMenu(parent);
-    const QString keyName = QStringLiteral("%1 (%2)").arg(s.tokens.value(key)).arg(key);
-    const auto add = [&](const QString& text, const Intervention& i) {
-        connect(menu->addAction(text), &QAction::triggered, this, [this, i] { apply(i); });
-    };
+    const QString keyName = tokenLabels(s, {key});
+    const auto add = [&](const QString& text, const Intervention& i) { addIntervention(menu, text, i); };
     Intervention remove;
     remove.layer = layer;
     remove.tensor = "attn_probs";
@@ -413,7 +412,19 @@ QMenu* InterventionPanel::headMenu(const InspectionSnapshot& s, int layer, int h
     ablate.tensor = "attn_context";
     ablate.heads = {head};
     add(tr("Ablate head %1 of layer %2 (its output set to 0)").arg(head + 1).arg(layer + 1), ablate);
+    // The token itself: its whole block output in this layer.
+    menu->addSeparator();
+    Intervention token;
+    token.layer = layer;
+    token.tensor = "out";
+    token.tokens = {key};
+    add(tr("Set token %1's out in layer %2 to 0 (every dimension)").arg(keyName).arg(layer + 1), token);
+    Intervention tokenMean = token;
+    tokenMean.value = Intervention::Value::Mean;
+    add(tr("Set token %1's out in layer %2 to its mean over the model's data").arg(keyName).arg(layer + 1),
+        tokenMean);
     if (s.model.gated) {
+        menu->addSeparator();
         Intervention open;
         open.layer = layer;
         open.tensor = "attn_gate";

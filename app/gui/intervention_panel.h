@@ -9,6 +9,7 @@
 
 #include <optional>
 
+class QAction;
 class QLabel;
 class QMenu;
 class QPushButton;
@@ -48,7 +49,8 @@ public:
                          QWidget* parent);
     /// The right-click menu on key column `key` of head `head` in `layer` (the Head page's attention):
     /// remove the key from the head's (or every head's) attention, renormalised or not; ablate the head;
-    /// for a gated model, force its gates open or shut.
+    /// set that token's block output to 0 or to its data-set mean; for a gated model, force the head's
+    /// gates open or shut.
     QMenu* headMenu(const InspectionSnapshot& snapshot, int layer, int head, int key, QWidget* parent);
 
     /// For tests: the lines the panel shows, and the job result it read (empty before).
@@ -61,6 +63,9 @@ Q_SIGNALS:
     void jobQueued(const QString& id);
 
 private:
+    /// An action of `menu` that applies `intervention`; a mean's is disabled, with the reason, for a model
+    /// without data to take it over.
+    QAction* addIntervention(QMenu* menu, const QString& text, const Intervention& intervention);
     void jobFinished(const QString& id);
     void readResult();
     void redraw();

@@ -184,6 +184,7 @@ private Q_SLOTS:
             m_window->interventionPanel()->headMenu(*before, layer, head, 0, m_window.get()));
         QVERIFY(actionStartingWith(menu.get(), QStringLiteral("Ablate head 1")));
         QVERIFY(!actionStartingWith(menu.get(), QStringLiteral("Force head"))); // vanilla: no gates
+        QVERIFY(actionStartingWith(menu.get(), QStringLiteral("Set token")));
         actionStartingWith(menu.get(), QStringLiteral("Remove key"))->trigger();
         const SnapshotPtr removed = waitForSnapshot(before, true);
         // The head's attention as the intervention left it: key 0 at 0, every row that had another key
