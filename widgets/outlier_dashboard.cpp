@@ -101,6 +101,8 @@ struct DashboardCharts
     QLineSeries* kurtosis = nullptr;
     QScatterSeries* selectedInfNorm = nullptr;
     QScatterSeries* selectedKurtosis = nullptr;
+    QLineSeries* originalInfNorm = nullptr; ///< before an intervention (OutlierDashboardData::original...)
+    QLineSeries* originalKurtosis = nullptr;
     QValueAxis* layerAxis = nullptr;
     QValueAxis* infNormAxis = nullptr;
     QValueAxis* kurtosisAxis = nullptr;
@@ -196,8 +198,14 @@ DashboardCharts::DashboardCharts(bool paperLayout)
         marker->setColor(kSelectedColor);
         marker->setBorderColor(Qt::white);
     }
-    for (QAbstractSeries* series :
-         std::initializer_list<QAbstractSeries*>{infNorm, kurtosis, selectedInfNorm, selectedKurtosis})
+    originalInfNorm = new QLineSeries;
+    originalInfNorm->setName(QStringLiteral("max inf norm before"));
+    originalInfNorm->setPen(QPen(kInfNormColor.lighter(160), 2, Qt::DotLine));
+    originalKurtosis = new QLineSeries;
+    originalKurtosis->setName(QStringLiteral("kurtosis before"));
+    originalKurtosis->setPen(QPen(kKurtosisColor.lighter(140), 2, Qt::DotLine));
+    for (QAbstractSeries* series : std::initializer_list<QAbstractSeries*>{
+             infNorm, kurtosis, selectedInfNorm, selectedKurtosis, originalInfNorm, originalKurtosis})
         layers->addSeries(series);
     layerAxis = new QValueAxis;
     layerAxis->setLabelFormat(QStringLiteral("%d"));
@@ -216,11 +224,12 @@ DashboardCharts::DashboardCharts(bool paperLayout)
     layers->addAxis(layerAxis, Qt::AlignBottom);
     layers->addAxis(infNormAxis, Qt::AlignLeft);
     layers->addAxis(kurtosisAxis, Qt::AlignRight);
-    for (QXYSeries* series : std::initializer_list<QXYSeries*>{infNorm, selectedInfNorm}) {
+    for (QXYSeries* series : std::initializer_list<QXYSeries*>{infNorm, selectedInfNorm, originalInfNorm}) {
         series->attachAxis(layerAxis);
         series->attachAxis(infNormAxis);
     }
-    for (QXYSeries* series : std::initializer_list<QXYSeries*>{kurtosis, selectedKurtosis}) {
+    for (QXYSeries* series :
+         std::initializer_list<QXYSeries*>{kurtosis, selectedKurtosis, originalKurtosis}) {
         series->attachAxis(layerAxis);
         series->attachAxis(kurtosisAxis);
     }
@@ -374,6 +383,23 @@ void DashboardCharts::fill(const OutlierDashboardData& data, int rows)
         if (std::isfinite(data.kurtosisPerLayer[i])) maxKurt = std::max(maxKurt, data.kurtosisPerLayer[i]);
         if (i == data.layer) selectedKurt << kurt.back();
     }
+    // Beside them, the same input without the intervention (none: no curve, no legend entry).
+    QList<QPointF> originalNorms, originalKurt;
+    for (int i = 0; i < data.originalMaxInfNormPerLayer.size(); ++i) {
+        originalNorms << QPointF(i + 1, data.originalMaxInfNormPerLayer[i]);
+        if (std::isfinite(data.originalMaxInfNormPerLayer[i]))
+            maxNorm = std::max(maxNorm, data.originalMaxInfNormPerLayer[i]);
+    }
+    for (int i = 0; i < data.originalKurtosisPerLayer.size(); ++i) {
+        originalKurt << QPointF(i + 1, data.originalKurtosisPerLayer[i]);
+        if (std::isfinite(data.originalKurtosisPerLayer[i]))
+            maxKurt = std::max(maxKurt, data.originalKurtosisPerLayer[i]);
+    }
+    originalInfNorm->replace(originalNorms);
+    originalKurtosis->replace(originalKurt);
+    for (QLineSeries* series : {originalInfNorm, originalKurtosis})
+        for (QLegendMarker* marker : layers->legend()->markers(series))
+            marker->setVisible(series->count() > 0);
     infNorm->replace(norms);
     kurtosis->replace(kurt);
     selectedInfNorm->replace(selectedNorm);
@@ -598,13 +624,18 @@ QString OutlierDashboard::figureCsv() const
     for (int i : tokensByCount(m_data.perToken))
         csv += charts::csvField(m_data.perToken.labels[i]) + QLatin1Char(',') +
                charts::csvNumber(m_data.perToken.values[i]) + QLatin1Char('\n');
-    csv += QStringLiteral("\nlayer (1-based),max inf norm,kurtosis\n");
+    const bool original = !m_data.originalMaxInfNormPerLayer.isEmpty();
+    csv += original ? QStringLiteral("\nlayer (1-based),max inf norm,kurtosis,max inf norm without the "
+                                     "intervention,kurtosis without the intervention\n")
+                    : QStringLiteral("\nlayer (1-based),max inf norm,kurtosis\n");
     const int layers = int(std::max(m_data.maxInfNormPerLayer.size(), m_data.kurtosisPerLayer.size()));
+    const auto cell = [&](const QVector<double>& values, int i) {
+        return QLatin1Char(',') + (i < values.size() ? charts::csvNumber(values[i]) : QString());
+    };
     for (int i = 0; i < layers; ++i) {
-        csv += QString::number(i + 1) + QLatin1Char(',');
-        if (i < m_data.maxInfNormPerLayer.size()) csv += charts::csvNumber(m_data.maxInfNormPerLayer[i]);
-        csv += QLatin1Char(',');
-        if (i < m_data.kurtosisPerLayer.size()) csv += charts::csvNumber(m_data.kurtosisPerLayer[i]);
+        csv += QString::number(i + 1) + cell(m_data.maxInfNormPerLayer, i) + cell(m_data.kurtosisPerLayer, i);
+        if (original)
+            csv += cell(m_data.originalMaxInfNormPerLayer, i) + cell(m_data.originalKurtosisPerLayer, i);
         csv += QLatin1Char('\n');
     }
     return csv;

@@ -116,7 +116,10 @@ struct OutlierDashboardData
     QVector<double> maxInfNormPerLayer; ///< index = layer (0-based)
     QVector<double> kurtosisPerLayer;
     QVector<double> outliersPerLayer; ///< outlier values of `tensor` per layer; empty if unknown
-    QString criterion;                ///< e.g. "|x - mean| > 6 std"
+    /// The same input without an intervention (the model as it computes it), drawn beside the per-layer
+    /// curves, lighter; empty: no intervention.
+    QVector<double> originalMaxInfNormPerLayer, originalKurtosisPerLayer;
+    QString criterion; ///< e.g. "|x - mean| > 6 std"
     Provenance provenance;
 };
 

@@ -205,6 +205,16 @@ void InspectionController::setTransform(const ModelTransform& transform)
     Q_EMIT transformChanged();
 }
 
+SnapshotPtr InspectionController::originalOf(const SnapshotPtr& snapshot) const
+{
+    if (!snapshot || snapshot->intervention.isEmpty() || !m_baseline) return nullptr;
+    const InspectionSnapshot& b = *m_baseline;
+    return b.input == snapshot->input && b.model.dir == snapshot->model.dir &&
+                   b.transform == snapshot->transform
+               ? m_baseline
+               : nullptr;
+}
+
 void InspectionController::setIntervention(const std::optional<Intervention>& intervention)
 {
     m_intervention = intervention;

@@ -48,8 +48,9 @@ public:
     /// interventionChanged. The caller reruns the input.
     void setIntervention(const std::optional<Intervention>& intervention);
     const std::optional<Intervention>& intervention() const { return m_intervention; }
-    /// The latest snapshot without an intervention: what an intervened snapshot is compared with.
-    SnapshotPtr baseline() const { return m_baseline; }
+    /// For a snapshot that ran with an intervention: the latest snapshot of the same model, input and
+    /// transform without one (what the pages draw it beside); null otherwise.
+    SnapshotPtr originalOf(const SnapshotPtr& snapshot) const;
 
     /// The model loaded last (empty name before the first load succeeds).
     const ModelInfo& model() const { return m_model; }

@@ -236,11 +236,9 @@ void InterventionPanel::redraw()
     if (!m_intervention) return;
     m_title->setText(tr("<b>Intervention</b>: %1")
                          .arg(QString::fromStdString(m_intervention->describe()).toHtmlEscaped()));
-    const SnapshotPtr base = m_controller->baseline();
+    const SnapshotPtr base = m_controller->originalOf(m_snapshot);
     const bool intervened = m_snapshot && !m_snapshot->intervention.isEmpty();
-    const bool comparable = intervened && base && base->input == m_snapshot->input &&
-                            base->model.dir == m_snapshot->model.dir &&
-                            base->transform == m_snapshot->transform;
+    const bool comparable = base != nullptr;
     if (!intervened)
         m_input->setText(m_intervention->value == Intervention::Value::Mean
                              ? tr("This input: waiting for the means over the model's data (the job).")

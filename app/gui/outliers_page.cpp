@@ -156,7 +156,8 @@ void OutliersPage::refresh(const SnapshotPtr& snapshot, int layer)
             "so its Q/K/V projections read the layer's input (choose in).");
     notes.removeAll(QString());
     m_note->setText(notes.join(QLatin1Char(' ')));
-    m_dashboard->setData(buildDashboard(*snapshot, shown.layer, shown.tensor));
+    const SnapshotPtr original = m_controller->originalOf(snapshot);
+    m_dashboard->setData(buildDashboard(*snapshot, shown.layer, shown.tensor, original.get()));
 }
 
 } // namespace outlierlens

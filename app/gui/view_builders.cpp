@@ -374,7 +374,8 @@ OverviewData buildOverview(const InspectionSnapshot& s)
     return o;
 }
 
-OutlierDashboardData buildDashboard(const InspectionSnapshot& s, int layer, const QString& tensor)
+OutlierDashboardData buildDashboard(const InspectionSnapshot& s, int layer, const QString& tensor,
+                                    const InspectionSnapshot* original)
 {
     OutlierDashboardData d;
     d.sourceDescription = QStringLiteral("current input: %1").arg(s.input.left(120));
@@ -404,6 +405,10 @@ OutlierDashboardData buildDashboard(const InspectionSnapshot& s, int layer, cons
         d.kurtosisPerLayer << s.outliersOf(tensor, l).kurtosis;
         const QVector<int>& perDimension = s.outliersOf(tensor, l).perDimension;
         d.outliersPerLayer << double(std::accumulate(perDimension.begin(), perDimension.end(), 0LL));
+        if (original) {
+            d.originalMaxInfNormPerLayer << original->outliersOf(tensor, l).maxInfNorm;
+            d.originalKurtosisPerLayer << original->outliersOf(tensor, l).kurtosis;
+        }
     }
     d.provenance = provenanceOf(s, QStringLiteral("layer %1, %2").arg(layer + 1).arg(tensor));
     return d;

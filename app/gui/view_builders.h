@@ -24,7 +24,10 @@ OverviewData buildOverview(const InspectionSnapshot& s);
 /// Outliers of one input: counts per hidden dimension and per token of `tensor` in `layer`
 /// (s.outlierRule over the input's T x d values), and the max inf
 /// norm and kurtosis of that tensor in every layer; the worker computed them (s.outliers).
-OutlierDashboardData buildDashboard(const InspectionSnapshot& s, int layer, const QString& tensor);
+/// `original`: the same input without the intervention `s` ran with (InspectionController::originalOf()),
+/// whose per-layer numbers are drawn beside; null for none.
+OutlierDashboardData buildDashboard(const InspectionSnapshot& s, int layer, const QString& tensor,
+                                    const InspectionSnapshot* original = nullptr);
 /// The same from a data-set statistics file (`tensor` of `layer` must have been analysed).
 OutlierDashboardData buildDashboard(const StatisticsFile& stats, const QString& path, int layer,
                                     const QString& tensor, int headDim);

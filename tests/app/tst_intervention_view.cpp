@@ -10,6 +10,7 @@
 #include "head_page.h"
 #include "intervention_panel.h"
 #include "model/decoder_network.h"
+#include "outlier_dashboard.h"
 #include "outliers_page.h"
 #include "quant/intervention.h"
 #include "text/decoder_tokenizer.h"
@@ -134,6 +135,18 @@ private Q_SLOTS:
                  QString::number(trained->outliersOf(QStringLiteral("out"), 0).maxInfNorm, 'g', 4));
         QCOMPARE(table->item(0, 2)->text(),
                  QString::number(zeroed->outliersOf(QStringLiteral("out"), 0).maxInfNorm, 'g', 4));
+
+        // The Outliers page draws the per-layer curves of the run without the intervention beside.
+        m_window->pages()->setCurrentWidget(m_window->outliersPage());
+        m_window->setSelection(0, 0);
+        const OutlierDashboardData& shown = m_window->outliersPage()->dashboard()->data();
+        QCOMPARE(shown.originalMaxInfNormPerLayer.size(), trained->L());
+        for (int l = 0; l < trained->L(); ++l) {
+            QCOMPARE(shown.originalMaxInfNormPerLayer[l], trained->outliersOf(shown.tensor, l).maxInfNorm);
+            QCOMPARE(shown.maxInfNormPerLayer[l], zeroed->outliersOf(shown.tensor, l).maxInfNorm);
+        }
+        QVERIFY(m_window->outliersPage()->dashboard()->figureCsv().contains(
+            QStringLiteral("max inf norm without the intervention")));
 
         // Over the model's data: the intervene job's numbers.
         QTRY_VERIFY_WITH_TIMEOUT(!panel->result().isEmpty(), 120000);
