@@ -203,6 +203,71 @@ W8A8Result readQuantizeResult(const QString& path, QString* modelDir)
     return w;
 }
 
+namespace {
+
+/// A table row whose W8A8 may have to be computed.
+struct W8A8Cell
+{
+    QString modelDir;
+    std::optional<W8A8Result>* result;
+    QString* note;   ///< why there is none
+    double* seconds; ///< how long computing it took
+};
+
+/// Computes W8A8 (computeW8A8) for every cell without a result whose model has task data
+/// (quantDataFor(model, `option`); `note` says why not otherwise), reporting `progress("quantize", done,
+/// total)`. Returns the data it used, for the notes. Throws Cancelled.
+QStringList computeMissingW8A8(const std::vector<W8A8Cell>& cells, const QString& option,
+                               const std::atomic<bool>& cancel,
+                               const std::function<void(const QString&, int, int)>& progress)
+{
+    std::vector<std::optional<QuantDataChoice>> choices;
+    int toCompute = 0;
+    for (const W8A8Cell& c : cells) {
+        choices.push_back(std::nullopt);
+        if (*c.result || c.modelDir.isEmpty()) continue;
+        choices.back() = quantDataFor(c.modelDir, option, c.note);
+        toCompute += choices.back() ? 1 : 0;
+    }
+    int done = 0;
+    const int total = toCompute * kW8A8Steps;
+    QStringList used;
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+        if (!choices[i]) continue;
+        const W8A8Cell& c = cells[i];
+        progress(QStringLiteral("quantize"), done, total);
+        QElapsedTimer timer;
+        timer.start();
+        try {
+            *c.result = computeW8A8(c.modelDir, *choices[i], cancel, [&](const QString&) {
+                progress(QStringLiteral("quantize"), done = std::min(done + 1, total), total);
+            });
+            *c.seconds = double(timer.elapsed()) / 1000.0;
+            const QString data = QStringLiteral("%1 (--seq-length %2; from %3)")
+                                     .arg(choices[i]->spec)
+                                     .arg(choices[i]->seqLength)
+                                     .arg(choices[i]->source);
+            if (!used.contains(data)) used << data;
+        } catch (const Cancelled&) {
+            throw;
+        } catch (const Error& e) {
+            *c.note = QString::fromStdString(e.what());
+        }
+    }
+    return used;
+}
+
+/// The "W8A8 from" cell: the result file's name, or how long computing it took.
+QString w8a8Source(const std::optional<W8A8Result>& w8a8, double seconds)
+{
+    if (!w8a8) return QStringLiteral("n/a");
+    return w8a8->source == QLatin1String("computed")
+               ? QStringLiteral("computed (%1 s)").arg(seconds, 0, 'f', 1)
+               : QFileInfo(w8a8->source).fileName();
+}
+
+} // namespace
+
 PaperTables::PaperTables(const FigureSetOptions& options, QVector<ModelInfo> models,
                          const StatisticsFile* stats, QString statsReason, QString dataSpec,
                          QString statisticsDir, int figureLayer)
@@ -253,7 +318,8 @@ FigureOutcome PaperTables::variantOutcome() const
     return f;
 }
 
-PaperTableData PaperTables::sweepTable() const
+PaperTableData PaperTables::sweepTable(const std::atomic<bool>& cancel,
+                                       const std::function<void(const QString&, int, int)>& progress) const
 {
     const std::vector<SweepSummaryRow> rows = readSweepSummary(QFile::encodeName(o.sweep).toStdString());
     QStringList keys; // the grid keys, in order of first appearance
@@ -277,6 +343,8 @@ PaperTableData PaperTables::sweepTable() const
         std::optional<TrainConfig> config;
         std::optional<W8A8Result> w8a8;
         QString w8a8Note;
+        QString model; ///< the point's model folder ("" when it has none yet)
+        double seconds = 0;
     };
     std::vector<Point> points;
     bool clipped = false, gated = false;
@@ -284,7 +352,11 @@ PaperTableData PaperTables::sweepTable() const
         Point p;
         const QString folder = QDir(o.sweep).filePath(QString::fromStdString(r.name));
         const QString model = pointModelDir(folder);
-        if (!model.isEmpty()) p.variant = variantObjectOf(model);
+        p.model = model;
+        if (model.isEmpty())
+            p.w8a8Note = QStringLiteral("no model yet");
+        else
+            p.variant = variantObjectOf(model);
         try {
             p.config = RunFolder(folder.toStdString()).readConfig();
         } catch (const Error&) {
@@ -307,6 +379,12 @@ PaperTableData PaperTables::sweepTable() const
             }
         points.push_back(p);
     }
+    // Points without a result: computed with quantize's code path, on each point's own task data (its
+    // run.json), as Table 2 does.
+    std::vector<W8A8Cell> w8a8Cells;
+    for (Point& p : points)
+        w8a8Cells.push_back({p.model, &p.w8a8, &p.w8a8Note, &p.seconds});
+    const QStringList computedData = computeMissingW8A8(w8a8Cells, o.quantizeData, cancel, progress);
 
     PaperTableData t;
     t.name = kSweepId;
@@ -331,7 +409,8 @@ PaperTableData PaperTables::sweepTable() const
               << PaperTableColumn{QStringLiteral("avg_kurtosis"), QStringLiteral("avg kurtosis"), 2}
               << PaperTableColumn{QStringLiteral("w8a8"), QStringLiteral("W8A8"), 4}
               << PaperTableColumn{QStringLiteral("w8a8_std"), QStringLiteral("± (seeds)"), 4}
-              << PaperTableColumn{QStringLiteral("w8a8_fp"), QStringLiteral("FP (quantize)"), 4};
+              << PaperTableColumn{QStringLiteral("w8a8_fp"), QStringLiteral("FP (quantize)"), 4}
+              << PaperTableColumn{QStringLiteral("w8a8_source"), QStringLiteral("W8A8 from"), 0};
     int withW8A8 = 0;
     QStringList without;
     for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -370,6 +449,7 @@ PaperTableData PaperTables::sweepTable() const
                                                  : QStringLiteral(" (") + p.w8a8Note + QLatin1Char(')'));
             cells << kNaN << kNaN << kNaN;
         }
+        cells << w8a8Source(p.w8a8, p.seconds);
         t.rows << cells;
     }
 
@@ -396,20 +476,22 @@ PaperTableData PaperTables::sweepTable() const
                    "avg kurtosis = the mean over layers of the Pearson kurtosis of %3.")
                    .arg(metric.isEmpty() ? QStringLiteral("task metric") : metric, tensor, kurtosisTensors);
     if (withW8A8 > 0)
-        t.notes << QStringLiteral(
-                       "W8A8: `outlierlens quantize` (W8A8, the paper's placement; mean ± sample std over "
-                       "its seeds) from the point folder's quantize.json or --quantized, for %1 of %2 "
-                       "points; FP (quantize) is the same experiment's floating-point metric on its "
-                       "held-out data.")
-                       .arg(withW8A8)
-                       .arg(rows.size());
+        t.notes
+            << QStringLiteral(
+                   "W8A8: `outlierlens quantize` (W8A8, the paper's placement; docs/quantization.md) for "
+                   "%1 of %2 points: from the point folder's quantize.json or --quantized (mean ± sample "
+                   "std over its seeds), else computed here with %3 seed (quantize's first; no spread)%4. "
+                   "FP (quantize) is the same experiment's floating-point metric on its held-out data.")
+                   .arg(withW8A8)
+                   .arg(rows.size())
+                   .arg(kPaperTableSeeds)
+                   .arg(computedData.isEmpty()
+                            ? QString()
+                            : QStringLiteral(" on ") + computedData.join(QStringLiteral("; ")));
     if (!without.isEmpty())
         t.notes << QStringLiteral(
-                       "W8A8 not available for %1: no quantize result. `figures` does not compute it for "
-                       "a sweep: each point is a whole quantize experiment (an FP evaluation, then "
-                       "calibration and evaluation per seed; 25-90 s for a demo-sized model on two cores). "
-                       "Write it with `outlierlens quantize --model %2/POINT/final --data SPEC --out "
-                       "%2/POINT/quantize`.")
+                       "W8A8 not available for %1. `outlierlens quantize --model %2/POINT/final --data "
+                       "SPEC --out %2/POINT/quantize` writes it where the table reads it.")
                        .arg(without.join(QStringLiteral(", ")), QDir::toNativeSeparators(o.sweep));
     return t;
 }
@@ -468,39 +550,10 @@ PaperTableData PaperTables::variantTable(const std::atomic<bool>& cancel,
             notes << QString::fromStdString(e.what()) + QStringLiteral(" (not used).");
         }
     }
-    std::vector<std::optional<QuantDataChoice>> choices;
-    int toCompute = 0;
-    for (Row& r : rows) {
-        choices.push_back(std::nullopt);
-        if (r.w8a8) continue;
-        choices.back() = quantDataFor(r.model.dir, o.quantizeData, &r.w8a8Note);
-        toCompute += choices.back() ? 1 : 0;
-    }
-    int done = 0;
-    const int total = toCompute * kW8A8Steps;
-    QStringList computedData;
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-        if (!choices[i]) continue;
-        Row& r = rows[i];
-        progress(QStringLiteral("quantize"), done, total);
-        QElapsedTimer timer;
-        timer.start();
-        try {
-            r.w8a8 = computeW8A8(r.model.dir, *choices[i], cancel, [&](const QString&) {
-                progress(QStringLiteral("quantize"), done = std::min(done + 1, total), total);
-            });
-            r.seconds = double(timer.elapsed()) / 1000.0;
-            const QString used = QStringLiteral("%1 (--seq-length %2; from %3)")
-                                     .arg(choices[i]->spec)
-                                     .arg(choices[i]->seqLength)
-                                     .arg(choices[i]->source);
-            if (!computedData.contains(used)) computedData << used;
-        } catch (const Cancelled&) {
-            throw;
-        } catch (const Error& e) {
-            r.w8a8Note = QString::fromStdString(e.what());
-        }
-    }
+    std::vector<W8A8Cell> w8a8Cells;
+    for (Row& r : rows)
+        w8a8Cells.push_back({r.model.dir, &r.w8a8, &r.w8a8Note, &r.seconds});
+    const QStringList computedData = computeMissingW8A8(w8a8Cells, o.quantizeData, cancel, progress);
 
     // The columns; a second max inf norm column where the last layer dominates.
     const int lastLayer = m_stats->numLayers - 1;
@@ -554,10 +607,7 @@ PaperTableData PaperTables::variantTable(const std::atomic<bool>& cancel,
             cells << kNaN;
         }
         cells << (r.w8a8 ? r.w8a8->mean : kNaN) << (r.w8a8 ? r.w8a8->std : kNaN)
-              << (r.w8a8 ? (r.w8a8->source == QLatin1String("computed")
-                                ? QStringLiteral("computed (%1 s)").arg(r.seconds, 0, 'f', 1)
-                                : QFileInfo(r.w8a8->source).fileName())
-                         : QStringLiteral("n/a"));
+              << w8a8Source(r.w8a8, r.seconds);
         t.rows << cells;
     }
 
@@ -613,7 +663,8 @@ void PaperTables::draw(FigureIndexWriter& index, FigureOutcome& f, const QVector
                        int dpi, const std::atomic<bool>& cancel,
                        const std::function<void(const QString&, int, int)>& progress)
 {
-    const PaperTableData data = f.id == kSweepId ? sweepTable() : variantTable(cancel, progress);
+    const PaperTableData data =
+        f.id == kSweepId ? sweepTable(cancel, progress) : variantTable(cancel, progress);
     if (f.id == kSweepId)
         f.caption =
             QStringLiteral("Every point of the sweep %1 (%2 runs): its settings, its task metric, max inf "

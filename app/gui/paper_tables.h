@@ -80,13 +80,15 @@ public:
     static bool isPaperTable(const QString& id);
 
     /// Builds table `outcome.id` and draws it with `index` (figure-<id>.<format> and .csv, a PDF page, its
-    /// numbers in index.json); sets the caption. Table 2 may compute statistics and W8A8 first, reporting
-    /// `progress(stage, done, total)` with stages "statistics" and "quantize". Throws Error, or Cancelled.
+    /// numbers in index.json); sets the caption. Table 2 may compute statistics and both tables W8A8 first,
+    /// reporting `progress(stage, done, total)` with stages "statistics" and "quantize". Throws Error, or
+    /// Cancelled.
     void draw(FigureIndexWriter& index, FigureOutcome& outcome, const QVector<ExportFormat>& formats, int dpi,
               const std::atomic<bool>& cancel, const std::function<void(const QString&, int, int)>& progress);
 
     /// The tables as built (for the caller and tests of the numbers).
-    PaperTableData sweepTable() const;
+    PaperTableData sweepTable(const std::atomic<bool>& cancel,
+                              const std::function<void(const QString&, int, int)>& progress) const;
     PaperTableData variantTable(const std::atomic<bool>& cancel,
                                 const std::function<void(const QString&, int, int)>& progress) const;
 

@@ -427,21 +427,53 @@ private Q_SLOTS:
                         clipped ? variant[QStringLiteral("gamma")].toDouble() : 0.0, 1e-9);
             VERIFY_NEAR(t.number(point, QStringLiteral("zeta")),
                         clipped ? variant[QStringLiteral("zeta")].toDouble(1) : 1.0, 1e-9);
-            // W8A8: only the point with a quantize result has one; the others say why not.
+            // W8A8: the point with a quantize result reads it; the others are computed on their run's own
+            // task data (run.json: the masked-LM corpus, 32 tokens), equal to `quantize --seeds 1` there.
             if (point == quantizedPoint) {
                 VERIFY_NEAR(t.number(point, QStringLiteral("w8a8")),
                             q[QStringLiteral("quantized_mean")].toDouble(), 1e-9);
                 VERIFY_NEAR(t.number(point, QStringLiteral("w8a8_fp")), q[QStringLiteral("fp")].toDouble(),
                             1e-9);
+                QCOMPARE(t.row(point).at(t.column(QStringLiteral("w8a8_source"))).toString(),
+                         QStringLiteral("quantize.json"));
             } else {
-                QVERIFY(std::isnan(t.number(point, QStringLiteral("w8a8"))));
-                QVERIFY2(t.notes.join(QLatin1Char(' ')).contains(QStringLiteral("W8A8 not available for")) &&
-                             t.notes.join(QLatin1Char(' ')).contains(point),
-                         qPrintable(t.notes.join(QLatin1Char('\n'))));
+                const QJsonObject one = quantizeOf(
+                    {QStringLiteral("--model"), sweep + QLatin1Char('/') + point + QStringLiteral("/final"),
+                     QStringLiteral("--data"), QStringLiteral("text:") + train,
+                     QStringLiteral("--seq-length"), QStringLiteral("32"), QStringLiteral("--seeds"),
+                     QStringLiteral("1")},
+                    dir.filePath(point + QStringLiteral("-one-seed")));
+                QVERIFY(!one.isEmpty());
+                VERIFY_NEAR(t.number(point, QStringLiteral("w8a8")),
+                            one[QStringLiteral("quantized_mean")].toDouble(), 1e-9);
+                VERIFY_NEAR(t.number(point, QStringLiteral("w8a8_fp")), one[QStringLiteral("fp")].toDouble(),
+                            1e-9);
+                QVERIFY(std::isnan(t.number(point, QStringLiteral("w8a8_std")))); // one seed: no spread
+                QVERIFY(t.row(point)
+                            .at(t.column(QStringLiteral("w8a8_source")))
+                            .toString()
+                            .startsWith(QStringLiteral("computed")));
             }
         }
         VERIFY_NEAR(t.number(QStringLiteral("gamma=-0.1,softmax=clipped"), QStringLiteral("gamma")), -0.1,
                     1e-9);
+
+        // --quantize-data none: nothing computed; the table says which points have no W8A8 and how to get it.
+        const QString bare = dir.filePath(QStringLiteral("figures-none"));
+        r = runApp({QStringLiteral("figures"), QStringLiteral("--model"),
+                    sweep + QStringLiteral("/baseline/final"), QStringLiteral("--sweep"), sweep,
+                    QStringLiteral("--only"), QStringLiteral("table1"), QStringLiteral("--quantize-data"),
+                    QStringLiteral("none"), QStringLiteral("--format"), QStringLiteral("png"),
+                    QStringLiteral("--out"), bare});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err + r.out));
+        const Table none = tableOf(bare, QStringLiteral("table1"));
+        QVERIFY(std::isnan(none.number(QStringLiteral("baseline"), QStringLiteral("w8a8"))));
+        QVERIFY(!std::isnan(none.number(quantizedPoint, QStringLiteral("w8a8"))));
+        const QString notes = none.notes.join(QLatin1Char(' '));
+        QVERIFY2(notes.contains(QStringLiteral("W8A8 not available for")) &&
+                     notes.contains(QStringLiteral("baseline")) &&
+                     notes.contains(QStringLiteral("--quantize-data none")),
+                 qPrintable(notes));
     }
 
     /// Without their inputs the tables are listed with the reason, and no file is made for them.
