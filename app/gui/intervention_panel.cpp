@@ -146,7 +146,11 @@ void InterventionPanel::apply(const Intervention& intervention)
     m_prefix = resultPrefix(*m_intervention);
     QString why;
     const std::optional<QuantDataChoice> data = quantDataFor(m_model.dir, QString(), &why);
-    if (QFileInfo::exists(m_prefix + QStringLiteral(".json"))) {
+    const QString transform = QString::fromStdString(m_controller->transform().describe());
+    if (!transform.isEmpty()) {
+        // Its dimensions are the transformed model's; `intervene` runs the model as trained.
+        m_jobError = tr("the intervene job runs the model as trained, not seen through %1").arg(transform);
+    } else if (QFileInfo::exists(m_prefix + QStringLiteral(".json"))) {
         readResult();
     } else if (data) {
         QDir().mkpath(QFileInfo(m_prefix).absolutePath());
@@ -310,11 +314,18 @@ QAction* InterventionPanel::addIntervention(QMenu* menu, const QString& text,
 {
     QAction* action = menu->addAction(text);
     connect(action, &QAction::triggered, this, [this, intervention] { apply(intervention); });
-    // A mean is the model's data's: without data there is none.
+    // A mean is the model's data's (an intervene job, which runs the model as trained): without data, or
+    // seen through a transform, there is none.
     QString why;
-    if (intervention.value == Intervention::Value::Mean && !quantDataFor(m_model.dir, QString(), &why)) {
+    const QString transform = QString::fromStdString(m_controller->transform().describe());
+    if (intervention.value == Intervention::Value::Mean &&
+        (!transform.isEmpty() || !quantDataFor(m_model.dir, QString(), &why))) {
         action->setEnabled(false);
-        action->setToolTip(why);
+        action->setToolTip(
+            transform.isEmpty()
+                ? why
+                : tr("the mean comes from the model as trained; this page shows it seen through %1")
+                      .arg(transform));
     }
     return action;
 }

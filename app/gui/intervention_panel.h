@@ -33,7 +33,8 @@ public:
 
     /// Sets `intervention` on the open model: the input reruns with it at once (a mean, once the job has
     /// collected it over the model's data) and a job measures it over the model's data (its result is reused
-    /// when the same intervention was measured before).
+    /// when the same intervention was measured before; no job while the model is seen through a transform,
+    /// whose dimensions `intervene` does not have).
     void apply(const Intervention& intervention);
     /// No intervention: the input reruns as the model computes it.
     void clear();

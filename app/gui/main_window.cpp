@@ -137,7 +137,14 @@ MainWindow::MainWindow(const QString& modelDir, const QString& pairsFile, const 
     const auto rerun = [this] {
         if (!m_quietRerun && m_lastInput.kind != InputRequest::Kind::None) m_lastInput.sendTo(*m_controller);
     };
-    connect(m_controller, &InspectionController::transformChanged, this, rerun);
+    connect(m_controller, &InspectionController::transformChanged, this, [this, rerun] {
+        // An intervention names the dimensions of the model it was set on: another view of it ends it.
+        if (m_controller->intervention()) {
+            const QScopedValueRollback<bool> quiet(m_quietRerun, true);
+            m_interventionPanel->clear();
+        }
+        rerun();
+    });
     // An intervention set or cleared: the input runs again with or without it.
     connect(m_controller, &InspectionController::interventionChanged, this, rerun);
     connect(m_controller, &InspectionController::snapshotReady, m_interventionPanel,

@@ -217,6 +217,47 @@ private Q_SLOTS:
         waitForSnapshot(removed, false);
     }
 
+    /// Seen through a transform the dimensions are the transformed model's, which `intervene` does not have:
+    /// no job, no mean; changing the view ends an intervention.
+    void aTransformEndsTheInterventionAndHasNoJob()
+    {
+        InterventionPanel* panel = m_window->interventionPanel();
+        const SnapshotPtr before = m_window->controller()->snapshot();
+        std::unique_ptr<QMenu> menu(panel->headMenu(*before, 1, 0, 0, m_window.get()));
+        actionStartingWith(menu.get(), QStringLiteral("Ablate head 1"))->trigger();
+        const SnapshotPtr ablated = waitForSnapshot(before, true);
+        ModelTransform rotation;
+        rotation.rotate = true;
+        m_window->controller()->setTransform(rotation);
+        QTRY_VERIFY_WITH_TIMEOUT(m_window->controller()->snapshot() != ablated &&
+                                     !m_window->controller()->loadingOrInspecting(),
+                                 60000);
+        const SnapshotPtr rotated = m_window->controller()->snapshot();
+        QCOMPARE(rotated->transform, QStringLiteral("hadamard rotation"));
+        QVERIFY(rotated->intervention.isEmpty());
+        QVERIFY(!m_window->controller()->intervention());
+        QVERIFY(!panel->isVisibleTo(m_window.get()));
+
+        std::unique_ptr<QMenu> dims(
+            panel->dimensionMenu(*rotated, 0, QStringLiteral("out"), 5, m_window.get()));
+        QAction* mean =
+            actionStartingWith(dims.get(), QStringLiteral("Set dimension 5 of layer 1's out to its mean"));
+        QVERIFY(mean && !mean->isEnabled());
+        actionStartingWith(dims.get(), QStringLiteral("Set dimension 5 of layer 1's out to 0 at every token"))
+            ->trigger();
+        const SnapshotPtr zeroed = waitForSnapshot(rotated, true);
+        QCOMPARE(zeroed->transform, QStringLiteral("hadamard rotation"));
+        QCOMPARE(layers(*zeroed, zeroed->out)[0].select(1, 5).abs().max().item<float>(), 0.0f);
+        QVERIFY2(panel->text().contains(QStringLiteral("runs the model as trained")),
+                 qPrintable(panel->text()));
+        panel->clear();
+        waitForSnapshot(zeroed, false);
+        m_window->controller()->setTransform({});
+        QTRY_VERIFY_WITH_TIMEOUT(m_window->controller()->snapshot()->transform.isEmpty() &&
+                                     !m_window->controller()->loadingOrInspecting(),
+                                 60000);
+    }
+
     void tensorsWithoutInterventionsSaySo()
     {
         const SnapshotPtr s = m_window->controller()->snapshot();
