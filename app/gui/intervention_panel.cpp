@@ -170,11 +170,12 @@ void InterventionPanel::apply(const Intervention& intervention)
     } else {
         m_jobError = tr("no data to measure it over (%1)").arg(why);
     }
-    // A mean is the data's: the input reruns once the job has collected it.
-    if (m_intervention->value != Intervention::Value::Mean)
+    // A mean is the data's: the input reruns with it once the job has collected it, and as the model
+    // computes it until then (not with an intervention set before).
+    if (m_intervention->value != Intervention::Value::Mean || !m_intervention->means.empty())
         m_controller->setIntervention(m_intervention);
-    else if (!m_intervention->means.empty())
-        m_controller->setIntervention(m_intervention);
+    else if (m_controller->intervention())
+        m_controller->setIntervention(std::nullopt);
     show();
     redraw();
 }
@@ -243,10 +244,14 @@ void InterventionPanel::redraw()
     const SnapshotPtr base = m_controller->originalOf(m_snapshot);
     const bool intervened = m_snapshot && !m_snapshot->intervention.isEmpty();
     const bool comparable = base != nullptr;
-    if (!intervened)
-        m_input->setText(m_intervention->value == Intervention::Value::Mean
-                             ? tr("This input: waiting for the means over the model's data (the job).")
-                             : tr("This input: running…"));
+    const bool waitingForMeans =
+        m_intervention->value == Intervention::Value::Mean && m_intervention->means.empty();
+    if (waitingForMeans && !m_jobError.isEmpty())
+        m_input->setText(tr("This input: no mean to set (see below)."));
+    else if (waitingForMeans)
+        m_input->setText(tr("This input: waiting for the means over the model's data (the job)."));
+    else if (!intervened)
+        m_input->setText(tr("This input: running…"));
     else if (comparable)
         m_input->setText(
             tr("This input: %1 → <b>%2</b>")
