@@ -182,9 +182,26 @@ void TestOutlierDashboard::dashboardSetDataReplaces()
     QCOMPARE(tokenAxis->categories(),
              (QStringList{QStringLiteral("patch 0,0"), QStringLiteral("patch 3,4")}));
 
-    QCOMPARE(layers->series().size(), 4); // two lines and the two markers of the selected layer
-    QCOMPARE(seriesOf<QLineSeries>(layers).at(0)->count(), 24);
+    // Two lines, the two markers of the selected layer, and the two lines of the run without an
+    // intervention, empty when there is none.
+    QCOMPARE(layers->series().size(), 6);
+    const QList<QLineSeries*> lines = seriesOf<QLineSeries>(layers);
+    QCOMPARE(lines.size(), 4);
+    QCOMPARE(lines.at(0)->count(), 24);
+    QCOMPARE(lines.at(2)->count(), 0);
+    QCOMPARE(lines.at(3)->count(), 0);
+    QVERIFY(!dashboard.figureCsv().contains(QStringLiteral("without the intervention")));
     QCOMPARE(dashboard.data().perDimension.values.size(), 1024);
+
+    // With the run before an intervention: its curves beside, and in the CSV.
+    OutlierDashboardData intervened = dashboard.data();
+    intervened.originalMaxInfNormPerLayer = QVector<double>(24, 7.0);
+    intervened.originalKurtosisPerLayer = QVector<double>(24, 3.0);
+    dashboard.setData(intervened);
+    QCOMPARE(lines.at(2)->count(), 24);
+    QCOMPARE(lines.at(2)->at(5).y(), 7.0);
+    QCOMPARE(lines.at(3)->at(5).y(), 3.0);
+    QVERIFY(dashboard.figureCsv().contains(QStringLiteral(",7,3\n")));
 }
 
 /// Few dimensions with outliers (the paper's Figure 1): only they are drawn, green, each numbered on
