@@ -75,10 +75,9 @@ int runIntervene(const QStringList& args)
         {"set", "zero (default), mean (over --calib-batches batches of the calibration data) or a number.",
          "value"},
         {"json-progress",
-         "Report progress as JSON lines on stdout, as `outlierlens train` does (loading, the evaluation as "
-         "it "
-         "is, the means, the evaluation with the intervention); the app's job list reads them. The messages "
-         "stay on stderr."},
+         "Report progress as JSON lines on stdout, as `outlierlens train` does (loading, the evaluation "
+         "as it is, the means, the evaluation with the intervention); the app's job list reads them. The "
+         "messages stay on stderr."},
     });
     if (auto code = cmd.parse(args)) return *code;
     return cmd.guarded([&]() -> int {

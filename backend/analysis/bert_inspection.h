@@ -26,7 +26,8 @@ struct BertInspection
 
 /// Tokenizes `text` (+ `pair`) like BertTokenizer (truncation to maxLength, 0 = the model's
 /// maximum positions), runs the network under InferenceMode and records the capture points in
-/// `captureNames` (empty = all). Throws Error for an input longer than the model allows.
+/// `captureNames` (empty = all), its QuantSites passing through `through` when given
+/// (RecordingSink::setThrough). Throws Error for an input longer than the model allows.
 BertInspection inspectBert(BertNetwork& network, const BertTokenizer& tokenizer, const std::string& text,
                            const std::optional<std::string>& pair, int maxLength = 0,
                            const std::set<std::string>& captureNames = {}, ActivationSink* through = nullptr);

@@ -35,7 +35,8 @@ struct Intervention
     /// from every query, renormalised" (layers and heads 1-based).
     std::string describe() const;
     /// Throws Error for a negative layer, dimension, position or head, an unknown tensor, attn_probs
-    /// without keys, or attn_probs or attn_context with a value other than zero or with dimensions.
+    /// without keys, attn_probs or attn_context with a value other than zero or with dimensions, or means
+    /// that do not fit (given for another value, or not one per chosen dimension).
     void validate() const;
 };
 
