@@ -209,10 +209,11 @@ SnapshotPtr InspectionController::originalOf(const SnapshotPtr& snapshot) const
 {
     if (!snapshot || snapshot->intervention.isEmpty() || !m_baseline) return nullptr;
     const InspectionSnapshot& b = *m_baseline;
-    return b.input == snapshot->input && b.model.dir == snapshot->model.dir &&
-                   b.transform == snapshot->transform
-               ? m_baseline
-               : nullptr;
+    // The same run but for the intervention: input, model, transform, precision and outlier rule.
+    const bool same = b.input == snapshot->input && b.model.dir == snapshot->model.dir &&
+                      b.transform == snapshot->transform && b.precision == snapshot->precision &&
+                      b.outlierRule.shortText() == snapshot->outlierRule.shortText();
+    return same ? m_baseline : nullptr;
 }
 
 void InspectionController::setIntervention(const std::optional<Intervention>& intervention)

@@ -48,8 +48,8 @@ public:
     /// interventionChanged. The caller reruns the input.
     void setIntervention(const std::optional<Intervention>& intervention);
     const std::optional<Intervention>& intervention() const { return m_intervention; }
-    /// For a snapshot that ran with an intervention: the latest snapshot of the same model, input and
-    /// transform without one (what the pages draw it beside); null otherwise.
+    /// For a snapshot that ran with an intervention: the latest snapshot of the same model, input,
+    /// transform, precision and outlier rule without one (what the pages draw it beside); null otherwise.
     SnapshotPtr originalOf(const SnapshotPtr& snapshot) const;
 
     /// The model loaded last (empty name before the first load succeeds).
