@@ -69,6 +69,9 @@ struct ResidualStream
     /// The final norm reads the stream through Q^T (so it and the head compute what they did), and writes
     /// through Q when the head is tied to the (rotated) token embeddings.
     std::function<void(const torch::Tensor& q)> rotateFinalNorm;
+    /// Run by the rotation before it touches anything (a ViT folds LayerScale into the layers it scales:
+    /// the same function); listing the stream changes nothing. Empty: nothing to prepare.
+    std::function<void()> prepare;
 
     static ResidualStream refused(std::string why)
     {
@@ -86,7 +89,8 @@ std::vector<NormReaders> preNormsOf(torch::nn::Module& module);
 
 /// The residual stream of `module` (a decoder's or a ViT's, also inside a task's wrapper); `refusal` says
 /// why not for models whose stream cannot be rotated (BERT, post-LN OPT, Gemma 2's post-norms, CLIP's
-/// pre-encoder norm). A ViT's LayerScale is folded into the layers it scales here (the same function).
+/// pre-encoder norm). Listing it leaves the model as it is (ResidualStream::prepare does what must come
+/// first).
 ResidualStream residualStreamOf(torch::nn::Module& module);
 
 } // namespace outlierlens

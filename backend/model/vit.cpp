@@ -250,16 +250,23 @@ ResidualStream VisionTransformerImpl::residualStream()
     if (regToken.defined()) s.tables.push_back(regToken.view({-1, d}));
     // The patch projection writes the patches' d channels: its kernel as [d, C p p].
     s.writers.push_back({patchProj->weight.view({d, -1}), false, patchProj->bias, {}});
+    // The writers' weights are the ones the rotation sees after LayerScale is folded into them (in place,
+    // the same tensors): the same function, then LayerScale 1.
+    s.prepare = [this] {
+        torch::NoGradGuard noGrad;
+        for (std::size_t i = 0; i < blocks->size(); ++i) {
+            VitBlockImpl& b = *blocks[i]->as<VitBlockImpl>();
+            for (auto [gamma, linear] :
+                 {std::pair{b.ls1Gamma, b.proj.get()}, std::pair{b.ls2Gamma, b.fc2.get()}}) {
+                if (!gamma.defined()) continue;
+                linear->weight.mul_(gamma.unsqueeze(1));
+                if (linear->bias.defined()) linear->bias.mul_(gamma);
+                gamma.fill_(1.0);
+            }
+        }
+    };
     for (std::size_t i = 0; i < blocks->size(); ++i) {
         VitBlockImpl& b = *blocks[i]->as<VitBlockImpl>();
-        // LayerScale folded into the layer it scales (the same function), then 1.
-        for (auto [gamma, linear] :
-             {std::pair{b.ls1Gamma, b.proj.get()}, std::pair{b.ls2Gamma, b.fc2.get()}}) {
-            if (!gamma.defined()) continue;
-            linear->weight.mul_(gamma.unsqueeze(1));
-            if (linear->bias.defined()) linear->bias.mul_(gamma);
-            gamma.fill_(1.0);
-        }
         s.writers.push_back({b.proj->weight, false, b.proj->bias, {}});
         VitBlockImpl* block = &b;
         s.writers.push_back({b.fc2->weight, false, b.fc2->bias,

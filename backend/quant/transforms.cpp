@@ -108,6 +108,7 @@ void rotateResidualStream(const ResidualStream& stream, std::uint64_t seed)
     const std::int64_t d = stream.tables.front().size(1);
     const torch::Tensor q = randomizedHadamard(d, seed);
     torch::NoGradGuard noGrad;
+    if (stream.prepare) stream.prepare();
     // Weights as [out, in] float64, and back.
     const auto outIn = [](const torch::Tensor& w, bool rows) {
         return (rows ? w.t() : w).to(torch::kDouble);

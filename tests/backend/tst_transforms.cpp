@@ -112,6 +112,7 @@ private Q_SLOTS:
     void rotationKeepsTheFunction();
     void rotationSpreadsTheDemoModelsOutliers();
     void rotationRefusesWhatItCannotPassThrough();
+    void checkingATransformChangesNothing();
     void docsTablesComeFromTheCommands();
 };
 
@@ -272,6 +273,28 @@ void TestTransforms::rotationRefusesWhatItCannotPassThrough()
     QVERIFY(residualStreamOf(bert.module()).refusal.find("post-LN") != std::string::npos);
     VitNetwork clip = VitNetwork::load(fixture("families/clip-vision/timm"));
     QVERIFY(residualStreamOf(*clip.module()).refusal.find("CLIP") != std::string::npos);
+}
+
+/// The app asks every model it opens whether each transform applies (checkTransformApplies): the model it
+/// then shows must be untouched, LayerScale included (DINOv2's attn_out is captured before it).
+void TestTransforms::checkingATransformChangesNothing()
+{
+    for (Subject& s : preNormSubjects()) {
+        std::map<std::string, torch::Tensor> before;
+        for (const auto& p : s.module().named_parameters(true))
+            before[p.key()] = p.value().detach().clone();
+        ModelTransform both;
+        both.smoothQuantAlpha = 0.5;
+        both.rotate = true;
+        try {
+            checkTransformApplies(s.module(), both);
+        } catch (const std::exception&) {
+            // Refused (Gemma 2, CLIP): the same question, the same answer for the model.
+        }
+        for (const auto& p : s.module().named_parameters(true))
+            QVERIFY2(torch::equal(p.value(), before.at(p.key())),
+                     qPrintable(QString::fromStdString(s.name + ": " + p.key())));
+    }
 }
 
 void TestTransforms::docsTablesComeFromTheCommands()
