@@ -44,6 +44,12 @@ struct ModelInfo
     /// Why SmoothQuant, and why a rotation of the residual stream, do not apply to this model (the refusal
     /// `quantize` gives); empty where they do (quant/transforms.h).
     QString smoothQuantRefusal, rotationRefusal;
+    /// Why SmoothQuant (`smoothQuant`) and/or a rotation (`rotate`) do not apply; empty where they do.
+    QString transformRefusal(bool smoothQuant, bool rotate) const
+    {
+        if (smoothQuant && !smoothQuantRefusal.isEmpty()) return smoothQuantRefusal;
+        return rotate ? rotationRefusal : QString();
+    }
 
     bool isOpen() const { return family != nullptr; }
     /// A decoder LLM: causal attention, keys after the query are masked.

@@ -61,12 +61,6 @@ QString tokenLabels(const InspectionSnapshot& s, const std::vector<std::int64_t>
     return labels.join(QStringLiteral(", "));
 }
 
-QString number(double value, const QString& metric)
-{
-    return metric == QLatin1String("accuracy") ? QStringLiteral("%1%").arg(value * 100, 0, 'f', 2)
-                                               : QString::number(value, 'f', 3);
-}
-
 } // namespace
 
 bool interventionTakesDimensions(const QString& tensor)
@@ -144,31 +138,29 @@ void InterventionPanel::apply(const Intervention& intervention)
     m_jobError.clear();
     m_jobId.clear();
     m_prefix = resultPrefix(*m_intervention);
-    QString why;
-    const std::optional<QuantDataChoice> data = quantDataFor(m_model.dir, QString(), &why);
     const QString transform = QString::fromStdString(m_controller->transform().describe());
     if (!transform.isEmpty()) {
         // Its dimensions are the transformed model's; `intervene` runs the model as trained.
         m_jobError = tr("the intervene job runs the model as trained, not seen through %1").arg(transform);
     } else if (QFileInfo::exists(m_prefix + QStringLiteral(".json"))) {
         readResult();
-    } else if (data) {
+    } else if (m_taskData) {
         QDir().mkpath(QFileInfo(m_prefix).absolutePath());
         const QStringList arguments = QStringList{QStringLiteral("--model"),
                                                   m_model.dir,
                                                   QStringLiteral("--data"),
-                                                  data->spec,
+                                                  m_taskData->spec,
                                                   QStringLiteral("--seq-length"),
-                                                  QString::number(data->seqLength),
+                                                  QString::number(m_taskData->seqLength),
                                                   QStringLiteral("--nli-train-pairs"),
-                                                  QString::number(data->nliTrainPairs)} +
+                                                  QString::number(m_taskData->nliTrainPairs)} +
                                       interveneArguments(*m_intervention);
         m_jobId = m_jobs->queueIntervene(m_model.name + QStringLiteral(": ") +
                                              QString::fromStdString(m_intervention->describe()),
                                          arguments, m_prefix);
         Q_EMIT jobQueued(m_jobId);
     } else {
-        m_jobError = tr("no data to measure it over (%1)").arg(why);
+        m_jobError = tr("no data to measure it over (%1)").arg(m_taskDataWhy);
     }
     // A mean is the data's: the input reruns with it once the job has collected it, and as the model
     // computes it until then (not with an intervention set before).
@@ -192,6 +184,8 @@ void InterventionPanel::clear()
 void InterventionPanel::setModel(const ModelInfo& model)
 {
     m_model = model;
+    m_taskDataWhy.clear();
+    m_taskData = quantDataFor(model.dir, QString(), &m_taskDataWhy); // read once per model, not per menu
     m_intervention.reset();
     m_jobId.clear();
     hide();
@@ -211,12 +205,11 @@ void InterventionPanel::jobFinished(const QString& id)
 
 void InterventionPanel::readResult()
 {
-    QFile file(m_prefix + QStringLiteral(".json"));
-    if (!file.open(QIODevice::ReadOnly)) {
-        m_jobError = tr("the job wrote no result (%1)").arg(file.fileName());
+    m_result = readJobResult(m_prefix + QStringLiteral(".json"));
+    if (m_result.isEmpty()) {
+        m_jobError = tr("the job wrote no result (%1.json)").arg(m_prefix);
         return;
     }
-    m_result = QJsonDocument::fromJson(file.readAll()).object();
     if (m_intervention && m_intervention->value == Intervention::Value::Mean) {
         m_intervention->means.clear();
         for (const QJsonValue& v : m_result[QStringLiteral("means")].toArray())
@@ -265,8 +258,8 @@ void InterventionPanel::redraw()
         const QString metric = m_result[QStringLiteral("metric")].toString();
         m_data->setText(tr("Over the model's data (%1): %2 %3 → <b>%4</b>")
                             .arg(m_result[QStringLiteral("data")].toString().toHtmlEscaped(), metric,
-                                 number(m_result[QStringLiteral("fp")].toDouble(), metric),
-                                 number(m_result[QStringLiteral("intervened")].toDouble(), metric)));
+                                 metricText(m_result[QStringLiteral("fp")].toDouble(), metric),
+                                 metricText(m_result[QStringLiteral("intervened")].toDouble(), metric)));
     } else if (!m_jobError.isEmpty()) {
         m_data->setText(tr("Over the model's data: not measured: %1").arg(m_jobError.toHtmlEscaped()));
     } else {
@@ -321,14 +314,12 @@ QAction* InterventionPanel::addIntervention(QMenu* menu, const QString& text,
     connect(action, &QAction::triggered, this, [this, intervention] { apply(intervention); });
     // A mean is the model's data's (an intervene job, which runs the model as trained): without data, or
     // seen through a transform, there is none.
-    QString why;
     const QString transform = QString::fromStdString(m_controller->transform().describe());
-    if (intervention.value == Intervention::Value::Mean &&
-        (!transform.isEmpty() || !quantDataFor(m_model.dir, QString(), &why))) {
+    if (intervention.value == Intervention::Value::Mean && (!transform.isEmpty() || !m_taskData)) {
         action->setEnabled(false);
         action->setToolTip(
             transform.isEmpty()
-                ? why
+                ? m_taskDataWhy
                 : tr("the mean comes from the model as trained; this page shows it seen through %1")
                       .arg(transform));
     }

@@ -2,6 +2,7 @@
 // GUI thread.
 
 #include "inspection_snapshot.h"
+#include "paper_tables.h"
 #include "quant/intervention_spec.h"
 
 #include <QFrame>
@@ -76,6 +77,8 @@ private:
     InspectionController* m_controller;
     JobManager* m_jobs;
     ModelInfo m_model;
+    std::optional<QuantDataChoice> m_taskData;  ///< the model's own task data (quantDataFor), if any
+    QString m_taskDataWhy;                      ///< why there is none
     std::optional<Intervention> m_intervention; ///< as asked for (a mean without its means until the job)
     QString m_jobId;
     QString m_prefix;

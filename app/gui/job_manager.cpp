@@ -150,6 +150,19 @@ void updateCommand(JobInfo& j, bool alive)
 
 } // namespace
 
+QJsonObject readJobResult(const QString& path)
+{
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly)) return {};
+    return QJsonDocument::fromJson(f.readAll()).object();
+}
+
+QString metricText(double value, const QString& metric)
+{
+    return metric == QLatin1String("accuracy") ? QString::number(100.0 * value, 'f', 2) + QLatin1Char('%')
+                                               : QString::number(value, 'f', 3);
+}
+
 TrainingCurveData readTrainingCurves(const QString& runFolder)
 {
     TrainingCurveData c;

@@ -11,6 +11,7 @@
 #include <QDateTime>
 #include <QFutureWatcher>
 #include <QHash>
+#include <QJsonObject>
 #include <QObject>
 #include <QStringList>
 #include <QTimer>
@@ -109,6 +110,12 @@ private:
     QTimer m_timer;
     QFutureWatcher<Poll> m_watcher;
 };
+
+/// A command job's result file (`quantize` or `intervene`'s PREFIX.json) as JSON; empty when it is
+/// missing or unreadable.
+QJsonObject readJobResult(const QString& path);
+/// A task metric as the job pages show it: accuracy in percent with 2 decimals, anything else with 3.
+QString metricText(double value, const QString& metric);
 
 /// Parses a run's metrics.jsonl (progress and evaluation lines) into curves.
 TrainingCurveData readTrainingCurves(const QString& runFolder);

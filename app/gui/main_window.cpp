@@ -429,10 +429,8 @@ void MainWindow::modelLoaded(const ModelInfo& info)
     m_modelLabel->setText(modelDescription(info));
     m_modelLabel->setToolTip(info.card);
     const ModelTransform& seenThrough = m_controller->transform();
-    const QString refusal = seenThrough.smoothQuantAlpha && !info.smoothQuantRefusal.isEmpty()
-                                ? info.smoothQuantRefusal
-                            : seenThrough.rotate ? info.rotationRefusal
-                                                 : QString();
+    const QString refusal =
+        info.transformRefusal(seenThrough.smoothQuantAlpha.has_value(), seenThrough.rotate);
     if (!refusal.isEmpty()) { // this model is seen as trained (before its first input runs)
         const QScopedValueRollback<bool> quiet(m_quietRerun, true);
         m_controller->setTransform({});

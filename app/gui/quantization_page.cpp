@@ -29,20 +29,6 @@ namespace {
 
 enum Column { Setting, Fp, Quantized, FpAfter, MaxInfNorm, Kurtosis, State, Columns };
 
-/// The result file's JSON, or an empty object.
-QJsonObject readResult(const QString& path)
-{
-    QFile f(path);
-    if (!f.open(QIODevice::ReadOnly)) return {};
-    return QJsonDocument::fromJson(f.readAll()).object();
-}
-
-QString number(double v, const QString& metric)
-{
-    return metric == QLatin1String("accuracy") ? QString::number(100.0 * v, 'f', 2) + QLatin1Char('%')
-                                               : QString::number(v, 'f', 3);
-}
-
 } // namespace
 
 const QVector<QuantizationPage::Row>& QuantizationPage::rows()
@@ -175,17 +161,18 @@ void QuantizationPage::jobsChanged()
 void QuantizationPage::showRow(int row)
 {
     const auto set = [&](int column, const QString& text) { m_table->item(row, column)->setText(text); };
-    const QJsonObject result = readResult(resultFile(row));
+    const QJsonObject result = readJobResult(resultFile(row));
     if (!result.isEmpty()) {
         const QString metric = result[QStringLiteral("metric")].toString();
         // The metric and the tracked tensor name the columns; the cells hold numbers.
         m_table->horizontalHeaderItem(Fp)->setText(tr("FP %1").arg(metric));
-        set(Fp, number(result[QStringLiteral("fp")].toDouble(), metric));
+        set(Fp, metricText(result[QStringLiteral("fp")].toDouble(), metric));
         m_table->horizontalHeaderItem(Quantized)->setToolTip(tr("Mean ± sample std over the seeds"));
-        set(Quantized, tr("%1 ± %2").arg(number(result[QStringLiteral("quantized_mean")].toDouble(), metric),
-                                         number(result[QStringLiteral("quantized_std")].toDouble(), metric)));
+        set(Quantized,
+            tr("%1 ± %2").arg(metricText(result[QStringLiteral("quantized_mean")].toDouble(), metric),
+                              metricText(result[QStringLiteral("quantized_std")].toDouble(), metric)));
         const bool transformed = !result[QStringLiteral("transform")].toString().isEmpty();
-        set(FpAfter, transformed ? number(result[QStringLiteral("fp_after_transform")].toDouble(), metric)
+        set(FpAfter, transformed ? metricText(result[QStringLiteral("fp_after_transform")].toDouble(), metric)
                                  : QStringLiteral("–"));
         const QString tensor = result[QStringLiteral("outlier_tensor")].toString();
         m_table->horizontalHeaderItem(MaxInfNorm)->setText(tr("Max inf norm (%1)").arg(tensor));

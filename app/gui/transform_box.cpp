@@ -64,13 +64,12 @@ void TransformBox::showControllerTransform()
 void TransformBox::setModel(const ModelInfo& model)
 {
     auto* items = qobject_cast<QStandardItemModel*>(this->model());
-    const QString refusals[] = {QString(), model.smoothQuantRefusal, model.rotationRefusal,
-                                !model.smoothQuantRefusal.isEmpty() ? model.smoothQuantRefusal
-                                                                    : model.rotationRefusal};
     for (int i = 0; i < count(); ++i) {
+        const ModelTransform t = transformAt(i);
+        const QString refusal = model.transformRefusal(t.smoothQuantAlpha.has_value(), t.rotate);
         QStandardItem* item = items->item(i);
-        item->setEnabled(refusals[i].isEmpty());
-        item->setToolTip(refusals[i]);
+        item->setEnabled(refusal.isEmpty());
+        item->setToolTip(refusal);
     }
 }
 
