@@ -23,7 +23,8 @@ const QColor kBandColor(255, 127, 14, 60);
 
 } // namespace
 
-QChart* makeLayerSeriesChart(const LayerSeriesData& s, const QString& fallbackTitle, int layer)
+QChart* makeLayerSeriesChart(const LayerSeriesData& s, const QString& fallbackTitle, int layer,
+                             double givenLow, double givenHigh)
 {
     int layers = 0;
     double lo = std::numeric_limits<double>::infinity(), hi = -lo;
@@ -47,8 +48,10 @@ QChart* makeLayerSeriesChart(const LayerSeriesData& s, const QString& fallbackTi
     y->setMinorGridLineVisible(false);
     charts::setAxisTitle(y, (s.axisTitle.isEmpty() ? QStringLiteral("value") : s.axisTitle) +
                                 QStringLiteral(" (log scale)"));
-    const double low = any ? std::pow(10.0, std::floor(std::log10(lo))) : 1.0;
-    const double high = std::max(any ? std::pow(10.0, std::ceil(std::log10(hi))) : 10.0, low * 10);
+    const bool given = givenLow > 0 && givenHigh > givenLow;
+    const double low = given ? givenLow : any ? std::pow(10.0, std::floor(std::log10(lo))) : 1.0;
+    const double high =
+        given ? givenHigh : std::max(any ? std::pow(10.0, std::ceil(std::log10(hi))) : 10.0, low * 10);
     y->setRange(low, high);
     chart->addAxis(x, Qt::AlignBottom);
     chart->addAxis(y, Qt::AlignLeft);

@@ -15,8 +15,10 @@ namespace outlierlens {
 
 /// A per-layer chart (An et al.'s Figs 3a, 4a, 5a, 6a, 10, 11): a line with points per series on a log
 /// axis (NaN and non-positive values left out), layers 1-based on the x axis, `layer` (0-based; -1 for
-/// none) in a band behind the lines. `fallbackTitle` when the data has none. The caller owns the chart.
-QChart* makeLayerSeriesChart(const LayerSeriesData& data, const QString& fallbackTitle, int layer = -1);
+/// none) in a band behind the lines. `fallbackTitle` when the data has none. The value axis spans the
+/// decades of the data, or `low`..`high` when given (several charts on one scale). The caller owns the chart.
+QChart* makeLayerSeriesChart(const LayerSeriesData& data, const QString& fallbackTitle, int layer = -1,
+                             double low = 0, double high = 0);
 
 /// One LayerSeriesData as a chart in a window, exportable (the variant comparison of the Jobs page).
 class LayerSeriesChart : public QWidget, public Figure

@@ -82,6 +82,13 @@ public:
         chooseLayersAndHeads();
     }
 
+    /// The --compare models' statistics over the model's data (An et al.'s Figure 11), in --compare order;
+    /// an empty optional where none was computed. Before plan().
+    void setCompareStatistics(std::vector<std::optional<StatisticsFile>> statistics, QStringList paths)
+    {
+        compareStats = std::move(statistics);
+        compareStatsPaths = std::move(paths);
+    }
     QVector<Planned> plan();
     /// The larger of the two outlier layers the figures show (0-based): Table 2's second inf-norm column.
     int figureLayer() const { return lb; }
@@ -161,6 +168,9 @@ private:
             labels << numbered(i);
         return labels.join(QStringLiteral(", "));
     }
+    /// An et al.'s Figures 10 and 11: the model and its --compare variants side by side
+    /// (figure_plan_variants.cpp).
+    QVector<Planned> variantFigures();
     /// Figures 10-13's heads, layers and inputs (text models).
     void chooseHeadFigures();
     QVector<Planned> headFigures();
@@ -171,6 +181,8 @@ private:
     const QVector<FigureInput>& in;
     const std::optional<StatisticsFile>& stats;
     QString statsPath, statsReason;
+    std::vector<std::optional<StatisticsFile>> compareStats;
+    QStringList compareStatsPaths;
     ModelInfo m;
     QString tensor;
     int la = 0, lb = 0;          ///< the two layers of `tensor` with the largest outliers (la <= lb)

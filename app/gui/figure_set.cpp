@@ -403,18 +403,14 @@ QVector<Planned> Planner::plan()
                 const SnapshotPtr s = input(0);
                 return viewOf<SystematicView>(buildSystematic(*stats, statsPath, lb, &s->systematic));
             });
+    // Their Figures 10 and 11: the model beside its --compare variants.
+    p << variantFigures();
     // An et al.'s figures this command does not draw, listed with where they are or why not (issue #39).
     p << unavailable(
              QStringLiteral("an7"),
              QStringLiteral("An et al. Figures 7-9: the emergence, spread and disappearance of an outlier"),
              QStringLiteral("needs the MLP's inner tensors (gate, up and activation outputs) and the "
                             "attention's pre-rotary q and k, which are not capture points here"))
-      << unavailable(
-             QStringLiteral("an10"),
-             QStringLiteral("An et al. Figures 10 and 11: the largest |h| per layer of several trained "
-                            "attention variants"),
-             QStringLiteral("needs several training runs, one per attention variant: the Jobs page's "
-                            "Compare variants draws them from finished run folders"))
       << unavailable(
              QStringLiteral("an2"), QStringLiteral("An et al. Figure 2: their schematic"),
              QStringLiteral("a drawing of the mechanism, not data; the Teaching page draws this model's "
@@ -428,10 +424,12 @@ QVector<Planned> Planner::plan()
              QStringLiteral("An et al. Figures 13-22: Figure 1 on other models and chat models"),
              QStringLiteral("their Figure 1 on other checkpoints: `an1` draws it for whichever model is "
                             "given (run `figures` once per model)"))
-      << unavailable(QStringLiteral("an23"),
-                     QStringLiteral("An et al. Figures 23 and 24: sigmoid attention and the scaling factor"),
-                     QStringLiteral("need models trained with those variants (`train --softmax sigmoid`, "
-                                    "`--context-scale`): the Jobs page's Compare variants draws them"))
+      << unavailable(
+             QStringLiteral("an23"),
+             QStringLiteral("An et al. Figures 23 and 24: sigmoid attention and the scaling factor"),
+             QStringLiteral("they are Figures 10 and 11 of models trained with those variants "
+                            "(`train --softmax sigmoid`, `--context-scale`): give them with --compare "
+                            "and an10 and an11 draw them beside the model"))
       << unavailable(QStringLiteral("an-table3"),
                      QStringLiteral("An et al. Table 3: perplexity at FP16, 8-bit weights and 50% sparsity"),
                      QStringLiteral("`quantize --weights-only` gives the 8-bit column; magnitude pruning is "
@@ -489,22 +487,10 @@ using figure_plan::Planner;
 
 QStringList figureNumbers()
 {
-    return {QStringLiteral("1"),         QStringLiteral("2"),
-            QStringLiteral("3"),         QStringLiteral("4"),
-            QStringLiteral("5"),         QStringLiteral("6"),
-            QStringLiteral("7"),         QStringLiteral("9"),
-            QStringLiteral("10"),        QStringLiteral("11"),
-            QStringLiteral("12"),        QStringLiteral("13"),
-            QStringLiteral("14"),        QStringLiteral("15"),
-            QStringLiteral("16"),        QStringLiteral("17"),
-            QStringLiteral("an1"),       QStringLiteral("an3"),
-            QStringLiteral("darcet"),    QStringLiteral("an7"),
-            QStringLiteral("an10"),      QStringLiteral("an-table1-dims"),
-            QStringLiteral("an2"),       QStringLiteral("an12"),
-            QStringLiteral("an13"),      QStringLiteral("an23"),
-            QStringLiteral("an-table3"), QStringLiteral("training"),
-            QStringLiteral("table"),     QStringLiteral("table1"),
-            QStringLiteral("table2")};
+    // The papers' order; An et al.'s after Bondarenko et al.'s, the tables last.
+    return QStringLiteral("1,2,3,4,5,6,7,9,10,11,12,13,14,15,16,17,an1,an3,darcet,an7,an10,an11,"
+                          "an-table1-dims,an2,an12,an13,an23,an-table3,training,table,table1,table2")
+        .split(QLatin1Char(','));
 }
 
 FigureSetResult renderFigureSet(const FigureSetOptions& o, const std::atomic<bool>& cancel,
@@ -536,13 +522,16 @@ FigureSetResult renderFigureSet(const FigureSetOptions& o, const std::atomic<boo
 
     FigureSetResult result;
     std::optional<StatisticsFile> stats;
+    std::vector<std::optional<StatisticsFile>> compareStats;
+    QStringList compareStatsPaths;
     QString statsReason;
     QString dataText = QStringLiteral("generated examples of the synthetic task");
     // Figures 1, an3 and the table are the statistics; 3 and 9 add them. Others need no pass over the data.
     const bool wantStatistics =
         o.only.isEmpty() || std::any_of(o.only.begin(), o.only.end(), [](const QString& n) {
-            return QStringList{QStringLiteral("1"),   QStringLiteral("3"),     QStringLiteral("9"),
-                               QStringLiteral("an3"), QStringLiteral("table"), QStringLiteral("table2")}
+            return QStringList{QStringLiteral("1"),     QStringLiteral("3"),    QStringLiteral("9"),
+                               QStringLiteral("an3"),   QStringLiteral("an11"), QStringLiteral("table"),
+                               QStringLiteral("table2")}
                 .contains(n);
         });
     if (m.synthetic && ModelCatalog::sampleInput(m.dir, 0).isEmpty()) {
@@ -575,9 +564,27 @@ FigureSetResult renderFigureSet(const FigureSetOptions& o, const std::atomic<boo
                 QFile::remove(f.path); // an unreadable earlier file: compute it again
             }
         }
+        // An et al.'s Figure 11 puts the --compare decoders' statistics over the same data beside the
+        // model's.
+        if (m.isDecoder() && (o.only.isEmpty() || o.only.contains(QStringLiteral("an11"))))
+            for (const auto& c : compare) {
+                const ModelInfo& ci = c->info();
+                if (!ci.isDecoder() || ci.layers != m.layers || ci.hidden != m.hidden) {
+                    compareStats.emplace_back();
+                    compareStatsPaths << QString();
+                    continue;
+                }
+                const FigureStatistics f = figureStatistics(
+                    ci, data, o.rule, o.precision, dir, cancel, [&](qint64 done, qint64 total) {
+                        progress(QStringLiteral("statistics"), int(done), int(total));
+                    });
+                compareStats.push_back(readStatisticsFile(f.path.toStdString()));
+                compareStatsPaths << f.path;
+            }
     }
 
     Planner planner(o, main, compare, inputs, stats, result.statisticsFile, statsReason);
+    planner.setCompareStatistics(std::move(compareStats), compareStatsPaths);
     QVector<Planned> plan = planner.plan();
     Planned table{layerTableOutcome(stats ? &*stats : nullptr), {}}; // drawn by the index writer
     if (!stats) table.outcome.reason = statsReason;

@@ -43,16 +43,6 @@ QString layerText(int layer0)
     return QStringLiteral("layer %1").arg(layer0 + 1);
 }
 
-/// "vanilla", "clipped softmax", "gated attention", or the variant as ModelInfo describes it.
-QString attentionOf(const ModelInfo& m)
-{
-    if (m.clipped && m.gated) return m.variant;
-    if (m.clipped) return QStringLiteral("clipped softmax");
-    if (m.gated) return QStringLiteral("gated attention");
-    return m.variant.isEmpty() || m.variant.startsWith(QLatin1String("vanilla")) ? QStringLiteral("vanilla")
-                                                                                 : m.variant;
-}
-
 /// The "outlierlens" object of a model folder's config.json (empty: vanilla or unreadable).
 QJsonObject variantObjectOf(const QString& modelDir)
 {
@@ -87,6 +77,15 @@ QString tensorList(const std::vector<std::string>& names)
 }
 
 } // namespace
+
+QString attentionOf(const ModelInfo& m)
+{
+    if (m.clipped && m.gated) return m.variant;
+    if (m.clipped) return QStringLiteral("clipped softmax");
+    if (m.gated) return QStringLiteral("gated attention");
+    return m.variant.isEmpty() || m.variant.startsWith(QLatin1String("vanilla")) ? QStringLiteral("vanilla")
+                                                                                 : m.variant;
+}
 
 std::optional<QuantDataChoice> quantDataFor(const QString& modelDir, const QString& option, QString* why)
 {

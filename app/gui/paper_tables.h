@@ -21,6 +21,10 @@ namespace outlierlens {
 class FigureIndexWriter;
 struct StatisticsFile;
 
+/// "vanilla", "clipped softmax", "gated attention", or the variant as ModelInfo describes it (the tables'
+/// and An et al.'s variant figures' name of a model's attention).
+QString attentionOf(const ModelInfo& m);
+
 /// Where `quantize` finds a model's task data (its --data, --seq-length and --nli-train-pairs), and why.
 struct QuantDataChoice
 {

@@ -3,6 +3,7 @@
 // and W8A8) and, for a sweep, each run's own metrics.jsonl and model config.
 
 #include "../common/app_runner.h"
+#include "../common/csv_rows.h"
 
 #include "analysis/statistics_file.h"
 
@@ -20,6 +21,7 @@
 #include <map>
 
 using namespace outlierlens;
+using outlierlens::test::readCsvRows;
 using outlierlens::test::runApp;
 
 namespace {
@@ -72,34 +74,6 @@ Table tableOf(const QString& outDir, const QString& id)
     for (const auto& n : table[QStringLiteral("notes")].toArray())
         t.notes << n.toString();
     return t;
-}
-
-/// CSV lines after the "# key: value" provenance, split into fields (RFC 4180 quotes).
-QVector<QStringList> readCsvRows(const QString& path)
-{
-    QFile file(path);
-    QVector<QStringList> rows;
-    if (!file.open(QIODevice::ReadOnly)) return rows;
-    for (const QString& line : QString::fromUtf8(file.readAll()).split(QLatin1Char('\n'))) {
-        if (line.isEmpty() || line.startsWith(QLatin1String("# "))) continue;
-        QStringList fields{QString()};
-        bool quoted = false;
-        for (int i = 0; i < line.size(); ++i) {
-            const QChar c = line[i];
-            if (c == QLatin1Char('"')) {
-                if (quoted && i + 1 < line.size() && line[i + 1] == QLatin1Char('"'))
-                    fields.last() += c, ++i;
-                else
-                    quoted = !quoted;
-            } else if (c == QLatin1Char(',') && !quoted) {
-                fields << QString();
-            } else {
-                fields.last() += c;
-            }
-        }
-        rows << fields;
-    }
-    return rows;
 }
 
 bool notBlank(const QString& path)
