@@ -368,9 +368,15 @@ void HeatmapRenderer::paintZeroCrosses(QPainter& painter, const Frame& f) const
     painter.restore();
 }
 
+QSizeF HeatmapRenderer::fittedCell(double width, double height, int rows, int cols, double maxRowHeight)
+{
+    const double h = std::clamp(height / std::max(rows, 1), kMinCellSize, maxRowHeight);
+    return {std::clamp(width / std::max(cols, 1), kMinCellSize, h), h};
+}
+
 void HeatmapRenderer::paintHighlights(QPainter& painter, const Frame& f) const
 {
-    if (m_highlightRows.isEmpty() && m_highlightCols.isEmpty()) return;
+    if ((m_highlightRows.isEmpty() && m_highlightCols.isEmpty()) || !m_highlightOutlines) return;
     const double w = f.cellWidth, h = f.cellHeight;
     const QRectF content(f.origin, QSizeF(m_data.cols * w, m_data.rows * h));
     painter.save();

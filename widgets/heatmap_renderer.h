@@ -82,6 +82,10 @@ public:
 
     /// The fixed fonts and colours of figures (FigureStyle).
     static Fonts figureFonts();
+    /// The cell that shows all of a rows x cols matrix in width x height pixels: rows fill the height (up
+    /// to `maxRowHeight`), columns the width but never wider than tall, so a T x d panel fills its box with
+    /// narrow columns and T x T attention keeps square cells.
+    static QSizeF fittedCell(double width, double height, int rows, int cols, double maxRowHeight);
 
     /// Replaces the matrix (a values size other than rows * cols empties it) and clears the highlights.
     void setData(const MatrixData& data, ColorScale scale);
@@ -102,6 +106,9 @@ public:
     void setHighlightedColumns(const QVector<int>& columns) { m_highlightCols = columns; }
     QVector<int> highlightedRows() const { return m_highlightRows; }
     QVector<int> highlightedColumns() const { return m_highlightCols; }
+    /// Highlighted rows and columns get an outline over their cells (the default), or only their labels
+    /// in the highlight colour (where cells are too small for an outline not to hide them).
+    void setHighlightOutlines(bool outlines) { m_highlightOutlines = outlines; }
     void setRowLabelsVisible(bool visible) { m_rowLabelsVisible = visible; }
     void setColorBarVisible(bool visible) { m_colorBarVisible = visible; }
 
@@ -153,6 +160,7 @@ private:
     bool m_markZeros = false;
     bool m_hasZeros = false;
     bool m_rowLabelsVisible = true;
+    bool m_highlightOutlines = true;
     bool m_colorBarVisible = true;
     QVector<int> m_highlightRows;
     QVector<int> m_highlightCols;

@@ -46,15 +46,6 @@ const std::array<QString, 4> kLayerTitles{
     QStringLiteral("W_down: column extremal ratio"), QStringLiteral("Received attention (mean over heads)")};
 using BarSet = std::tuple<QString, QList<qreal>, QColor>; // name, values, colour
 
-/// The cell that shows all of a rows x cols matrix in width x height pixels: rows fill the height (up to
-/// kMaxRowHeight), columns the width but never wider than tall, so a T x d panel fills its box with narrow
-/// columns and T x T attention keeps square cells.
-QSizeF fittedCell(double width, double height, int rows, int cols)
-{
-    const double h = std::clamp(height / std::max(rows, 1), HeatmapRenderer::kMinCellSize, kMaxRowHeight);
-    return {std::clamp(width / std::max(cols, 1), HeatmapRenderer::kMinCellSize, h), h};
-}
-
 /// One Figure 1 panel: what the window's HeatmapView and the figure's HeatmapRenderer both show.
 struct PanelSpec
 {
@@ -270,8 +261,9 @@ void paintFigure1(QPainter& painter, const QRectF& box, const SystematicViewData
                 continue;
             }
             const QMargins margins = renderers[i].figureMargins();
-            const QSizeF cell = fittedCell(rect.width() - margins.left() - margins.right(),
-                                           rect.height() - top - margins.bottom(), m.rows, m.cols);
+            const QSizeF cell = HeatmapRenderer::fittedCell(rect.width() - margins.left() - margins.right(),
+                                                            rect.height() - top - margins.bottom(), m.rows,
+                                                            m.cols, kMaxRowHeight);
             const double width = margins.left() + m.cols * cell.width() + margins.right();
             const QPointF topLeft(rect.left() + std::max(0.0, (rect.width() - width) / 2), rect.top());
             renderers[i].paint(painter, renderers[i].figureFrame(topLeft, cell, top));
@@ -450,8 +442,9 @@ void SystematicView::fitPanel(int index)
     // Whole-pixel margins and viewport: the cells never exceed the cell area, so no scroll bar appears.
     const QMargins margins = p.view->cellMargins();
     const QSize viewport = p.view->viewport()->size();
-    const QSizeF cell = fittedCell(viewport.width() - margins.left() - margins.right(),
-                                   viewport.height() - margins.top(), m.rows, m.cols);
+    const QSizeF cell =
+        HeatmapRenderer::fittedCell(viewport.width() - margins.left() - margins.right(),
+                                    viewport.height() - margins.top(), m.rows, m.cols, kMaxRowHeight);
     if (p.view->isFitToWindow() || cell != p.view->cellDimensions()) p.view->setCellDimensions(cell);
 }
 

@@ -46,11 +46,27 @@ void FigureModel::check()
     throw Error(message.toStdString());
 }
 
-SnapshotPtr FigureModel::inspect(const FigureInput& input)
+SnapshotPtr FigureModel::inspectLifecycle(const FigureInput& input, const QVector<int>& layers)
+{
+    m_worker->setLifecycleLayers(layers);
+    QStringList key;
+    for (int l : layers)
+        key << QString::number(l);
+    try {
+        const SnapshotPtr s = inspect(input, QStringLiteral("lifecycle ") + key.join(QLatin1Char(',')));
+        m_worker->setLifecycleLayers({});
+        return s;
+    } catch (...) {
+        m_worker->setLifecycleLayers({});
+        throw;
+    }
+}
+
+SnapshotPtr FigureModel::inspect(const FigureInput& input, const QString& variant)
 {
     const QString key = QString::number(int(input.kind)) + QLatin1Char('\x1f') + input.first +
                         QLatin1Char('\x1f') + input.second + QLatin1Char('\x1f') +
-                        QString::number(input.seed);
+                        QString::number(input.seed) + QLatin1Char('\x1f') + variant;
     if (const auto it = m_cache.find(key); it != m_cache.end()) return it->second;
     m_last.reset();
     switch (input.kind) {

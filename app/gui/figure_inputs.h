@@ -41,9 +41,13 @@ public:
 
     const ModelInfo& info() const { return m_info; }
     /// Every activation of `input` (cached). Throws Error with the worker's message.
-    SnapshotPtr inspect(const FigureInput& input);
+    SnapshotPtr inspect(const FigureInput& input) { return inspect(input, QString()); }
+    /// The same with An et al.'s lifecycle tensors of `layers` (the snapshot's `lifecycle`; decoders).
+    SnapshotPtr inspectLifecycle(const FigureInput& input, const QVector<int>& layers);
 
 private:
+    /// `variant` keys the cache beside the input (what else the worker was asked to keep).
+    SnapshotPtr inspect(const FigureInput& input, const QString& variant);
     void check();
     std::unique_ptr<InspectionWorker> m_worker;
     ModelInfo m_info;

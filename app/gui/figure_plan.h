@@ -171,6 +171,8 @@ private:
     /// An et al.'s Figures 10 and 11: the model and its --compare variants side by side
     /// (figure_plan_variants.cpp).
     QVector<Planned> variantFigures();
+    /// An et al.'s Figures 7-9: a massive activation's lifecycle on input #1 (figure_plan_lifecycle.cpp).
+    QVector<Planned> lifecycleFigures();
     /// Figures 10-13's heads, layers and inputs (text models).
     void chooseHeadFigures();
     QVector<Planned> headFigures();

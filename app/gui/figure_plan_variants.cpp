@@ -3,8 +3,8 @@
 // An et al. 2025's Figures 10 and 11 in the plan: the model and its --compare variants, trained the same
 // way with different attention, side by side (their GPT-2s with five attention variants).
 
+#include "panel_grid.h"
 #include "paper_tables.h"
-#include "variant_grid.h"
 
 namespace outlierlens::figure_plan {
 namespace {
@@ -61,23 +61,27 @@ QVector<Planned> Planner::variantFigures()
     const Provenance provenance = provenanceOf(*input(0), QStringLiteral("models %1").arg(names.join(", ")));
 
     QVector<Planned> p;
-    Planned f10 =
-        planned(QStringLiteral("an10"), title10,
-                QStringLiteral(
-                    "|h| (token x channel) of %1's output on %2, one panel per model: %3. One colour scale "
-                    "for all; heavy tokens (An et al.'s rule) marked. The layer is %4.")
-                    .arg(layerText(layer), numbered(0), labels.join(QStringLiteral("; ")), layerNote),
-                [this, models, labels, layer, provenance] {
-                    QVector<VariantPanel> panels;
-                    for (std::size_t i = 0; i < models.size(); ++i) {
-                        const SnapshotPtr s = models[i]->inspect(in.value(0));
-                        const SystematicViewData d = buildSystematic(*s, layer);
-                        panels << VariantPanel{labels[int(i)], d.hidden, d.heavyTokens, {}};
-                    }
-                    auto grid = std::make_unique<VariantGrid>();
-                    grid->setPanels(panels, layer, provenance);
-                    return std::unique_ptr<QWidget>(std::move(grid));
-                });
+    Planned f10 = planned(
+        QStringLiteral("an10"), title10,
+        QStringLiteral(
+            "|h| (token x channel) of %1's output on %2, one panel per model: %3. One colour scale "
+            "for all; heavy tokens (An et al.'s rule) marked. The layer is %4.")
+            .arg(layerText(layer), numbered(0), labels.join(QStringLiteral("; ")), layerNote),
+        [this, models, labels, layer, provenance] {
+            QVector<GridPanel> panels;
+            for (std::size_t i = 0; i < models.size(); ++i) {
+                const SystematicViewData d = buildSystematic(*models[i]->inspect(in.value(0)), layer);
+                GridPanel panel;
+                panel.label = labels[int(i)];
+                panel.title = QStringLiteral("|h|: layer %1 output").arg(layer + 1);
+                panel.matrix = d.hidden;
+                panel.rows = d.heavyTokens;
+                panels << panel;
+            }
+            auto grid = std::make_unique<PanelGrid>();
+            grid->setPanels(panels, provenance, QStringLiteral("variants-h-L%1").arg(layer + 1), true);
+            return std::unique_ptr<QWidget>(std::move(grid));
+        });
     f10.outcome.layers = {layer};
     f10.outcome.inputs = {0};
     p << f10;
@@ -101,17 +105,19 @@ QVector<Planned> Planner::variantFigures()
             .arg(stats->samples)
             .arg(labels.join(QStringLiteral("; ")), layerText(layer)),
         [this, labels, layer, provenance] {
-            QVector<VariantPanel> panels;
+            QVector<GridPanel> panels;
             for (int i = 0; i < labels.size(); ++i) {
                 const StatisticsFile& s = i == 0 ? *stats : *compareStats[std::size_t(i - 1)];
                 const QString path = i == 0 ? statsPath : compareStatsPaths.value(i - 1);
-                panels << VariantPanel{
-                    labels[i], {}, {}, buildSystematic(s, path, layer, nullptr).hiddenPerLayer};
+                GridPanel panel;
+                panel.label = labels[i];
+                panel.series = buildSystematic(s, path, layer, nullptr).hiddenPerLayer;
+                panels << panel;
             }
-            auto grid = std::make_unique<VariantGrid>();
+            auto grid = std::make_unique<PanelGrid>();
             Provenance dataProvenance = provenance;
             dataProvenance.input = QStringLiteral("%1 inputs of the data").arg(stats->samples);
-            grid->setPanels(panels, layer, dataProvenance);
+            grid->setPanels(panels, dataProvenance, QStringLiteral("variants-per-layer"), false, layer);
             return std::unique_ptr<QWidget>(std::move(grid));
         });
     f11.outcome.layers = {layer};

@@ -405,13 +405,10 @@ QVector<Planned> Planner::plan()
             });
     // Their Figures 10 and 11: the model beside its --compare variants.
     p << variantFigures();
+    // Their Figures 7-9: a massive activation's lifecycle on input #1.
+    p << lifecycleFigures();
     // An et al.'s figures this command does not draw, listed with where they are or why not (issue #39).
     p << unavailable(
-             QStringLiteral("an7"),
-             QStringLiteral("An et al. Figures 7-9: the emergence, spread and disappearance of an outlier"),
-             QStringLiteral("needs the MLP's inner tensors (gate, up and activation outputs) and the "
-                            "attention's pre-rotary q and k, which are not capture points here"))
-      << unavailable(
              QStringLiteral("an2"), QStringLiteral("An et al. Figure 2: their schematic"),
              QStringLiteral("a drawing of the mechanism, not data; the Teaching page draws this model's "
                             "own attention block (Figure 4)"))
@@ -488,7 +485,7 @@ using figure_plan::Planner;
 QStringList figureNumbers()
 {
     // The papers' order; An et al.'s after Bondarenko et al.'s, the tables last.
-    return QStringLiteral("1,2,3,4,5,6,7,9,10,11,12,13,14,15,16,17,an1,an3,darcet,an7,an10,an11,"
+    return QStringLiteral("1,2,3,4,5,6,7,9,10,11,12,13,14,15,16,17,an1,an3,darcet,an7,an8,an9,an10,an11,"
                           "an-table1-dims,an2,an12,an13,an23,an-table3,training,table,table1,table2")
         .split(QLatin1Char(','));
 }

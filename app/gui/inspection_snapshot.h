@@ -100,6 +100,26 @@ struct SystematicSnapshot
     bool isEmpty() const { return stats.layers.empty(); }
 };
 
+/// One layer of An et al.'s lifecycle of an outlier (their Figures 7-9), signed values of one decoder
+/// layer, recorded only where the worker is asked to (InspectionWorker::setLifecycleLayers). An array is
+/// empty where the layer has no such tensor (an FFN without gate has no `gate` and `act`; a parallel
+/// block has no norm between its attention and FFN).
+struct LifecycleLayer
+{
+    int layer = -1;            ///< 0-based
+    int ffn = 0;               ///< d_ff: columns of gate, up, act and downIn
+    int kvHeads = 0;           ///< key heads (grouped-query attention: fewer than the query heads)
+    QVector<float> ffnNormIn;  ///< [T][d] what the FFN's norm reads (the residual after the attention)
+    QVector<float> ffnNormOut; ///< [T][d] what the FFN reads
+    QVector<float> gate;       ///< [T][ffn] the gate projection, before its activation
+    QVector<float> up;         ///< [T][ffn] the up projection (the first linear, before its activation)
+    QVector<float> act;        ///< [T][ffn] the gate's activation
+    QVector<float> downIn;     ///< [T][ffn] x_down, what the down projection reads
+    QVector<float> query;      ///< [T][H * dh] the query projection, before the rotary embedding
+    QVector<float> key;        ///< [T][kvHeads * dh] the key projection, before the rotary embedding
+    QVector<float> scores;     ///< [H][T][T] QK^T / sqrt(dh), before the mask
+};
+
 /// Every activation of one input, as flat float arrays with 0-based indices.
 struct InspectionSnapshot
 {
@@ -143,6 +163,8 @@ struct InspectionSnapshot
     QVector<QVector<TensorOutliers>> outliers;
 
     SystematicSnapshot systematic;
+    /// The layers asked for with InspectionWorker::setLifecycleLayers (decoders), in that order.
+    QVector<LifecycleLayer> lifecycle;
 
     QString precision = QStringLiteral("fp32"); ///< what the forward pass computed in: "fp32" or "bf16"
     QString precisionNotice; ///< fast mode asked for but not possible here: the one sentence why

@@ -203,7 +203,9 @@ QVector<float> stackAttnInputs(const SiteRecorder* norms, int layers)
 class ThroughSinks
 {
 public:
-    ThroughSinks(const std::optional<Intervention>& intervention, bool postLayerNormBert, bool preNorm)
+    /// `lifecycle`: layers whose lifecycle sites (lifecycleSites()) are recorded too.
+    ThroughSinks(const std::optional<Intervention>& intervention, bool postLayerNormBert, bool preNorm,
+                 const QVector<int>& lifecycle = {})
         : m_preNorm(preNorm)
     {
         std::set<QuantSite> sites;
@@ -215,9 +217,21 @@ public:
             sites.insert(m_site);
         }
         m_recorder.emplace(sites, m_intervention ? &*m_intervention : nullptr);
+        const std::set<int> layers(lifecycle.begin(), lifecycle.end());
+        for (QuantSite site : lifecycleSites())
+            if (!layers.empty() && !sites.count(site)) m_recorder->recordOnly(site, layers);
+    }
+    /// What An et al.'s Figures 7-9 read beyond the captures.
+    static const std::vector<QuantSite>& lifecycleSites()
+    {
+        static const std::vector<QuantSite> sites{
+            QuantSite::AttnResidual, QuantSite::FfnNorm, QuantSite::FfnGate, QuantSite::FfnUp,
+            QuantSite::FfnAct,       QuantSite::Query,   QuantSite::Key};
+        return sites;
     }
     ActivationSink* through() { return &*m_recorder; }
     const SiteRecorder* norms() const { return m_preNorm ? &*m_recorder : nullptr; }
+    const SiteRecorder& recorder() const { return *m_recorder; }
     /// After the forward pass: an Error when the intervention never reached its site; else the capture of
     /// the intervened tensor (taken before its site's edit, as quantizers see it) becomes the edited one,
     /// so that the pages show the intervened values where they were set.
@@ -270,6 +284,38 @@ void fillActivations(InspectionSnapshot& s, const RecordingSink& sink, const Sit
     s.out = stackLayers(sink, CapturePoint::Out, L);
     s.attnIn = stackAttnInputs(norms, L);
     fillOutliers(s, sink, norms);
+}
+
+/// The lifecycle tensors of `layers` (sample 0, signed) from the forward pass's captures and sites.
+QVector<LifecycleLayer> lifecycleOf(const RecordingSink& sink, const SiteRecorder& sites,
+                                    const QVector<int>& layers, int totalLayers, int headDim)
+{
+    QVector<LifecycleLayer> out;
+    const auto floats = [](const torch::Tensor& t) {
+        return t.defined() ? toFloats(t[0]) : QVector<float>();
+    };
+    for (int l : layers) {
+        if (l < 0 || l >= totalLayers) continue;
+        LifecycleLayer x;
+        x.layer = l;
+        x.ffnNormIn = floats(sites.at(QuantSite::AttnResidual, l));
+        x.ffnNormOut = floats(sites.at(QuantSite::FfnNorm, l));
+        x.gate = floats(sites.at(QuantSite::FfnGate, l));
+        x.up = floats(sites.at(QuantSite::FfnUp, l));
+        x.act = floats(sites.at(QuantSite::FfnAct, l));
+        const torch::Tensor up = sites.at(QuantSite::FfnUp, l);
+        x.ffn = up.defined() ? int(up.size(-1)) : 0;
+        const std::string down = captureName(CapturePoint::DownIn, l);
+        if (sink.contains(down)) x.downIn = toFloats(sink.at(down)[0]);
+        x.query = floats(sites.at(QuantSite::Query, l));
+        const torch::Tensor key = sites.at(QuantSite::Key, l);
+        x.key = floats(key);
+        x.kvHeads = key.defined() && headDim > 0 ? int(key.size(-1) / headDim) : 0;
+        const std::string scores = captureName(CapturePoint::AttnScores, l);
+        if (sink.contains(scores)) x.scores = toFloats(sink.at(scores)[0]);
+        out << x;
+    }
+    return out;
 }
 
 /// What every family reports alike: its attention variant, geometry and checkpoint hash.
@@ -491,7 +537,7 @@ void InspectionWorker::inspectDecoderText(quint64 generation, const QString& tex
                                              through);
     };
     Model& m = viewModel([&](Model& v, ActivationSink& sink) { run(v, {"embeddings"}, &sink); });
-    ThroughSinks sinks(m_intervention, false, m.info.preLayerNorm);
+    ThroughSinks sinks(m_intervention, false, m.info.preLayerNorm, m_lifecycleLayers);
     DecoderInspection r = run(m, captures, sinks.through());
     sinks.showIntervened(r.activations);
     s->transform = QString::fromStdString(m_transform.describe());
@@ -507,6 +553,7 @@ void InspectionWorker::inspectDecoderText(quint64 generation, const QString& tex
         s->tokens << QString::fromStdString(t);
     s->T = s->tokens.size();
     fillActivations(*s, r.activations, sinks.norms());
+    s->lifecycle = lifecycleOf(r.activations, sinks.recorder(), m_lifecycleLayers, layers, m.info.headDim);
     std::vector<std::string> decoded; // as `stats` categorises a decoder's tokens
     for (std::int64_t id : r.encoding.inputIds)
         decoded.push_back(tokenizer ? tokenizer->displayToken(id) : std::to_string(id));
@@ -699,6 +746,11 @@ void InspectionWorker::setOutlierRule(const OutlierCriterion& rule)
 void InspectionWorker::setIntervention(const std::optional<Intervention>& intervention)
 {
     m_intervention = intervention;
+}
+
+void InspectionWorker::setLifecycleLayers(const QVector<int>& layers)
+{
+    m_lifecycleLayers = layers;
 }
 
 void InspectionWorker::setTransform(const ModelTransform& transform)

@@ -66,6 +66,9 @@ public Q_SLOTS:
     /// means given: Intervention::means). An inspection fails when the model never reaches its site (a
     /// gate intervention on a model without gates).
     void setIntervention(const std::optional<outlierlens::Intervention>& intervention);
+    /// Later decoder inspections also keep An et al.'s lifecycle tensors of these layers (0-based; the
+    /// snapshot's `lifecycle`, in this order); empty: none (the default: they cost memory).
+    void setLifecycleLayers(const QVector<int>& layers);
 
 Q_SIGNALS:
     void modelLoaded(quint64 generation, const outlierlens::ModelInfo& info);
@@ -96,6 +99,7 @@ private:
     std::unique_ptr<Model> m_view;
     ModelTransform m_transform, m_viewTransform;
     std::optional<Intervention> m_intervention;
+    QVector<int> m_lifecycleLayers;
     std::atomic<bool> m_cancel{false};
     std::atomic<int> m_priorityRow{-1};
     quint64 m_predictionGeneration = 0; ///< the prediction m_predicted belongs to

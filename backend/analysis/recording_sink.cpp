@@ -35,8 +35,17 @@ at::Tensor SiteRecorder::transform(QuantSite site, int layer, const at::Tensor& 
 {
     const torch::Tensor out =
         m_next && m_next->transformsActivations() ? m_next->transform(site, layer, batched) : batched;
-    if (m_sites.count(site)) m_tensors[{site, layer}] = out;
+    if (m_sites.count(site)) {
+        const auto only = m_layers.find(site);
+        if (only == m_layers.end() || only->second.count(layer)) m_tensors[{site, layer}] = out;
+    }
     return out;
+}
+
+void SiteRecorder::recordOnly(QuantSite site, std::set<int> layers)
+{
+    m_sites.insert(site);
+    m_layers[site] = std::move(layers);
 }
 
 torch::Tensor SiteRecorder::at(QuantSite site, int layer) const

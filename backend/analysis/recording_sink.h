@@ -56,9 +56,12 @@ public:
     at::Tensor transform(QuantSite site, int layer, const at::Tensor& batched) override;
     /// The activation of `site` in `layer` as it left this sink; undefined if it never came.
     torch::Tensor at(QuantSite site, int layer) const;
+    /// Records `site` (added to the sites) only in `layers` (0-based), not in every layer.
+    void recordOnly(QuantSite site, std::set<int> layers);
 
 private:
     std::set<QuantSite> m_sites;
+    std::map<QuantSite, std::set<int>> m_layers; ///< sites recorded only in some layers
     ActivationSink* m_next;
     std::map<std::pair<QuantSite, int>, torch::Tensor> m_tensors;
 };

@@ -123,6 +123,12 @@ std::string quantSiteName(QuantSite site)
         return "logits";
     case QuantSite::AttnGate:
         return "attn_gate";
+    case QuantSite::FfnGate:
+        return "ffn_gate";
+    case QuantSite::FfnUp:
+        return "ffn_up";
+    case QuantSite::FfnAct:
+        return "ffn_act";
     }
     std::abort();
 }

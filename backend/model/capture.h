@@ -56,6 +56,13 @@ enum class QuantSite {
     FinalNorm,
     Pooler,
     Logits,
+    /// Decoder FFNs, for recording only (An et al.'s Figures 7 and 9; never quantized): the gate projection
+    /// before its activation (gated FFNs), the up projection (the first linear, before its activation, where
+    /// the FFN has no gate) and the activation of the gate. Models pass them only to a sink that transforms
+    /// activations, so the usual forward keeps its fused activation.
+    FfnGate,
+    FfnUp,
+    FfnAct,
 };
 /// Short name, e.g. "attn_scores"; per-layer sites are reported as "layer3/attn_scores".
 std::string quantSiteName(QuantSite site);
@@ -100,6 +107,8 @@ public:
         if (m_sink && m_sink->wants(point, m_layer)) m_sink->put(point, m_layer, batched);
     }
     int layer() const { return m_layer; }
+    /// A sink sees the QuantSites (quantization, interventions, recorders): quant() may replace tensors.
+    bool transforms() const { return m_sink && m_sink->transformsActivations(); }
     /// `batched` itself, or what a quantizing sink makes of it (ActivationSink::transform).
     at::Tensor quant(QuantSite site, const at::Tensor& batched) const;
 

@@ -283,7 +283,16 @@ torch::Tensor attentionHalf(const torch::Tensor& q, const torch::Tensor& k, cons
 torch::Tensor ffnHalf(const torch::Tensor& m, const LinearImpl* gate, const LinearImpl& up,
                       const LinearImpl& down, const std::string& act, const CaptureScope& capture)
 {
-    torch::Tensor inner = gate ? gate->forward(m, act) * up.forward(m) : up.forward(m, act);
+    torch::Tensor inner;
+    if (capture.transforms()) { // the FFN's parts as sites of their own (the same values, unfused)
+        const torch::Tensor u = capture.quant(QuantSite::FfnUp, up.forward(m));
+        inner = gate ? capture.quant(QuantSite::FfnAct,
+                                     activation(capture.quant(QuantSite::FfnGate, gate->forward(m)), act)) *
+                           u
+                     : activation(u, act);
+    } else {
+        inner = gate ? gate->forward(m, act) * up.forward(m) : up.forward(m, act);
+    }
     if (down.inputRotation.defined()) // the input the down projection reads, as in the ViT block
         inner = torch::matmul(inner, weightAs(down.inputRotation, inner.scalar_type()));
     put(capture, CapturePoint::DownIn, inner);

@@ -315,6 +315,8 @@ at::Tensor QuantizationSink::transform(QuantSite site, int layer, const at::Tens
     if (m_options.placement == ActivationPlacement::LinearInputs && !isLinearInput(site)) return batched;
     if (site == QuantSite::Logits && !m_options.quantizeLogits) return batched;
     if (site == QuantSite::AttnGate) return batched; // the gates stay in floating point
+    if (site == QuantSite::FfnGate || site == QuantSite::FfnUp || site == QuantSite::FfnAct)
+        return batched; // recording sites inside the FFN: its input and down_in are the quantized ones
     const std::pair<int, int> key{layer, int(site)};
     auto it = m_quantizers.find(key);
     if (it == m_quantizers.end()) {

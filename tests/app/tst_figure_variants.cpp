@@ -1,6 +1,8 @@
-// An et al.'s Figures 10 and 11 from `outlierlens figures --compare` as a user makes them: one panel per
-// trained attention variant, each number against what other commands give for that model alone (`inspect`
-// for Figure 10's |h|, `stats` for Figure 11's per-layer magnitudes), and the refusals.
+// An et al.'s Figures 7-11 from `outlierlens figures` as a user makes them. 10 and 11 (`--compare`): one
+// panel per trained attention variant, each number against what other commands give for that model alone
+// (`inspect` for Figure 10's |h|, `stats` for Figure 11's per-layer magnitudes), and the refusals. 7-9 (a
+// massive activation's lifecycle): the layers the rule chooses, recomputed from an `inspect` dump, and
+// every panel against the dump and against the model's own arithmetic between the panels.
 
 #include "../common/app_runner.h"
 #include "../common/csv_rows.h"
@@ -19,6 +21,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <functional>
 #include <map>
 
 using namespace outlierlens;
@@ -61,6 +64,39 @@ bool notBlank(const QString& path)
 bool near(double a, double b, double relative)
 {
     return std::abs(a - b) <= relative * std::max(1.0, std::max(std::abs(a), std::abs(b)));
+}
+
+/// A heatmap figure's CSV: sub-figure label -> (row, col) -> value (masked cells left out).
+std::map<QString, std::map<std::pair<int, int>, double>> heatmapCells(const QString& path)
+{
+    std::map<QString, std::map<std::pair<int, int>, double>> cells;
+    const QVector<QStringList> rows = readCsvRows(path);
+    for (const QStringList& row : rows.mid(1))
+        if (row.size() == 6 && !row[5].isEmpty())
+            cells[row[0]][{row[1].toInt(), row[2].toInt()}] = row[5].toDouble();
+    return cells;
+}
+
+/// The cells of the sub-figure whose label starts with `prefix` ("(c)").
+const std::map<std::pair<int, int>, double>&
+panelOf(const std::map<QString, std::map<std::pair<int, int>, double>>& cells, const QString& prefix,
+        QString* label = nullptr)
+{
+    static const std::map<std::pair<int, int>, double> none;
+    for (const auto& [name, values] : cells)
+        if (name.startsWith(prefix)) {
+            if (label) *label = name;
+            return values;
+        }
+    return none;
+}
+
+double maxDifference(const std::map<std::pair<int, int>, double>& a, const std::function<double(int, int)>& b)
+{
+    double worst = a.empty() ? INFINITY : 0;
+    for (const auto& [rc, v] : a)
+        worst = std::max(worst, std::abs(v - b(rc.first, rc.second)));
+    return worst;
 }
 
 const QStringList kModels{QStringLiteral("backcopy-vanilla"), QStringLiteral("backcopy-gated"),
@@ -224,6 +260,140 @@ private Q_SLOTS:
                     !QFile::exists(out.path() + QStringLiteral("/figure-") + id + QStringLiteral(".png")));
             }
         }
+    }
+
+    /// Figures 7-9 on backcopy-vanilla (OPT layout, ReLU FFN, no rotary embedding).
+    void lifecycleOfTheDemoDecoder()
+    {
+        QTemporaryDir out;
+        const QString model = sample(QStringLiteral("models/backcopy-vanilla"));
+        const auto r =
+            runApp({QStringLiteral("figures"), QStringLiteral("--model"), model, QStringLiteral("--only"),
+                    QStringLiteral("an7,an8,an9"), QStringLiteral("--format"), QStringLiteral("png"),
+                    QStringLiteral("--dpi"), QStringLiteral("96"), QStringLiteral("--out"), out.path()});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err + r.out));
+        const QJsonObject index = readIndex(out.path());
+        const QString text =
+            index[QStringLiteral("inputs")].toArray()[0].toObject()[QStringLiteral("first")].toString();
+        const QString dump = out.path() + QStringLiteral("/dump.h5");
+        const auto inspected = runApp({QStringLiteral("inspect"), QStringLiteral("--model"), model,
+                                       QStringLiteral("--text"), text, QStringLiteral("--dump"), dump});
+        QVERIFY2(inspected.exitCode == 0, qPrintable(inspected.err));
+        Hdf5Reader reader(dump.toStdString());
+        const auto tensor = [&](const std::string& name) {
+            return reader.readTensor(name).to(torch::kDouble);
+        };
+        // The emergence layer: the first whose output has a value over 6 sigma; the token: the one holding
+        // the largest |h| among those values; its channels: where they are.
+        int emergence = -1, token = -1;
+        QStringList channels;
+        for (int l = 0; emergence < 0; ++l) {
+            const torch::Tensor h = tensor("layer" + std::to_string(l) + "/out");
+            const torch::Tensor over = (h - h.mean()).abs() > 6 * h.std(/*unbiased=*/false);
+            if (!over.any().item<bool>()) continue;
+            emergence = l;
+            token = int(std::get<0>((h.abs() * over).max(1)).argmax().item<std::int64_t>());
+            for (std::int64_t c = 0; c < h.size(1); ++c)
+                if (over[token][c].item<bool>()) channels << QString::number(c);
+        }
+        const QJsonObject an7 = figureOf(index, QStringLiteral("an7"));
+        QCOMPARE(an7[QStringLiteral("layers")].toArray().at(0).toInt(), emergence);
+        const QString chosen = QStringLiteral("token %1 ").arg(token) + QStringLiteral("\"");
+        QVERIFY2(an7[QStringLiteral("caption")].toString().contains(chosen),
+                 qPrintable(an7[QStringLiteral("caption")].toString()));
+        QVERIFY2(an7[QStringLiteral("caption")].toString().contains(QStringLiteral("channels ") +
+                                                                    channels.join(QStringLiteral(", "))),
+                 qPrintable(channels.join(QLatin1Char(','))));
+        // Figure 7's panels: h and x_down as inspect dumps them; the ReLU of the first linear is x_down; the
+        // norm's input plus the FFN output is h.
+        const auto ffn = heatmapCells(out.path() + QStringLiteral("/figure-an7.csv"));
+        const auto& normIn = panelOf(ffn, QStringLiteral("(a)"));
+        const auto& first = panelOf(ffn, QStringLiteral("(c)"));
+        const auto& down = panelOf(ffn, QStringLiteral("(d)"));
+        const auto& ffnOut = panelOf(ffn, QStringLiteral("(e)"));
+        QString hLabel;
+        const auto& h = panelOf(ffn, QStringLiteral("(f)"), &hLabel);
+        QVERIFY(hLabel.contains(QStringLiteral("layer output h")));
+        const std::string at = "layer" + std::to_string(emergence) + "/";
+        const torch::Tensor hDump = tensor(at + "out"), downDump = tensor(at + "down_in");
+        QCOMPARE(std::int64_t(h.size()), hDump.numel());
+        QCOMPARE(std::int64_t(down.size()), downDump.numel());
+        QVERIFY(maxDifference(h, [&](int t, int c) { return hDump[t][c].item<double>(); }) < 1e-4);
+        QVERIFY(maxDifference(down, [&](int t, int c) { return downDump[t][c].item<double>(); }) < 1e-4);
+        QVERIFY(maxDifference(down, [&](int t, int c) { return std::max(0.0, first.at({t, c})); }) < 1e-5);
+        QVERIFY(maxDifference(h, [&](int t, int c) { return normIn.at({t, c}) + ffnOut.at({t, c}); }) < 1e-3);
+        // Figure 8: the probabilities as inspect dumps them for its head; the softmax of its scores over the
+        // keys a query sees; the scores are q . k / sqrt(d_head) of its q and k panels.
+        const QJsonObject an8 = figureOf(index, QStringLiteral("an8"));
+        const int layer = an8[QStringLiteral("layers")].toArray().at(0).toInt(),
+                  head = an8[QStringLiteral("heads")].toArray().at(0).toInt();
+        QVERIFY(layer > emergence);
+        const auto attention = heatmapCells(out.path() + QStringLiteral("/figure-an8.csv"));
+        const auto& q = panelOf(attention, QStringLiteral("(c)"));
+        const auto& k = panelOf(attention, QStringLiteral("(d)"));
+        const auto& scores = panelOf(attention, QStringLiteral("(f)"));
+        const auto& probs = panelOf(attention, QStringLiteral("(g)"));
+        const torch::Tensor p = tensor("layer" + std::to_string(layer) + "/attn_probs")[head];
+        const std::int64_t T = p.size(0), dh = 64;
+        QCOMPARE(std::int64_t(probs.size()), T * (T + 1) / 2); // the keys each query sees
+        QVERIFY(maxDifference(probs, [&](int a, int b) { return p[a][b].item<double>(); }) < 1e-5);
+        for (std::int64_t a = 0; a < T; ++a) {
+            double sum = 0;
+            for (std::int64_t b = 0; b <= a; ++b)
+                sum += std::exp(scores.at({int(a), int(b)}));
+            for (std::int64_t b = 0; b <= a; ++b)
+                QVERIFY(std::abs(std::exp(scores.at({int(a), int(b)})) / sum - probs.at({int(a), int(b)})) <
+                        1e-5);
+        }
+        QVERIFY(maxDifference(scores, [&](int a, int b) {
+                    double dot = 0;
+                    for (int c = 0; c < dh; ++c)
+                        dot += q.at({a, c}) * k.at({b, c});
+                    return dot / std::sqrt(double(dh));
+                }) < 1e-3);
+    }
+
+    /// A LLaMA layer's gated FFN in Figure 7: the activation panel is SiLU of the gate panel, and x_down is
+    /// it times the up panel.
+    void lifecycleOfAGatedFfn()
+    {
+        QTemporaryDir out;
+        const auto r = runApp({QStringLiteral("figures"), QStringLiteral("--model"),
+                               QStringLiteral(OUTLIERLENS_TEST_DATA "/decoders/llama-seed0/hf"),
+                               QStringLiteral("--data"),
+                               QStringLiteral("text:") + sample(QStringLiteral("text/wiki_en_valid.txt:4")),
+                               QStringLiteral("--only"), QStringLiteral("an7"), QStringLiteral("--format"),
+                               QStringLiteral("png"), QStringLiteral("--out"), out.path()});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err + r.out));
+        const auto ffn = heatmapCells(out.path() + QStringLiteral("/figure-an7.csv"));
+        QString gateLabel, upLabel, actLabel, downLabel;
+        const auto& gate = panelOf(ffn, QStringLiteral("(c)"), &gateLabel);
+        const auto& up = panelOf(ffn, QStringLiteral("(d)"), &upLabel);
+        const auto& act = panelOf(ffn, QStringLiteral("(e)"), &actLabel);
+        const auto& down = panelOf(ffn, QStringLiteral("(f)"), &downLabel);
+        QVERIFY(gateLabel.contains(QStringLiteral("gate projection")));
+        QVERIFY(upLabel.contains(QStringLiteral("up projection")));
+        QVERIFY(actLabel.contains(QStringLiteral("activation of the gate")));
+        QVERIFY(downLabel.contains(QStringLiteral("x_down")));
+        QVERIFY(!gate.empty() && gate.size() == act.size() && act.size() == down.size());
+        QVERIFY(maxDifference(act, [&](int t, int c) {
+                    const double g = gate.at({t, c});
+                    return g / (1 + std::exp(-g));
+                }) < 1e-5);
+        QVERIFY(maxDifference(down, [&](int t, int c) { return act.at({t, c}) * up.at({t, c}); }) < 1e-5);
+    }
+
+    /// Not a decoder: listed, with the reason.
+    void lifecycleRefusedForAnEncoder()
+    {
+        QTemporaryDir out;
+        const auto r = runApp({QStringLiteral("figures"), QStringLiteral("--model"),
+                               sample(QStringLiteral("models/synthetic-vanilla")), QStringLiteral("--only"),
+                               QStringLiteral("an7,an8,an9"), QStringLiteral("--out"), out.path()});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err + r.out));
+        for (const QString id : {"an7", "an8", "an9"})
+            QVERIFY(figureOf(readIndex(out.path()), id)[QStringLiteral("reason")].toString().contains(
+                QStringLiteral("not a decoder")));
     }
 
 private:

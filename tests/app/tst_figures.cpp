@@ -165,8 +165,8 @@ private Q_SLOTS:
         const auto r = runApp(args);
         QVERIFY2(r.exitCode == 0, qPrintable(r.err + r.out));
         // Every figure a decoder family allows, in both formats, with its CSV.
-        for (const QString id :
-             {"1", "2", "4", "5", "10", "11", "13", "14", "15", "an1", "an3", "an10", "an11"}) {
+        for (const QString id : {"1", "2", "4", "5", "10", "11", "13", "14", "15", "an1", "an3", "an7", "an8",
+                                 "an9", "an10", "an11"}) {
             const QString base = out.path() + QStringLiteral("/figure-") + id;
             QVERIFY2(notBlank(base + QStringLiteral(".png")), qPrintable(id));
             QVERIFY2(QFileInfo(base + QStringLiteral(".svg")).size() > 1000, qPrintable(id));
@@ -192,11 +192,11 @@ private Q_SLOTS:
         QVERIFY(pdf.open(QIODevice::ReadOnly));
         const QByteArray pdfBytes = pdf.readAll();
         QVERIFY(pdfBytes.startsWith("%PDF"));
-        // One page per drawn figure (1, 2, 4, 5, 10, 11, 13, 14, 15, an1, an3, an10, an11) and table (the
+        // One page per drawn figure (1, 2, 4, 5, 10, 11, 13, 14, 15, an1, an3, an7-an11) and table (the
         // layer table and Table 2), and one listing what was not drawn.
         QCOMPARE(
             QString::fromLatin1(pdfBytes).count(QRegularExpression(QStringLiteral("/Type\\s*/Page[^s]"))),
-            16);
+            19);
         QVERIFY(!QFile::exists(out.path() + QStringLiteral("/index.pdf.tmp")));
         // index.json says where the app shows each figure, and on which input.
         QFile json(out.path() + QStringLiteral("/index.json"));
