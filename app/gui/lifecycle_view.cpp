@@ -235,7 +235,10 @@ QVector<GridPanel> buildAttentionLifecycle(const InspectionSnapshot& s, const Li
                    rows, keyDims);
     if (hasKey)
         p << panel(
-            QStringLiteral("k, before the rotary embedding"),
+            x.kvHeads == H ? QStringLiteral("k of head %1, before the rotary embedding").arg(head + 1)
+                           : QStringLiteral("k of key head %1 (head %2's), before the rotary embedding")
+                                 .arg(kvHead + 1)
+                                 .arg(head + 1),
             slice(x.key.constData(), T, x.kvHeads * dh, kvHead * dh, dh, s.tokens, dim, QStringLiteral("k")),
             rows, keyDims);
     if (s.values.size() >= qsizetype(s.L()) * H * T * dh)
