@@ -4,6 +4,7 @@
 
 #include "../common/app_runner.h"
 #include "../common/csv_rows.h"
+#include "../common/figure_set_files.h"
 
 #include "analysis/statistics_file.h"
 
@@ -21,6 +22,8 @@
 #include <map>
 
 using namespace outlierlens;
+using outlierlens::test::near;
+using outlierlens::test::notBlank;
 using outlierlens::test::readCsvRows;
 using outlierlens::test::runApp;
 
@@ -74,23 +77,6 @@ Table tableOf(const QString& outDir, const QString& id)
     for (const auto& n : table[QStringLiteral("notes")].toArray())
         t.notes << n.toString();
     return t;
-}
-
-bool notBlank(const QString& path)
-{
-    const QImage image(path);
-    if (image.isNull() || image.width() < 100 || image.height() < 50) return false;
-    const QRgb first = image.pixel(0, 0);
-    int other = 0;
-    for (int y = 0; y < image.height(); y += 5)
-        for (int x = 0; x < image.width(); x += 5)
-            other += image.pixel(x, y) != first ? 1 : 0;
-    return other > 50;
-}
-
-bool near(double a, double b, double relative)
-{
-    return std::abs(a - b) <= relative * std::max(1.0, std::max(std::abs(a), std::abs(b)));
 }
 
 #define VERIFY_NEAR(a, b, rel)                                                                               \
@@ -169,7 +155,7 @@ private Q_SLOTS:
                                QStringLiteral("table2"), QStringLiteral("--format"),
                                QStringLiteral("png,pdf"), QStringLiteral("--out"), out});
         QVERIFY2(r.exitCode == 0, qPrintable(r.err + r.out));
-        QVERIFY(notBlank(out + QStringLiteral("/figure-table2.png")));
+        QVERIFY(notBlank(out + QStringLiteral("/figure-table2.png"), 50));
         QVERIFY(QFileInfo(out + QStringLiteral("/figure-table2.pdf")).size() > 1000);
         const Table t = tableOf(out, QStringLiteral("table2"));
         QVERIFY2(t.entry[QStringLiteral("reason")].toString().isEmpty(),
@@ -356,7 +342,7 @@ private Q_SLOTS:
                     QStringLiteral("--only"), QStringLiteral("table1"), QStringLiteral("--format"),
                     QStringLiteral("png"), QStringLiteral("--out"), out});
         QVERIFY2(r.exitCode == 0, qPrintable(r.err + r.out));
-        QVERIFY(notBlank(out + QStringLiteral("/figure-table1.png")));
+        QVERIFY(notBlank(out + QStringLiteral("/figure-table1.png"), 50));
         const Table t = tableOf(out, QStringLiteral("table1"));
         QCOMPARE(t.rows.size(), 3);
         QCOMPARE(readCsvRows(out + QStringLiteral("/figure-table1.csv")).value(0), t.columns);

@@ -6,6 +6,7 @@
 
 #include "../common/app_runner.h"
 #include "../common/csv_rows.h"
+#include "../common/figure_set_files.h"
 
 #include "analysis/statistics_file.h"
 #include "io/hdf5_store.h"
@@ -25,7 +26,11 @@
 #include <map>
 
 using namespace outlierlens;
+using outlierlens::test::figureEntry;
+using outlierlens::test::near;
+using outlierlens::test::notBlank;
 using outlierlens::test::readCsvRows;
+using outlierlens::test::readIndex;
 using outlierlens::test::runApp;
 
 namespace {
@@ -33,37 +38,6 @@ namespace {
 QString sample(const QString& relative)
 {
     return QStringLiteral(OUTLIERLENS_SOURCE_DIR "/sample_data/") + relative;
-}
-
-QJsonObject readIndex(const QString& dir)
-{
-    QFile f(dir + QStringLiteral("/index.json"));
-    if (!f.open(QIODevice::ReadOnly)) return {};
-    return QJsonDocument::fromJson(f.readAll()).object();
-}
-
-QJsonObject figureOf(const QJsonObject& index, const QString& id)
-{
-    for (const auto& f : index[QStringLiteral("figures")].toArray())
-        if (f.toObject()[QStringLiteral("id")].toString() == id) return f.toObject();
-    return {};
-}
-
-bool notBlank(const QString& path)
-{
-    const QImage image(path);
-    if (image.isNull() || image.width() < 100 || image.height() < 100) return false;
-    const QRgb first = image.pixel(0, 0);
-    int other = 0;
-    for (int y = 0; y < image.height(); y += 5)
-        for (int x = 0; x < image.width(); x += 5)
-            other += image.pixel(x, y) != first ? 1 : 0;
-    return other > 50;
-}
-
-bool near(double a, double b, double relative)
-{
-    return std::abs(a - b) <= relative * std::max(1.0, std::max(std::abs(a), std::abs(b)));
 }
 
 /// A heatmap figure's CSV: sub-figure label -> (row, col) -> value (masked cells left out).
@@ -131,7 +105,7 @@ private Q_SLOTS:
     /// Figure 10: each model's |h| of the chosen layer on input #1, as `inspect` dumps it for that model.
     void figure10IsEachModelsLayerOutput()
     {
-        const QJsonObject f = figureOf(m_index, QStringLiteral("an10"));
+        const QJsonObject f = figureEntry(m_index, QStringLiteral("an10"));
         QVERIFY2(f[QStringLiteral("reason")].toString().isEmpty(),
                  qPrintable(f[QStringLiteral("reason")].toString()));
         QVERIFY(notBlank(m_out.path() + QStringLiteral("/figure-an10.png")));
@@ -189,7 +163,7 @@ private Q_SLOTS:
     /// Figure 11: per layer, each model's top-3 and median |h| over the data: its own `stats` file.
     void figure11IsEachModelsStatistics()
     {
-        const QJsonObject f = figureOf(m_index, QStringLiteral("an11"));
+        const QJsonObject f = figureEntry(m_index, QStringLiteral("an11"));
         QVERIFY2(f[QStringLiteral("reason")].toString().isEmpty(),
                  qPrintable(f[QStringLiteral("reason")].toString()));
         QVERIFY(notBlank(m_out.path() + QStringLiteral("/figure-an11.png")));
@@ -254,7 +228,7 @@ private Q_SLOTS:
             QVERIFY2(r.exitCode == 0, qPrintable(r.err + r.out));
             const QJsonObject index = readIndex(out.path());
             for (const QString id : {"an10", "an11"}) {
-                const QString reason = figureOf(index, id)[QStringLiteral("reason")].toString();
+                const QString reason = figureEntry(index, id)[QStringLiteral("reason")].toString();
                 QVERIFY2(reason.contains(c.reason), qPrintable(id + QStringLiteral(": ") + reason));
                 QVERIFY(
                     !QFile::exists(out.path() + QStringLiteral("/figure-") + id + QStringLiteral(".png")));
@@ -296,7 +270,7 @@ private Q_SLOTS:
             for (std::int64_t c = 0; c < h.size(1); ++c)
                 if (over[token][c].item<bool>()) channels << QString::number(c);
         }
-        const QJsonObject an7 = figureOf(index, QStringLiteral("an7"));
+        const QJsonObject an7 = figureEntry(index, QStringLiteral("an7"));
         QCOMPARE(an7[QStringLiteral("layers")].toArray().at(0).toInt(), emergence);
         const QString chosen = QStringLiteral("token %1 ").arg(token) + QStringLiteral("\"");
         QVERIFY2(an7[QStringLiteral("caption")].toString().contains(chosen),
@@ -324,7 +298,7 @@ private Q_SLOTS:
         QVERIFY(maxDifference(h, [&](int t, int c) { return normIn.at({t, c}) + ffnOut.at({t, c}); }) < 1e-3);
         // Figure 8: the probabilities as inspect dumps them for its head; the softmax of its scores over the
         // keys a query sees; the scores are q . k / sqrt(d_head) of its q and k panels.
-        const QJsonObject an8 = figureOf(index, QStringLiteral("an8"));
+        const QJsonObject an8 = figureEntry(index, QStringLiteral("an8"));
         const int layer = an8[QStringLiteral("layers")].toArray().at(0).toInt(),
                   head = an8[QStringLiteral("heads")].toArray().at(0).toInt();
         QVERIFY(layer > emergence);
@@ -392,7 +366,7 @@ private Q_SLOTS:
                                QStringLiteral("an7,an8,an9"), QStringLiteral("--out"), out.path()});
         QVERIFY2(r.exitCode == 0, qPrintable(r.err + r.out));
         for (const QString id : {"an7", "an8", "an9"})
-            QVERIFY(figureOf(readIndex(out.path()), id)[QStringLiteral("reason")].toString().contains(
+            QVERIFY(figureEntry(readIndex(out.path()), id)[QStringLiteral("reason")].toString().contains(
                 QStringLiteral("not a decoder")));
     }
 

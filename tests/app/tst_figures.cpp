@@ -3,6 +3,7 @@
 // file of `stats`, an `inspect` dump).
 
 #include "../common/app_runner.h"
+#include "../common/figure_set_files.h"
 
 #include "analysis/statistics_file.h"
 #include "io/hdf5_store.h"
@@ -34,6 +35,10 @@
 #include <tuple>
 
 using namespace outlierlens;
+using outlierlens::test::figureEntry;
+using outlierlens::test::near;
+using outlierlens::test::notBlank;
+using outlierlens::test::readIndex;
 using outlierlens::test::runApp;
 
 namespace {
@@ -66,19 +71,6 @@ Csv readCsv(const QString& path)
     return csv;
 }
 
-/// A figure worth looking at: it loads, and it is not one flat colour.
-bool notBlank(const QString& path)
-{
-    const QImage image(path);
-    if (image.isNull() || image.width() < 100 || image.height() < 100) return false;
-    const QRgb first = image.pixel(0, 0);
-    int other = 0;
-    for (int y = 0; y < image.height(); y += 7)
-        for (int x = 0; x < image.width(); x += 7)
-            other += image.pixel(x, y) != first ? 1 : 0;
-    return other > 100;
-}
-
 /// Every page's size in points (the PDF's MediaBox entries, in page order).
 QVector<QSizeF> pdfPageSizes(const QString& path)
 {
@@ -98,20 +90,6 @@ QVector<QSizeF> pdfPageSizes(const QString& path)
 
 /// A4 landscape is 841.89 x 595.28 pt: no page of the index may be taller (issue #39).
 constexpr double kA4LandscapeHeight = 595.3;
-
-QJsonObject readIndex(const QString& dir)
-{
-    QFile json(dir + QStringLiteral("/index.json"));
-    if (!json.open(QIODevice::ReadOnly)) return {};
-    return QJsonDocument::fromJson(json.readAll()).object();
-}
-
-QJsonObject figureEntry(const QJsonObject& index, const QString& id)
-{
-    for (const auto& value : index[QStringLiteral("figures")].toArray())
-        if (value.toObject()[QStringLiteral("id")].toString() == id) return value.toObject();
-    return {};
-}
 
 QVector<int> ints(const QJsonValue& value)
 {
