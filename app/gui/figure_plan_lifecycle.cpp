@@ -41,23 +41,23 @@ QVector<Planned> Planner::lifecycleFigures()
     };
     const auto ffnFigure = [this, lifecycleLayer, c](const QString& id, const QString& title, int layer,
                                                      const QString& role, const QString& note) {
-        Planned p =
-            planned(id, title,
-                    QStringLiteral(
-                        "Layer %1's FFN on %2, %3: signed values, token x channel, in the order data flows "
-                        "(its norm's input and output, the gate, up and activation outputs the FFN has, "
-                        "x_down, the FFN's output, the layer output h). Heavy tokens' rows, h's massive "
-                        "channels and x_down's largest channel at the heavy token are marked. Chosen: %4.")
-                        .arg(layer + 1)
-                        .arg(numbered(0), role, note),
-                    [lifecycleLayer, layer, c] {
-                        const auto [s, x] = lifecycleLayer(layer);
-                        auto grid = std::make_unique<PanelGrid>();
-                        grid->setPanels(buildFfnLifecycle(*s, x, c),
-                                        provenanceOf(*s, QStringLiteral("layer %1").arg(layer + 1)),
-                                        QStringLiteral("lifecycle-ffn-L%1").arg(layer + 1));
-                        return std::unique_ptr<QWidget>(std::move(grid));
-                    });
+        Planned p = planned(
+            id, title,
+            QStringLiteral(
+                "Layer %1's FFN on %2, %3: signed values, token x channel, in the order data flows "
+                "(its norm's input and output, the gate, up and activation outputs the FFN has, "
+                "x_down, the FFN's output, the layer output h). The token's row, its outlier channels in "
+                "the emergence layer's output and x_down's largest channel at it are marked. Chosen: %4.")
+                .arg(layer + 1)
+                .arg(numbered(0), role, note),
+            [lifecycleLayer, layer, c] {
+                const auto [s, x] = lifecycleLayer(layer);
+                auto grid = std::make_unique<PanelGrid>();
+                grid->setPanels(buildFfnLifecycle(*s, x, c),
+                                provenanceOf(*s, QStringLiteral("layer %1").arg(layer + 1)),
+                                QStringLiteral("lifecycle-ffn-L%1").arg(layer + 1));
+                return std::unique_ptr<QWidget>(std::move(grid));
+            });
         p.outcome.layers = {layer};
         p.outcome.inputs = {0};
         return p;
@@ -73,8 +73,8 @@ QVector<Planned> Planner::lifecycleFigures()
             QStringLiteral(
                 "Layer %1, head %2 on %3: the block's input and its norm's output (token x channel), "
                 "the head's q and k before the rotary embedding and its v (token x dimension), the "
-                "scores before the mask and the probabilities. Heavy tokens of the block's input "
-                "and the two key dimensions with the largest |k| at the heavy token are marked. "
+                "scores before the mask and the probabilities. The token's row and key column, its "
+                "outlier channels and the two key dimensions with the largest |k| at it are marked. "
                 "Chosen: %4.")
                 .arg(c.spread + 1)
                 .arg(c.head + 1)

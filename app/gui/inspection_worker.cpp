@@ -286,38 +286,6 @@ void fillActivations(InspectionSnapshot& s, const RecordingSink& sink, const Sit
     fillOutliers(s, sink, norms);
 }
 
-/// The lifecycle tensors of `layers` (sample 0, signed) from the forward pass's captures and sites.
-QVector<LifecycleLayer> lifecycleOf(const RecordingSink& sink, const SiteRecorder& sites,
-                                    const QVector<int>& layers, int totalLayers, int headDim)
-{
-    QVector<LifecycleLayer> out;
-    const auto floats = [](const torch::Tensor& t) {
-        return t.defined() ? toFloats(t[0]) : QVector<float>();
-    };
-    for (int l : layers) {
-        if (l < 0 || l >= totalLayers) continue;
-        LifecycleLayer x;
-        x.layer = l;
-        x.ffnNormIn = floats(sites.at(QuantSite::AttnResidual, l));
-        x.ffnNormOut = floats(sites.at(QuantSite::FfnNorm, l));
-        x.gate = floats(sites.at(QuantSite::FfnGate, l));
-        x.up = floats(sites.at(QuantSite::FfnUp, l));
-        x.act = floats(sites.at(QuantSite::FfnAct, l));
-        const torch::Tensor up = sites.at(QuantSite::FfnUp, l);
-        x.ffn = up.defined() ? int(up.size(-1)) : 0;
-        const std::string down = captureName(CapturePoint::DownIn, l);
-        if (sink.contains(down)) x.downIn = toFloats(sink.at(down)[0]);
-        x.query = floats(sites.at(QuantSite::Query, l));
-        const torch::Tensor key = sites.at(QuantSite::Key, l);
-        x.key = floats(key);
-        x.kvHeads = key.defined() && headDim > 0 ? int(key.size(-1) / headDim) : 0;
-        const std::string scores = captureName(CapturePoint::AttnScores, l);
-        if (sink.contains(scores)) x.scores = toFloats(sink.at(scores)[0]);
-        out << x;
-    }
-    return out;
-}
-
 /// What every family reports alike: its attention variant, geometry and checkpoint hash.
 void describeAttention(ModelInfo& info, const AttentionVariant& variant, int layers, int heads, int hidden,
                        int headDim, const std::string& sha256)

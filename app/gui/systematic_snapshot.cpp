@@ -134,4 +134,33 @@ void fillSystematic(InspectionSnapshot& s, const RecordingSink& sink, torch::nn:
     }
 }
 
+QVector<LifecycleLayer> lifecycleOf(const RecordingSink& sink, const SiteRecorder& sites,
+                                    const QVector<int>& layers, int totalLayers, int headDim)
+{
+    QVector<LifecycleLayer> out;
+    const auto sample = [](const torch::Tensor& t) { return t.defined() ? floats(t[0]) : QVector<float>(); };
+    for (int l : layers) {
+        if (l < 0 || l >= totalLayers) continue;
+        LifecycleLayer x;
+        x.layer = l;
+        x.ffnNormIn = sample(sites.at(QuantSite::AttnResidual, l));
+        x.ffnNormOut = sample(sites.at(QuantSite::FfnNorm, l));
+        x.gate = sample(sites.at(QuantSite::FfnGate, l));
+        x.up = sample(sites.at(QuantSite::FfnUp, l));
+        x.act = sample(sites.at(QuantSite::FfnAct, l));
+        const torch::Tensor up = sites.at(QuantSite::FfnUp, l);
+        x.ffn = up.defined() ? int(up.size(-1)) : 0;
+        const std::string down = captureName(CapturePoint::DownIn, l);
+        if (sink.contains(down)) x.downIn = floats(sink.at(down)[0]);
+        x.query = sample(sites.at(QuantSite::Query, l));
+        const torch::Tensor key = sites.at(QuantSite::Key, l);
+        x.key = sample(key);
+        x.kvHeads = key.defined() && headDim > 0 ? int(key.size(-1) / headDim) : 0;
+        const std::string scores = captureName(CapturePoint::AttnScores, l);
+        if (sink.contains(scores)) x.scores = floats(sink.at(scores)[0]);
+        out << x;
+    }
+    return out;
+}
+
 } // namespace outlierlens

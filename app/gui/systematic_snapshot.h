@@ -16,6 +16,7 @@ class Module;
 namespace outlierlens {
 
 class RecordingSink;
+class SiteRecorder;
 enum class TokenCategory;
 
 /// The x_down channels a snapshot keeps per layer for An et al.'s Figure 1 (the largest first).
@@ -39,5 +40,11 @@ std::set<std::string> systematicCaptureNames(int layers);
 /// for a model.
 void fillSystematic(InspectionSnapshot& s, const RecordingSink& sink, torch::nn::Module& network, bool conv1d,
                     const std::vector<TokenCategory>& categories, SystematicWeightsPtr& weights);
+
+/// An et al.'s lifecycle tensors (their Figures 7-9) of `layers` (0-based; sample 0, signed): the FFN's
+/// sites and the query and key projections as `sites` recorded them (AttnResidual, FfnNorm, FfnGate, FfnUp,
+/// FfnAct, Query, Key), and `down_in` and `attn_scores` from the captures where recorded.
+QVector<LifecycleLayer> lifecycleOf(const RecordingSink& sink, const SiteRecorder& sites,
+                                    const QVector<int>& layers, int totalLayers, int headDim);
 
 } // namespace outlierlens
