@@ -74,7 +74,7 @@ const float* layerOf(const QVector<float>& stacked, int layer, int T, int d)
                                                           : nullptr;
 }
 
-/// The largest |value| of each layer's output, and of the embeddings before the first.
+/// The largest |value| of `n` values.
 double largestAbs(const float* v, std::size_t n)
 {
     double m = 0;
@@ -142,9 +142,14 @@ LifecycleChoice chooseLifecycle(const InspectionSnapshot& s, int sinkLayer, int 
         c.noSpread =
             QStringLiteral("the massive activation emerges in the last layer: no later head reads it");
     }
-    for (int l = c.emergence + 1; l < L && c.disappearance < 0; ++l)
+    const bool anyOutlier = c.channels.size() > 0 || carries(c.emergence, c.token);
+    for (int l = c.emergence + 1; anyOutlier && l < L && c.disappearance < 0; ++l)
         if (!carries(l, c.token)) c.disappearance = l;
-    if (c.disappearance < 0)
+    if (!anyOutlier)
+        c.noEnd =
+            QStringLiteral("no layer's output has outlier values by the figures' rule: there is no massive "
+                           "activation to follow to its end");
+    else if (c.disappearance < 0)
         c.noEnd =
             QStringLiteral("token %1 keeps outlier values to the last layer's output: on this input the "
                            "massive activation does not disappear")

@@ -357,6 +357,25 @@ private Q_SLOTS:
         QVERIFY(maxDifference(down, [&](int t, int c) { return act.at({t, c}) * up.at({t, c}); }) < 1e-5);
     }
 
+    /// A rule nothing passes: Figure 7 says how it chose without outliers, and Figure 9 is not drawn.
+    void lifecycleWithoutOutliers()
+    {
+        QTemporaryDir out;
+        const auto r =
+            runApp({QStringLiteral("figures"), QStringLiteral("--model"),
+                    sample(QStringLiteral("models/backcopy-vanilla")), QStringLiteral("--rule"),
+                    QStringLiteral("tau"), QStringLiteral("--tau"), QStringLiteral("1000000"),
+                    QStringLiteral("--only"), QStringLiteral("an7,an9"), QStringLiteral("--format"),
+                    QStringLiteral("png"), QStringLiteral("--out"), out.path()});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err + r.out));
+        const QJsonObject index = readIndex(out.path());
+        const QString caption =
+            figureEntry(index, QStringLiteral("an7"))[QStringLiteral("caption")].toString();
+        QVERIFY2(caption.contains(QStringLiteral("no output has outlier values")), qPrintable(caption));
+        const QString reason = figureEntry(index, QStringLiteral("an9"))[QStringLiteral("reason")].toString();
+        QVERIFY2(reason.contains(QStringLiteral("no massive activation to follow")), qPrintable(reason));
+    }
+
     /// Not a decoder: listed, with the reason.
     void lifecycleRefusedForAnEncoder()
     {
