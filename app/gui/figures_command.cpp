@@ -20,8 +20,9 @@ int runFigures(const QStringList& args)
 {
     Command cmd(
         "figures",
-        "Draw every figure of Bondarenko et al. 2023 (and An et al. 2025's Figure 1 and per-layer "
-        "figures) that the model and inputs allow, each with a CSV of its numbers and provenance, plus "
+        "Draw every figure of Bondarenko et al. 2023 (and An et al. 2025's Figures 1 and 3-11, 10 and 11 "
+        "with --compare variants) that the model and inputs allow, each with a CSV of its numbers and "
+        "provenance, plus "
         "index.html and index.pdf with every figure and its caption; figures the inputs cannot support "
         "are listed with the reason. Layers, heads and inputs: the paper's on a model of its size, "
         "else where the outliers are largest (the same statistics as `stats`, computed once per "
