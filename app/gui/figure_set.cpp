@@ -408,10 +408,9 @@ QVector<Planned> Planner::plan()
                 const SnapshotPtr s = input(0);
                 return viewOf<SystematicView>(buildSystematic(*stats, statsPath, lb, &s->systematic));
             });
-    // Their Figures 10 and 11: the model beside its --compare variants.
-    p << variantFigures();
-    // Their Figures 7-9: a massive activation's lifecycle on input #1.
-    p << lifecycleFigures();
+    // Their Figures 7-9: a massive activation's lifecycle on input #1; 10 and 11: the model beside its
+    // --compare variants.
+    p << lifecycleFigures() << variantFigures();
     // An et al.'s figures this command does not draw, listed with where they are or why not (issue #39).
     p << unavailable(
              QStringLiteral("an2"), QStringLiteral("An et al. Figure 2: their schematic"),
@@ -471,6 +470,10 @@ QVector<Planned> Planner::plan()
             f = shownIn(f, QStringLiteral("Sweeps"), -1, -1, -1);
         else if (id == QLatin1String("an1"))
             f = shownIn(f, QStringLiteral("Systematic outliers"), lb, -1, 0);
+        else if ((id == QLatin1String("an7") || id == QLatin1String("an9")) && !f.outcome.layers.isEmpty())
+            f = shownIn(f, QStringLiteral("Systematic outliers"), f.outcome.layers.first(), -1, 0);
+        else if (id == QLatin1String("an8") && !f.outcome.layers.isEmpty() && !f.outcome.heads.isEmpty())
+            f = shownIn(f, QStringLiteral("Head"), f.outcome.layers.first(), f.outcome.heads.first(), 0);
         else if (id == QLatin1String("an3"))
             f = shownIn(f, QStringLiteral("Systematic outliers"), lb, -1, -1, true);
         else if (id == QLatin1String("training"))
