@@ -4,6 +4,7 @@
 #include "model_catalog.h"
 
 #include "analysis/showcase.h"
+#include "analysis/statistics_file.h"
 #include "analysis/stats_runner.h"
 #include "common/error.h"
 #include "paths.h"
@@ -299,6 +300,30 @@ FigureStatistics figureStatistics(const ModelInfo& model, const QString& dataSpe
         throw;
     }
     return result;
+}
+
+std::vector<ComparedStatistics>
+comparedStatistics(const QVector<ModelInfo>& models, const QString& dataSpec, const OutlierCriterion& rule,
+                   Precision precision, const QString& dir, const std::atomic<bool>& cancel,
+                   const std::function<void(qint64 done, qint64 total)>& progress)
+{
+    std::vector<ComparedStatistics> out;
+    for (const ModelInfo& model : models) {
+        ComparedStatistics c;
+        try {
+            const FigureStatistics f =
+                figureStatistics(model, dataSpec, rule, precision, dir, cancel, progress);
+            c.stats = readStatisticsFile(f.path.toStdString());
+            c.path = f.path;
+        } catch (const Cancelled&) {
+            throw;
+        } catch (const Error& e) {
+            if (cancel) throw Cancelled();
+            c.note = QString::fromStdString(e.what());
+        }
+        out.push_back(std::move(c));
+    }
+    return out;
 }
 
 QString runFolderOf(const QString& dir)

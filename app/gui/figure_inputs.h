@@ -3,6 +3,8 @@
 // worker, run on the calling thread. Not for the desktop app's GUI thread.
 
 #include "inspection_snapshot.h"
+
+#include "analysis/statistics_file.h"
 #include "model/precision.h"
 
 #include <QString>
@@ -13,6 +15,8 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
+#include <vector>
 
 namespace outlierlens {
 
@@ -85,6 +89,22 @@ FigureStatistics figureStatistics(const ModelInfo& model, const QString& dataSpe
                                   const OutlierCriterion& rule, Precision precision, const QString& dir,
                                   const std::atomic<bool>& cancel,
                                   const std::function<void(qint64 done, qint64 total)>& progress);
+
+/// A --compare model's statistics over the model's data (figureStatistics(), read back), or why there are
+/// none.
+struct ComparedStatistics
+{
+    std::optional<StatisticsFile> stats;
+    QString path; ///< the file in the statistics folder
+    QString note; ///< why there are none
+};
+
+/// The statistics of each of `models` over `dataSpec`, as figureStatistics() computes or reuses them; a
+/// model whose statistics fail gets the error as its note. Throws Cancelled.
+std::vector<ComparedStatistics>
+comparedStatistics(const QVector<ModelInfo>& models, const QString& dataSpec, const OutlierCriterion& rule,
+                   Precision precision, const QString& dir, const std::atomic<bool>& cancel,
+                   const std::function<void(qint64 done, qint64 total)>& progress);
 
 /// The run folder of `outlierlens train` that holds model folder `dir` (its final/ or a checkpoint: the
 /// nearest folder up to two levels above with a metrics.jsonl), or empty.

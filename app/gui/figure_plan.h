@@ -82,13 +82,9 @@ public:
         chooseLayersAndHeads();
     }
 
-    /// The --compare models' statistics over the model's data (An et al.'s Figure 11), in --compare order;
-    /// an empty optional where none was computed. Before plan().
-    void setCompareStatistics(std::vector<std::optional<StatisticsFile>> statistics, QStringList paths)
-    {
-        compareStats = std::move(statistics);
-        compareStatsPaths = std::move(paths);
-    }
+    /// The --compare models' statistics over the model's data, in --compare order (An et al.'s Figure 11);
+    /// empty when not computed. Kept by the caller. Before plan().
+    void setComparedStatistics(const std::vector<ComparedStatistics>& statistics) { compared = &statistics; }
     QVector<Planned> plan();
     /// The larger of the two outlier layers the figures show (0-based): Table 2's second inf-norm column.
     int figureLayer() const { return lb; }
@@ -183,8 +179,7 @@ private:
     const QVector<FigureInput>& in;
     const std::optional<StatisticsFile>& stats;
     QString statsPath, statsReason;
-    std::vector<std::optional<StatisticsFile>> compareStats;
-    QStringList compareStatsPaths;
+    const std::vector<ComparedStatistics>* compared = nullptr;
     ModelInfo m;
     QString tensor;
     int la = 0, lb = 0;          ///< the two layers of `tensor` with the largest outliers (la <= lb)

@@ -87,10 +87,13 @@ QVector<Planned> Planner::variantFigures()
     p << f10;
 
     QString missing = !stats ? statsReason : QString();
-    for (std::size_t i = 0; missing.isEmpty() && i < compare.size(); ++i)
-        if (i >= compareStats.size() || !compareStats[i] || !compareStats[i]->systematic)
-            missing =
-                QStringLiteral("no statistics of --compare %1 over the data").arg(compare[i]->info().name);
+    for (std::size_t i = 0; missing.isEmpty() && i < compare.size(); ++i) {
+        const ComparedStatistics* c = compared && i < compared->size() ? &(*compared)[i] : nullptr;
+        if (!c || !c->stats || !c->stats->systematic)
+            missing = QStringLiteral("no statistics of --compare %1 over the data%2")
+                          .arg(compare[i]->info().name,
+                               c && !c->note.isEmpty() ? QStringLiteral(": ") + c->note : QString());
+    }
     if (missing.isEmpty() && !stats->systematic)
         missing = QStringLiteral("the statistics file has no group `systematic`");
     if (!missing.isEmpty()) {
@@ -107,8 +110,8 @@ QVector<Planned> Planner::variantFigures()
         [this, labels, layer, provenance] {
             QVector<GridPanel> panels;
             for (int i = 0; i < labels.size(); ++i) {
-                const StatisticsFile& s = i == 0 ? *stats : *compareStats[std::size_t(i - 1)];
-                const QString path = i == 0 ? statsPath : compareStatsPaths.value(i - 1);
+                const StatisticsFile& s = i == 0 ? *stats : *(*compared)[std::size_t(i - 1)].stats;
+                const QString path = i == 0 ? statsPath : (*compared)[std::size_t(i - 1)].path;
                 GridPanel panel;
                 panel.label = labels[i];
                 panel.series = buildSystematic(s, path, layer, nullptr).hiddenPerLayer;

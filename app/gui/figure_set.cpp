@@ -527,8 +527,7 @@ FigureSetResult renderFigureSet(const FigureSetOptions& o, const std::atomic<boo
 
     FigureSetResult result;
     std::optional<StatisticsFile> stats;
-    std::vector<std::optional<StatisticsFile>> compareStats;
-    QStringList compareStatsPaths;
+    std::vector<ComparedStatistics> compared; // the --compare models' (Table 2, An et al.'s Figure 11)
     QString statsReason;
     QString dataText = QStringLiteral("generated examples of the synthetic task");
     // Figures 1, an3 and the table are the statistics; 3 and 9 add them. Others need no pass over the data.
@@ -569,27 +568,22 @@ FigureSetResult renderFigureSet(const FigureSetOptions& o, const std::atomic<boo
                 QFile::remove(f.path); // an unreadable earlier file: compute it again
             }
         }
-        // An et al.'s Figure 11 puts the --compare decoders' statistics over the same data beside the
-        // model's.
-        if (m.isDecoder() && (o.only.isEmpty() || o.only.contains(QStringLiteral("an11"))))
-            for (const auto& c : compare) {
-                const ModelInfo& ci = c->info();
-                if (!ci.isDecoder() || ci.layers != m.layers || ci.hidden != m.hidden) {
-                    compareStats.emplace_back();
-                    compareStatsPaths << QString();
-                    continue;
-                }
-                const FigureStatistics f = figureStatistics(
-                    ci, data, o.rule, o.precision, dir, cancel, [&](qint64 done, qint64 total) {
-                        progress(QStringLiteral("statistics"), int(done), int(total));
-                    });
-                compareStats.push_back(readStatisticsFile(f.path.toStdString()));
-                compareStatsPaths << f.path;
-            }
+        // The --compare models' statistics over the same data, once, for Table 2 and An et al.'s Figure 11.
+        const bool wantCompared = o.only.isEmpty() || o.only.contains(QStringLiteral("table2")) ||
+                                  o.only.contains(QStringLiteral("an11"));
+        if (stats && wantCompared && !compare.empty()) {
+            QVector<ModelInfo> models;
+            for (const auto& c : compare)
+                models << c->info();
+            compared = comparedStatistics(models, data, o.rule, o.precision, dir, cancel,
+                                          [&](qint64 done, qint64 total) {
+                                              progress(QStringLiteral("statistics"), int(done), int(total));
+                                          });
+        }
     }
 
     Planner planner(o, main, compare, inputs, stats, result.statisticsFile, statsReason);
-    planner.setCompareStatistics(std::move(compareStats), compareStatsPaths);
+    planner.setComparedStatistics(compared);
     QVector<Planned> plan = planner.plan();
     Planned table{layerTableOutcome(stats ? &*stats : nullptr), {}}; // drawn by the index writer
     if (!stats) table.outcome.reason = statsReason;
@@ -598,8 +592,8 @@ FigureSetResult renderFigureSet(const FigureSetOptions& o, const std::atomic<boo
     QVector<ModelInfo> tableModels{m};
     for (const auto& c : compare)
         tableModels << c->info();
-    PaperTables paperTables(o, tableModels, stats ? &*stats : nullptr, statsReason, dataText,
-                            QDir(o.outDir).filePath(QStringLiteral("statistics")), planner.figureLayer());
+    PaperTables paperTables(o, tableModels, stats ? &*stats : nullptr, statsReason, compared, dataText,
+                            planner.figureLayer());
     plan << Planned{paperTables.sweepOutcome(), {}} << Planned{paperTables.variantOutcome(), {}};
     if (!o.only.isEmpty())
         plan.erase(std::remove_if(plan.begin(), plan.end(),

@@ -268,14 +268,14 @@ QString w8a8Source(const std::optional<W8A8Result>& w8a8, double seconds)
 } // namespace
 
 PaperTables::PaperTables(const FigureSetOptions& options, QVector<ModelInfo> models,
-                         const StatisticsFile* stats, QString statsReason, QString dataSpec,
-                         QString statisticsDir, int figureLayer)
+                         const StatisticsFile* stats, QString statsReason,
+                         const std::vector<ComparedStatistics>& compared, QString dataSpec, int figureLayer)
     : o(options)
     , m_models(std::move(models))
     , m_stats(stats)
+    , m_compared(compared)
     , m_statsReason(std::move(statsReason))
     , m_data(std::move(dataSpec))
-    , m_statisticsDir(std::move(statisticsDir))
     , m_layer(figureLayer)
 {}
 
@@ -512,23 +512,12 @@ PaperTableData PaperTables::variantTable(const std::atomic<bool>& cancel,
         Row r{m_models[i], std::nullopt, {}, std::nullopt, {}, 0};
         if (i == 0) {
             r.stats = *m_stats;
+        } else if (std::size_t(i - 1) < m_compared.size()) {
+            // The same statistics over the same data as the model's (figure_set.cpp computes them once).
+            r.stats = m_compared[std::size_t(i - 1)].stats;
+            r.statsNote = m_compared[std::size_t(i - 1)].note;
         } else {
-            // The same statistics over the same data as the model's (kept and reused in statistics/; the
-            // file's name covers the weights and config.json, so variants with the same weights differ).
-            const QString dir = m_statisticsDir;
-            progress(QStringLiteral("statistics"), 0, 0);
-            try {
-                const FigureStatistics f = figureStatistics(
-                    r.model, m_data, o.rule, o.precision, dir, cancel, [&](qint64 done, qint64 total) {
-                        progress(QStringLiteral("statistics"), int(done), int(total));
-                    });
-                r.stats = readStatisticsFile(f.path.toStdString());
-            } catch (const Cancelled&) {
-                throw;
-            } catch (const Error& e) {
-                if (cancel) throw Cancelled();
-                r.statsNote = QString::fromStdString(e.what());
-            }
+            r.statsNote = QStringLiteral("not computed");
         }
         rows.push_back(std::move(r));
     }

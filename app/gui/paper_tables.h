@@ -5,6 +5,7 @@
 // other models' statistics and, where no `quantize` result is given, the W8A8 metric, on the calling
 // thread.
 
+#include "figure_inputs.h"
 #include "figure_set.h"
 #include "paper_table_figure.h"
 
@@ -73,9 +74,12 @@ class PaperTables
 {
 public:
     /// `models`: the model, then the --compare models; `stats`: the model's statistics over `dataSpec`
-    /// (null: `statsReason`); `figureLayer`: the layer (0-based) the figures chose for the outliers.
+    /// (null: `statsReason`); `compared`: the --compare models' over the same data, in order (kept by the
+    /// caller; empty when not computed); `figureLayer`: the layer (0-based) the figures chose for the
+    /// outliers.
     PaperTables(const FigureSetOptions& options, QVector<ModelInfo> models, const StatisticsFile* stats,
-                QString statsReason, QString dataSpec, QString statisticsDir, int figureLayer);
+                QString statsReason, const std::vector<ComparedStatistics>& compared, QString dataSpec,
+                int figureLayer);
 
     /// "table1" (the sweep) and "table2" (the variants): the outcome to plan, with its reason when it
     /// cannot be made.
@@ -84,9 +88,8 @@ public:
     static bool isPaperTable(const QString& id);
 
     /// Builds table `outcome.id` and draws it with `index` (figure-<id>.<format> and .csv, a PDF page, its
-    /// numbers in index.json); sets the caption. Table 2 may compute statistics and both tables W8A8 first,
-    /// reporting `progress(stage, done, total)` with stages "statistics" and "quantize". Throws Error, or
-    /// Cancelled.
+    /// numbers in index.json); sets the caption. Both tables may compute W8A8 first, reporting
+    /// `progress("quantize", done, total)`. Throws Error, or Cancelled.
     void draw(FigureIndexWriter& index, FigureOutcome& outcome, const QVector<ExportFormat>& formats, int dpi,
               const std::atomic<bool>& cancel, const std::function<void(const QString&, int, int)>& progress);
 
@@ -100,7 +103,8 @@ private:
     const FigureSetOptions& o;
     QVector<ModelInfo> m_models;
     const StatisticsFile* m_stats;
-    QString m_statsReason, m_data, m_statisticsDir;
+    const std::vector<ComparedStatistics>& m_compared;
+    QString m_statsReason, m_data;
     int m_layer;
 };
 
