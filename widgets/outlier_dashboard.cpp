@@ -199,10 +199,10 @@ DashboardCharts::DashboardCharts(bool paperLayout)
         marker->setBorderColor(Qt::white);
     }
     originalInfNorm = new QLineSeries;
-    originalInfNorm->setName(QStringLiteral("max inf norm before"));
+    // One legend entry for both dotted curves: the legend stays one row in a narrow chart.
+    originalInfNorm->setName(QStringLiteral("before (dotted)"));
     originalInfNorm->setPen(QPen(kInfNormColor.lighter(160), 2, Qt::DotLine));
     originalKurtosis = new QLineSeries;
-    originalKurtosis->setName(QStringLiteral("kurtosis before"));
     originalKurtosis->setPen(QPen(kKurtosisColor.lighter(140), 2, Qt::DotLine));
     for (QAbstractSeries* series : std::initializer_list<QAbstractSeries*>{
              infNorm, kurtosis, selectedInfNorm, selectedKurtosis, originalInfNorm, originalKurtosis})
@@ -397,14 +397,22 @@ void DashboardCharts::fill(const OutlierDashboardData& data, int rows)
     }
     originalInfNorm->replace(originalNorms);
     originalKurtosis->replace(originalKurt);
-    for (QLineSeries* series : {originalInfNorm, originalKurtosis})
-        for (QLegendMarker* marker : layers->legend()->markers(series))
-            marker->setVisible(series->count() > 0);
+    const bool before = originalInfNorm->count() > 0;
+    for (QLegendMarker* marker : layers->legend()->markers(originalInfNorm))
+        if (marker->isVisible() != before) {
+            marker->setVisible(before);
+            // Qt Charts does not lay a marker shown later out again: it sat on a row of its own
+            // without its label until the legend was laid out anew.
+            layers->legend()->hide();
+            layers->legend()->show();
+        }
+    for (QLegendMarker* marker : layers->legend()->markers(originalKurtosis))
+        marker->setVisible(false);
     infNorm->replace(norms);
     kurtosis->replace(kurt);
     selectedInfNorm->replace(selectedNorm);
     selectedKurtosis->replace(selectedKurt);
-    selectedInfNorm->setName(data.layer >= 0 ? QStringLiteral("layer %1 (shown above)").arg(data.layer + 1)
+    selectedInfNorm->setName(data.layer >= 0 ? QStringLiteral("layer %1 (above)").arg(data.layer + 1)
                                              : QStringLiteral("selected layer"));
     const int layerCount = int(std::max(data.maxInfNormPerLayer.size(), data.kurtosisPerLayer.size()));
     layerAxis->setRange(0.5, std::max(1, layerCount) + 0.5);

@@ -11,6 +11,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSignalBlocker>
 #include <QVBoxLayout>
 
@@ -51,7 +52,14 @@ OutliersPage::OutliersPage(InspectionController* controller, QWidget* parent)
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(controls);
     layout->addWidget(m_note);
-    layout->addWidget(m_dashboard, 1);
+    // Below this height the charts' axes and legends no longer fit (1280 x 800 with the intervention
+    // panel open): the page scrolls instead.
+    m_dashboard->setMinimumHeight(600);
+    auto* scroll = new QScrollArea;
+    scroll->setWidget(m_dashboard);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    layout->addWidget(scroll, 1);
 
     connect(compute, &QPushButton::clicked, this, &OutliersPage::statisticsRequested);
     connect(m_controller, &InspectionController::statisticsReady, this, [this] {
