@@ -44,6 +44,15 @@ if(OUTLIERLENS_FUZZ)
     target_link_options(outlierlens_config INTERFACE -fsanitize=address,undefined)
 endif()
 
+# OpenMP: LibTorch's at::parallel_for is a header template whose `#pragma omp parallel` runs in the
+# caller's translation unit; compiled without -fopenmp it runs every range on the calling thread alone,
+# and so did every at::parallel_for of ours (the linear layers' blocks, AdamW, the statistics' layers,
+# the CRC checks) until this flag. GCC builds link libgomp, LibTorch's own runtime. The clang fuzz build
+# does without (clang's -fopenmp wants LLVM's runtime, which would be a second one beside LibTorch's):
+# there the ranges run one after another, with the same results.
+target_compile_options(outlierlens_config INTERFACE $<$<CXX_COMPILER_ID:GNU>:-fopenmp>)
+target_link_options(outlierlens_config INTERFACE $<$<CXX_COMPILER_ID:GNU>:-fopenmp>)
+
 # Precompiled LibTorch headers (OUTLIERLENS_PCH, on by default). Parsing <torch/torch.h> costs ~11 s of
 # every translation unit that includes it, and about 70 of ours do (docs/performance.md). It is
 # precompiled once, in outlierlens_torch_pch, and each target names the sources that include it with
