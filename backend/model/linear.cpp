@@ -58,25 +58,86 @@ void check(dnnl_status_t status, const char* what)
         throw Error(std::string("oneDNN ") + what + " failed (status " + std::to_string(int(status)) + ")");
 }
 
-/// Row-major C [m, n] = op(A) op(B) + beta C, float32, with the calling thread's intra-op threads.
-void sgemm(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int64_t k, const torch::Tensor& a,
-           const torch::Tensor& b, float beta, torch::Tensor& c)
+/// fn(r0, r1, c0, c1) for blocks of an [m, n] output, rows [r0, r1) and columns [c0, c1), that cover it:
+/// with more than one intra-op thread (outside a parallel region) the larger of m and n is split in one
+/// block per thread, side by side, each at least 64 long and a multiple of 16 (whole vectors); else one
+/// block. oneDNN runs one thread inside a parallel region, so each block is a one-thread GEMM. On the AMD
+/// CPU of docs/performance.md oneDNN's own two-thread split ran bert-base's FFN down projection (128 x
+/// 3,072 -> 768) at 0.7 x OpenBLAS's speed; this split runs every BERT and demo-model shape there at
+/// least as fast as either (bench/linear_routes.cpp times the three).
+template<typename Fn>
+void forOutputBlocks(std::int64_t m, std::int64_t n, Fn&& fn)
 {
     at::internal::lazy_init_num_threads(); // this thread's OpenMP thread count = LibTorch's
-    check(dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, 1.0f, a.data_ptr<float>(), a.size(1),
-                     b.data_ptr<float>(), b.size(1), beta, c.data_ptr<float>(), c.size(1)),
-          "sgemm");
+    const bool byRows = m > n;
+    const std::int64_t size = byRows ? m : n;
+    const std::int64_t threads = at::in_parallel_region() ? 1 : at::get_num_threads();
+    const std::int64_t blocks = std::max<std::int64_t>(1, std::min<std::int64_t>(threads, size / 64));
+    if (blocks == 1) {
+        fn(std::int64_t(0), m, std::int64_t(0), n);
+        return;
+    }
+    const std::int64_t length = ((size + blocks - 1) / blocks + 15) / 16 * 16;
+    at::parallel_for(0, blocks, 1, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t i = begin; i < end; ++i) {
+            const std::int64_t b0 = std::min(size, i * length), b1 = std::min(size, b0 + length);
+            if (b1 <= b0) continue;
+            if (byRows)
+                fn(b0, b1, std::int64_t(0), n);
+            else
+                fn(std::int64_t(0), m, b0, b1);
+        }
+    });
 }
 
-/// dnnl_gemm_bf16bf16f32 on row-major bf16 tensors: c [m, n] = a [m, k] op(w)^T + beta c, float32 c.
+/// Row-major C [m, n] = op(A) op(B) (+ the row `bias` [n] on every row, else + beta C), float32, on
+/// forOutputBlocks(). The bias rows are written some rows at a time right before their product, which
+/// then reads them from the cache (filling the whole output first read and wrote it through memory once
+/// more).
+void sgemm(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int64_t k, const torch::Tensor& a,
+           const torch::Tensor& b, float beta, torch::Tensor& c, const float* bias = nullptr)
+{
+    const float* ap = a.data_ptr<float>();
+    const float* bp = b.data_ptr<float>();
+    float* cp = c.data_ptr<float>();
+    const std::int64_t lda = a.size(1), ldb = b.size(1), ldc = c.size(1);
+    const char ta = transA ? 'T' : 'N', tb = transB ? 'T' : 'N';
+    // Rows [r0, r1) of op(A) (columns of A when transA) times columns [c0, c1) of op(B) (rows of B when
+    // transB).
+    auto multiply = [&](std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1, float addTo) {
+        check(dnnl_sgemm(ta, tb, r1 - r0, c1 - c0, k, 1.0f, ap + (transA ? r0 : r0 * lda), lda,
+                         bp + (transB ? c0 * ldb : c0), ldb, addTo, cp + r0 * ldc + c0, ldc),
+              "sgemm");
+    };
+    forOutputBlocks(m, n, [&](std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
+        if (!bias) {
+            multiply(r0, r1, c0, c1, beta);
+            return;
+        }
+        const std::int64_t rowsAtOnce = std::max<std::int64_t>(64, (std::int64_t(1) << 17) / (c1 - c0));
+        for (std::int64_t first = r0; first < r1; first += rowsAtOnce) {
+            const std::int64_t last = std::min(r1, first + rowsAtOnce);
+            for (std::int64_t r = first; r < last; ++r)
+                std::copy(bias + c0, bias + c1, cp + r * ldc + c0);
+            multiply(first, last, c0, c1, 1.0f);
+        }
+    });
+}
+
+/// dnnl_gemm_bf16bf16f32 on row-major bf16 tensors: c [m, n] = a [m, k] op(w)^T + beta c, float32 c, on
+/// forOutputBlocks().
 void gemmBf16(const torch::Tensor& a, const torch::Tensor& wb, bool inByOut, float beta, torch::Tensor& c)
 {
-    at::internal::lazy_init_num_threads();
-    check(dnnl_gemm_bf16bf16f32('N', inByOut ? 'N' : 'T', a.size(0), c.size(1), a.size(1), 1.0f,
-                                reinterpret_cast<const std::uint16_t*>(a.data_ptr<at::BFloat16>()), a.size(1),
-                                reinterpret_cast<const std::uint16_t*>(wb.data_ptr<at::BFloat16>()),
-                                wb.size(1), beta, c.data_ptr<float>(), c.size(1)),
-          "gemm_bf16bf16f32");
+    const auto* ap = reinterpret_cast<const std::uint16_t*>(a.data_ptr<at::BFloat16>());
+    const auto* wp = reinterpret_cast<const std::uint16_t*>(wb.data_ptr<at::BFloat16>());
+    float* cp = c.data_ptr<float>();
+    const std::int64_t k = a.size(1), ldw = wb.size(1), ldc = c.size(1);
+    forOutputBlocks(
+        a.size(0), c.size(1), [&](std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
+            check(dnnl_gemm_bf16bf16f32('N', inByOut ? 'N' : 'T', r1 - r0, c1 - c0, k, 1.0f, ap + r0 * k, k,
+                                        wp + (inByOut ? c0 : c0 * ldw), ldw, beta, cp + r0 * ldc + c0, ldc),
+                  "gemm_bf16bf16f32");
+        });
 }
 
 /// x rounded to bf16's bits, to nearest even as torch's conversion (NaN: a quiet NaN); `back` gets the
@@ -186,21 +247,8 @@ torch::Tensor product(const torch::Tensor& x2, const torch::Tensor& w, const tor
             sgemm(false, !inByOut, m, n, k, x2, w, 0.0f, y);
             return y;
         }
-        // The bias rows are written one block at a time right before that block's product, which then
-        // reads them from the cache: filling the whole output first and multiplying after read and
-        // wrote it through memory once more (LibTorch's addmm does that).
         const torch::Tensor bias = b.to(torch::kFloat).contiguous();
-        const float* bp = bias.data_ptr<float>();
-        const std::int64_t block =
-            std::max<std::int64_t>(64, (std::int64_t(1) << 17) / std::max<std::int64_t>(n, 1));
-        for (std::int64_t r0 = 0; r0 < m; r0 += block) {
-            const std::int64_t rows = std::min(block, m - r0);
-            torch::Tensor out = y.narrow(0, r0, rows);
-            float* op = out.data_ptr<float>();
-            for (std::int64_t r = 0; r < rows; ++r)
-                std::copy(bp, bp + n, op + r * n);
-            sgemm(false, !inByOut, rows, n, k, x2.narrow(0, r0, rows), w, 1.0f, out);
-        }
+        sgemm(false, !inByOut, m, n, k, x2, w, 0.0f, y, bias.data_ptr<float>());
         return y;
     }
     // The weights' bf16 copies are kept for the autocast region, as autocast itself keeps them.

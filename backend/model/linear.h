@@ -3,8 +3,10 @@
 // where they do better than LibTorch's default route on a CPU:
 // - float32 (no autocast): oneDNN's sgemm, forward and backward, instead of OpenBLAS. On the AVX-512
 //   machine of docs/performance.md it ran these layers' shapes 1.05-1.3 x faster than OpenBLAS's own
-//   SkylakeX kernels, with the same float32 arithmetic (only the order of the sums differs). The bias
-//   rows are written block by block just before each block's product, which reads them from the cache.
+//   SkylakeX kernels, with the same float32 arithmetic (only the order of the sums differs). With more
+//   than one thread, the output's larger dimension is split in one block per thread, each a one-thread
+//   product (oneDNN's own split of BERT's shapes was slower than OpenBLAS on two cores). The bias rows
+//   are written block by block just before each block's product, which reads them from the cache.
 // - bf16 autocast without gradients (inspect, stats, the GUI's fast mode): the products in bf16 with
 //   float32 accumulation and a float32 result (oneDNN's gemm_bf16bf16f32), instead of autocast's
 //   result rounded to bf16: that rounding of every linear output moved values across the outlier

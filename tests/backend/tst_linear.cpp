@@ -33,6 +33,13 @@ double relativeError(const torch::Tensor& actual, const torch::Tensor& expected)
     return test::maxAbsDiff(actual.to(torch::kDouble), expected) / expected.abs().max().item<double>();
 }
 
+/// The rounding a float32 sum of `terms` terms is expected to make, relative to its scale: sqrt(terms)
+/// units of float32's epsilon, at least 1e-6 (the bound of the other tests here).
+double roundingOfSum(int terms)
+{
+    return std::max(1e-6, std::sqrt(double(terms)) * double(std::numeric_limits<float>::epsilon()));
+}
+
 } // namespace
 
 class TestLinear : public QObject
@@ -63,6 +70,9 @@ private Q_SLOTS:
         QTest::newRow("weight [in, out] (Conv1D), fewer outputs") << true << true << false << 160 << 96;
         QTest::newRow("weight [out, in], wide") << true << false << false << 288 << 320;
         QTest::newRow("weight [in, out] (Conv1D), wide") << true << true << false << 288 << 320;
+        // Widths that are no multiple of 16: the column blocks of the split (model/linear.cpp) end short.
+        QTest::newRow("odd widths") << true << false << false << 97 << 161;
+        QTest::newRow("odd widths, [in, out]") << true << true << false << 161 << 203;
     }
 
     void float32MatchesTorchWithGradients()
@@ -146,6 +156,48 @@ private Q_SLOTS:
         QVERIFY2(torch::equal(fused[2], separate[2]), "weight gradient");
         QVERIFY2(torch::equal(fused[3], separate[3]), "bias gradient");
         QVERIFY(fused[1].abs().sum().item<double>() > 0);
+    }
+
+    /// With more than one thread, sgemm splits the output's larger dimension in one block per thread,
+    /// each a one-thread product: the values and gradients on 1, 2 and 3 threads against float64, for T = 1
+    /// and for widths that are no multiple of the blocks' 16.
+    void float32OnAnyThreadCount_data()
+    {
+        QTest::addColumn<int>("rows");
+        QTest::addColumn<int>("in");
+        QTest::addColumn<int>("out");
+        QTest::newRow("one token") << 1 << 768 << 3072;
+        QTest::newRow("bert-base up") << 128 << 768 << 3072;
+        QTest::newRow("odd widths") << 37 << 203 << 333;
+        QTest::newRow("more rows than outputs (split by rows)") << 301 << 203 << 97;
+    }
+
+    void float32OnAnyThreadCount()
+    {
+        QFETCH(int, rows);
+        QFETCH(int, in);
+        QFETCH(int, out);
+        const torch::Tensor x0 = torch::randn({rows, in}), w0 = torch::randn({out, in}) * 0.05,
+                            b0 = torch::randn({out}), upstream = torch::randn({rows, out});
+        const torch::Tensor xd = x0.to(torch::kDouble).requires_grad_(true),
+                            wd = w0.to(torch::kDouble).requires_grad_(true);
+        (torch::linear(xd, wd, b0.to(torch::kDouble)) * upstream.to(torch::kDouble)).sum().backward();
+        const torch::Tensor yd = torch::linear(xd, wd, b0.to(torch::kDouble)).detach();
+        const int before = torch::get_num_threads();
+        for (int threads : {1, 2, 3}) {
+            torch::set_num_threads(threads);
+            const torch::Tensor x = x0.clone().requires_grad_(true), w = w0.clone().requires_grad_(true);
+            const torch::Tensor y = linearLayer(x, w, b0);
+            (y * upstream).sum().backward();
+            const QByteArray where = QByteArray::number(threads) + " threads";
+            // A float32 sum of k terms rounds by about sqrt(k) units of float32's epsilon: oneDNN's
+            // one-row product (T = 1) sums its 3,072 terms in one sequence (1.7e-6 of the largest input
+            // gradient here; OpenBLAS's blocked sums 0.4e-6).
+            QVERIFY2(relativeError(y.detach(), yd) < roundingOfSum(in), where + ": output");
+            QVERIFY2(relativeError(x.grad(), xd.grad()) < roundingOfSum(out), where + ": input gradient");
+            QVERIFY2(relativeError(w.grad(), wd.grad()) < roundingOfSum(rows), where + ": weight gradient");
+        }
+        torch::set_num_threads(before);
     }
 
     /// A worker thread (the GUI's, a statistics worker) gets the same numbers as the main thread.
