@@ -4,6 +4,7 @@
 # of the medians over all rounds. Run it on an otherwise idle machine: two busy OpenMP processes
 # on two cores slow each other down many times over.
 #   bench/compare_bert_forward.sh [config=bert-base] [seq=128] [rounds=6] [runs=20]
+#   PRECISION=bf16 bench/compare_bert_forward.sh ...   (the C++ side in its bf16 fast mode; Python stays float32)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CONFIG="${1:-bert-base}" SEQ="${2:-128}" ROUNDS="${3:-6}" RUNS="${4:-20}"
@@ -12,7 +13,7 @@ PY=/usr/bin/python3
 $PY -c "import torch" 2>/dev/null || { echo "needs Debian's python3-torch (apt-get install python3-torch)" >&2; exit 1; }
 cpp=() py=() cppraw=() pyraw=()
 for ((r = 1; r <= ROUNDS; r++)); do
-  c=$("$BIN" bench --config "$CONFIG" --seq "$SEQ" --runs "$RUNS")
+  c=$("$BIN" bench --config "$CONFIG" --seq "$SEQ" --runs "$RUNS" --precision "${PRECISION:-fp32}")
   p=$($PY "$ROOT/bench/bert_forward_python.py" --config "$CONFIG" --seq "$SEQ" --runs "$RUNS")
   cm=$(echo "$c" | $PY -c 'import json,sys; print(json.load(sys.stdin)["capture_all_ms"]["median"])')
   pm=$(echo "$p" | $PY -c 'import json,sys; print(json.load(sys.stdin)["capture_all_ms"]["median"])')
