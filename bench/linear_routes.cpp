@@ -11,6 +11,8 @@
 // docs/performance.md has the figures.
 //   g++ -O2 -fopenmp bench/linear_routes.cpp -o /tmp/linear_routes -ldnnl -lblas
 //   OMP_NUM_THREADS=2 /tmp/linear_routes [repeats=31]
+#include "timing.h"
+
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 
@@ -34,16 +36,8 @@ namespace {
 
 constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
 
-double seconds()
-{
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double median(std::vector<double> v)
-{
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
+using bench::median;
+using bench::seconds;
 
 struct Shape
 {

@@ -5,6 +5,8 @@
 // medians and their ratio (> 1: the [in, out] orientation is faster). docs/performance.md has the figures.
 //   g++ -O2 -fopenmp bench/sgemm_weight_gradient.cpp -o /tmp/sgemm_weight_gradient -ldnnl
 //   /tmp/sgemm_weight_gradient [repeats=21]
+#include "timing.h"
+
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 
@@ -17,16 +19,8 @@
 
 namespace {
 
-double seconds()
-{
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double median(std::vector<double> v)
-{
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
+using bench::median;
+using bench::seconds;
 
 struct Shape
 {
