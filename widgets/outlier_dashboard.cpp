@@ -403,8 +403,10 @@ void DashboardCharts::fill(const OutlierDashboardData& data, int rows)
             marker->setVisible(before);
             // Qt Charts does not lay a marker shown later out again: it sat on a row of its own
             // without its label until the legend was laid out anew.
-            layers->legend()->hide();
-            layers->legend()->show();
+            if (layers->legend()->isVisible()) {
+                layers->legend()->hide();
+                layers->legend()->show();
+            }
         }
     for (QLegendMarker* marker : layers->legend()->markers(originalKurtosis))
         marker->setVisible(false);

@@ -15,7 +15,10 @@
 #include "quant/intervention.h"
 #include "text/decoder_tokenizer.h"
 
+#include <QChartView>
 #include <QJsonArray>
+#include <QLegend>
+#include <QLegendMarker>
 #include <QMenu>
 #include <QTableWidget>
 #include <QtTest>
@@ -147,6 +150,20 @@ private Q_SLOTS:
         }
         QVERIFY(m_window->outliersPage()->dashboard()->figureCsv().contains(
             QStringLiteral("max inf norm without the intervention")));
+        // With the panel open at 1280 x 800 the charts keep their room (the page scrolls), and the legend
+        // names the dotted curves in its row.
+        m_window->resize(1280, 800);
+        QChartView* layerView =
+            m_window->outliersPage()->findChild<QChartView*>(QStringLiteral("layerChart"));
+        QVERIFY(layerView);
+        QTRY_VERIFY2(
+            layerView->chart()->plotArea().height() >= 100,
+            qPrintable(QStringLiteral("plot area %1 px high").arg(layerView->chart()->plotArea().height())));
+        QStringList legend;
+        for (QLegendMarker* marker : layerView->chart()->legend()->markers())
+            if (marker->isVisible()) legend << marker->label();
+        QVERIFY2(legend.contains(QStringLiteral("before (dotted)")),
+                 qPrintable(legend.join(QStringLiteral(", "))));
 
         // Over the model's data: the intervene job's numbers.
         QTRY_VERIFY_WITH_TIMEOUT(!panel->result().isEmpty(), 120000);
