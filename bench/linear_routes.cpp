@@ -51,7 +51,7 @@ void onednn(const Shape& s, const float* x, const float* w, float* y)
 }
 
 /// This thread's block of the output inside an OpenMP region: rows [r0, r1) and columns [c0, c1), the
-/// larger of the two dimensions split in one block per thread (16-aligned), as model/linear.cpp does.
+/// larger of the two dimensions split in one block per thread, as at::parallel_for does in model/linear.cpp.
 struct Block
 {
     long r0, r1, c0, c1;
@@ -61,7 +61,7 @@ Block blockOfThisThread(const Shape& s)
 {
     const long threads = omp_get_num_threads(), t = omp_get_thread_num();
     const bool rows = s.m > s.n;
-    const long size = rows ? s.m : s.n, per = ((size + threads - 1) / threads + 15) / 16 * 16;
+    const long size = rows ? s.m : s.n, per = (size + threads - 1) / threads;
     const long b0 = std::min(size, t * per), b1 = std::min(size, b0 + per);
     return rows ? Block{b0, b1, 0, s.n} : Block{0, s.m, b0, b1};
 }

@@ -59,34 +59,21 @@ void check(dnnl_status_t status, const char* what)
 }
 
 /// fn(r0, r1, c0, c1) for blocks of an [m, n] output, rows [r0, r1) and columns [c0, c1), that cover it:
-/// with more than one intra-op thread (outside a parallel region) the larger of m and n is split in one
-/// block per thread, side by side, each at least 64 long and a multiple of 16 (whole vectors); else one
-/// block. oneDNN runs one thread inside a parallel region, so each block is a one-thread GEMM. On the AMD
-/// CPU of docs/performance.md oneDNN's own two-thread split ran bert-base's FFN down projection (128 x
-/// 3,072 -> 768) at 0.7 x OpenBLAS's speed; this split runs every BERT and demo-model shape there at
-/// least as fast as either (bench/linear_routes.cpp times the three).
+/// with more than one intra-op thread (outside a parallel region) at::parallel_for splits the larger of m
+/// and n in one block per thread (at least 64 long), side by side; else one block. oneDNN runs one thread
+/// inside a parallel region, so each block is a one-thread GEMM. On the AMD CPU of docs/performance.md
+/// oneDNN's own two-thread split ran bert-base's FFN down projection (128 x 3,072 -> 768) at 0.7 x
+/// OpenBLAS's speed; this split runs every BERT and demo-model shape there at least as fast as either
+/// (bench/linear_routes.cpp times the three).
 template<typename Fn>
 void forOutputBlocks(std::int64_t m, std::int64_t n, Fn&& fn)
 {
-    at::internal::lazy_init_num_threads(); // this thread's OpenMP thread count = LibTorch's
     const bool byRows = m > n;
-    const std::int64_t size = byRows ? m : n;
-    const std::int64_t threads = at::in_parallel_region() ? 1 : at::get_num_threads();
-    const std::int64_t blocks = std::max<std::int64_t>(1, std::min<std::int64_t>(threads, size / 64));
-    if (blocks == 1) {
-        fn(std::int64_t(0), m, std::int64_t(0), n);
-        return;
-    }
-    const std::int64_t length = ((size + blocks - 1) / blocks + 15) / 16 * 16;
-    at::parallel_for(0, blocks, 1, [&](std::int64_t begin, std::int64_t end) {
-        for (std::int64_t i = begin; i < end; ++i) {
-            const std::int64_t b0 = std::min(size, i * length), b1 = std::min(size, b0 + length);
-            if (b1 <= b0) continue;
-            if (byRows)
-                fn(b0, b1, std::int64_t(0), n);
-            else
-                fn(std::int64_t(0), m, b0, b1);
-        }
+    at::parallel_for(0, byRows ? m : n, 64, [&](std::int64_t b0, std::int64_t b1) {
+        if (byRows)
+            fn(b0, b1, std::int64_t(0), n);
+        else
+            fn(std::int64_t(0), m, b0, b1);
     });
 }
 
